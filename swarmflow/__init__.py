@@ -1,0 +1,58 @@
+"""swarmflow: multi-agent LLM work, coding first, as declarative dataflow.
+
+Importing swarmflow has no side effects: no I/O, no event loop, no model client.
+"""
+
+from swarmflow.core.budget import BudgetSnapshot, Limits
+from swarmflow.core.errors import (
+    AgentFailed,
+    BudgetExhausted,
+    ConfigError,
+    HumanTimeout,
+    ModelError,
+    RunPaused,
+    SwarmflowError,
+    TopologyError,
+)
+from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
+from swarmflow.core.output import AgentOutput
+from swarmflow.core.patch import Patch
+from swarmflow.core.team import Agent, Team
+from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
+from swarmflow.runner import RunResult, run, run_sync
+from swarmflow.runtime.flow import Flow, flow
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentFailed",
+    "AgentOutput",
+    "BudgetExhausted",
+    "BudgetSnapshot",
+    "Cancelled",
+    "ConfigError",
+    "Empty",
+    "Failed",
+    "Flow",
+    "HumanTimeout",
+    "Limits",
+    "ModelError",
+    "Ok",
+    "Patch",
+    "RunPaused",
+    "RunResult",
+    "SwarmflowError",
+    "Team",
+    "TopologyError",
+    "agent",
+    "agent_session",
+    "budget",
+    "compact",
+    "flow",
+    "human",
+    "parallel",
+    "pipeline",
+    "run",
+    "run_sync",
+]

@@ -1,0 +1,161 @@
+"""The exception tree. Every error swarmflow raises derives from `SwarmflowError`.
+
+    SwarmflowError
+    ├── ConfigError                 caller misuse: bad declarations, unknown names
+    │   ├── TemplateError           a role card failed to render
+    │   └── RailError               a rail registered for a hook that does not exist
+    ├── IllegalTransition           a session tried a transition its table forbids
+    ├── TopologyError               a handoff along an undeclared edge
+    ├── BudgetExhausted             a reservation did not fit a ledger
+    ├── ModelError                  the model endpoint failed
+    │   ├── ModelAuthError
+    │   ├── ModelNotFound
+    │   ├── ContextLengthExceeded
+    │   ├── ModelUnavailable        retries on 429/5xx/timeouts ran out
+    │   └── ModelResponseError      the endpoint answered something unusable
+    ├── ModelCallsBlocked           a real model call inside tests without opt-in
+    ├── ToolError                   a tool failed; becomes an observation for the model
+    │   └── WorkspaceEscape         a path outside the agent's workspace
+    ├── WorkspaceError              a workspace could not be prepared or changed
+    ├── HumanError
+    │   └── HumanTimeout
+    ├── AgentFailed                 an agent session ended in error
+    └── RunPaused                   control signal: a deferred human question stops the run
+
+Errors carry the agent, session and operator they came from where known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SwarmflowError(Exception):
+    """Root of every swarmflow error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+        operator: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.agent = agent
+        self.session = session
+        self.operator = operator
+
+    def __str__(self) -> str:
+        where = [f"{k}={v}" for k, v in self._where().items() if v]
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+    def _where(self) -> dict[str, str | None]:
+        return {"agent": self.agent, "session": self.session, "operator": self.operator}
+
+
+class ConfigError(SwarmflowError):
+    """The caller declared something that cannot work."""
+
+
+class TemplateError(ConfigError):
+    """A role card failed to render; the message names the template and the variable."""
+
+
+class RailError(ConfigError):
+    """A rail was registered for a hook that does not exist."""
+
+
+class IllegalTransition(SwarmflowError):
+    """A session tried a state transition that its table does not allow."""
+
+
+class TopologyError(SwarmflowError):
+    """A value would cross an edge the team does not declare. Nothing was sent."""
+
+    def __init__(
+        self, message: str, *, source: str, target: str, declared: list[tuple[str, str]], **kw: Any
+    ) -> None:
+        super().__init__(message, **kw)
+        self.source = source
+        self.target = target
+        self.declared = declared
+
+
+class BudgetExhausted(SwarmflowError):
+    """A reservation did not fit the ledger or one of its ancestors."""
+
+    def __init__(self, message: str, *, reason: str, ledger: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.reason = reason
+        self.ledger = ledger
+
+
+class ModelError(SwarmflowError):
+    """The model endpoint failed."""
+
+    retryable = False
+
+
+class ModelAuthError(ModelError):
+    """The endpoint rejected the credentials."""
+
+
+class ModelNotFound(ModelError):
+    """The endpoint does not serve the requested model."""
+
+
+class ContextLengthExceeded(ModelError):
+    """The request is longer than the model's context window."""
+
+
+class ModelUnavailable(ModelError):
+    """Rate limits, server errors or timeouts persisted through every retry."""
+
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    """The endpoint answered with something that cannot be used."""
+
+
+class ModelCallsBlocked(SwarmflowError):
+    """A real model was called while real calls are blocked (the default in tests)."""
+
+
+class ToolError(SwarmflowError):
+    """A tool failed. The session shows the message to the model; the run goes on."""
+
+
+class WorkspaceEscape(ToolError):
+    """A tool path resolves outside the agent's workspace."""
+
+
+class WorkspaceError(SwarmflowError):
+    """A workspace could not be prepared, committed or cleaned up."""
+
+
+class HumanError(SwarmflowError):
+    """A human channel could not produce an answer."""
+
+
+class HumanTimeout(HumanError):
+    """Nobody answered in time and the policy says fail."""
+
+
+class AgentFailed(SwarmflowError):
+    """An agent session ended in the error state."""
+
+    def __init__(self, message: str, *, reason: str, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.reason = reason
+
+
+class RunPaused(SwarmflowError):
+    """Control signal: a deferred human question paused the run; resume with the token."""
+
+    def __init__(self, message: str, *, token: str, question: str, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.token = token
+        self.question = question

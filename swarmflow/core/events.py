@@ -1,0 +1,253 @@
+"""The event stream: frozen pydantic models in one union tagged by `type`.
+
+This is a public, versioned contract. Names are past tense. Every event carries the envelope:
+run id, contiguous sequence number, wall timestamp, seconds since the run started, agent,
+session and branch path (for example `parallel[2]/pipeline[0]`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+EVENT_SCHEMA_VERSION = 1
+
+
+class EventBase(BaseModel):
+    """The common envelope."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    seq: int
+    ts: float
+    t: float
+    agent: str | None = None
+    session: str | None = None
+    branch: str = ""
+
+
+class RunStarted(EventBase):
+    type: Literal["run_started"] = "run_started"
+    flow: str
+    inputs: dict[str, Any] = {}
+    limits: dict[str, float | int | None] = {}
+    agents: list[str] = []
+    edges: list[tuple[str, str]] = []
+    schema_version: int = EVENT_SCHEMA_VERSION
+
+
+class RunFinished(EventBase):
+    type: Literal["run_finished"] = "run_finished"
+    status: Literal["ok", "failed", "cancelled", "paused"]
+    error: str | None = None
+    tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+    seconds: float = 0.0
+
+
+class OperatorStarted(EventBase):
+    type: Literal["operator_started"] = "operator_started"
+    operator: str
+    node: str
+    detail: dict[str, Any] = {}
+
+
+class OperatorFinished(EventBase):
+    type: Literal["operator_finished"] = "operator_finished"
+    operator: str
+    node: str
+    status: Literal["ok", "failed", "cancelled"] = "ok"
+    detail: dict[str, Any] = {}
+
+
+class SessionStarted(EventBase):
+    type: Literal["session_started"] = "session_started"
+    model: str | None = None
+    tools: list[str] = []
+
+
+class ModelCalled(EventBase):
+    type: Literal["model_called"] = "model_called"
+    model: str | None = None
+    step: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    latency: float = 0.0
+    cost: float = 0.0
+    finish_reason: str = "stop"
+    tool_calls: list[str] = []
+
+
+class ModelRetried(EventBase):
+    type: Literal["model_retried"] = "model_retried"
+    attempt: int
+    error: str
+    delay: float
+
+
+class ToolExecuted(EventBase):
+    type: Literal["tool_executed"] = "tool_executed"
+    tool: str
+    call_id: str = ""
+    arguments: dict[str, Any] | str = {}
+    ok: bool = True
+    result: str = ""
+    duration: float = 0.0
+
+
+class ToolRefused(EventBase):
+    type: Literal["tool_refused"] = "tool_refused"
+    tool: str
+    call_id: str = ""
+    reason: str
+
+
+class MessageSent(EventBase):
+    type: Literal["message_sent"] = "message_sent"
+    source: str
+    target: str
+    via: str = "message_agent"
+    text: str = ""
+
+
+class MessageRefused(EventBase):
+    type: Literal["message_refused"] = "message_refused"
+    source: str
+    target: str
+    reason: str
+
+
+class HandoffRefused(EventBase):
+    """A value from `source` would have reached `target` (prompt, session message, template
+    variable or human question) without the edge; nothing was sent."""
+
+    type: Literal["handoff_refused"] = "handoff_refused"
+    source: str
+    target: str
+    via: str
+    reason: str
+
+
+class SpawnRefused(EventBase):
+    type: Literal["spawn_refused"] = "spawn_refused"
+    requested: str
+    reason: str
+
+
+class AgentFinished(EventBase):
+    type: Literal["agent_finished"] = "agent_finished"
+    produced_content: bool
+    preview: str = ""
+
+
+class SessionEnded(EventBase):
+    type: Literal["session_ended"] = "session_ended"
+    state: Literal["done", "stopped", "error"]
+    reason: str
+    detail: str = ""
+    steps: int = 0
+    tokens: int = 0
+
+
+class ContextCompacted(EventBase):
+    type: Literal["context_compacted"] = "context_compacted"
+    level: str
+    messages_before: int
+    messages_after: int
+
+
+class RailVetoed(EventBase):
+    type: Literal["rail_vetoed"] = "rail_vetoed"
+    hook: str
+    rail: str
+    reason: str
+
+
+class GoalEvaluated(EventBase):
+    type: Literal["goal_evaluated"] = "goal_evaluated"
+    evaluator: str
+    decision: Literal["continue", "complete", "blocked"]
+    note: str = ""
+
+
+class WorkspaceChanged(EventBase):
+    type: Literal["workspace_changed"] = "workspace_changed"
+    workspace: str
+    commit: str
+    git_branch: str = ""
+    files: list[str] = []
+
+
+class HumanRequested(EventBase):
+    type: Literal["human_requested"] = "human_requested"
+    question: str
+    payload: Any = None
+    channel: str
+    token: str = ""
+
+
+class HumanAnswered(EventBase):
+    type: Literal["human_answered"] = "human_answered"
+    answer: Any = None
+    answered_by: str
+    timed_out: bool = False
+
+
+class BranchFinished(EventBase):
+    type: Literal["branch_finished"] = "branch_finished"
+    outcome: Literal["ok", "failed", "cancelled", "empty"]
+    error: str | None = None
+
+
+class OutcomesCompacted(EventBase):
+    type: Literal["outcomes_compacted"] = "outcomes_compacted"
+    kept: int
+    dropped: list[dict[str, Any]] = []
+
+
+Event = Annotated[
+    RunStarted
+    | RunFinished
+    | OperatorStarted
+    | OperatorFinished
+    | SessionStarted
+    | ModelCalled
+    | ModelRetried
+    | ToolExecuted
+    | ToolRefused
+    | MessageSent
+    | MessageRefused
+    | HandoffRefused
+    | SpawnRefused
+    | AgentFinished
+    | SessionEnded
+    | ContextCompacted
+    | RailVetoed
+    | GoalEvaluated
+    | WorkspaceChanged
+    | HumanRequested
+    | HumanAnswered
+    | BranchFinished
+    | OutcomesCompacted,
+    Field(discriminator="type"),
+]
+
+_ADAPTER: TypeAdapter[Event] | None = None
+
+
+def event_adapter() -> TypeAdapter[Event]:
+    """The union's validator, built on first use to keep import cheap."""
+    global _ADAPTER
+    if _ADAPTER is None:
+        _ADAPTER = TypeAdapter(Event)
+    return _ADAPTER
+
+
+def parse_event(line: str | bytes) -> EventBase:
+    """Parse one JSONL line back into its event model."""
+    event: EventBase = event_adapter().validate_json(line)
+    return event

@@ -1,0 +1,153 @@
+"""What goes into a model and what comes out: the one small model protocol.
+
+These are slotted dataclasses rather than pydantic models because they sit on the hot path of
+every model call; adapters convert them to and from wire formats.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model asked for. `arguments` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ValueError with a readable message when broken."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"arguments of tool call {self.name!r} are not valid JSON: {exc.msg} "
+                f"at position {exc.pos}: {self.arguments[:200]!r}"
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(f"arguments of tool call {self.name!r} must be a JSON object")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens of one call. `cached_input` is the part of `input` served from a prompt cache."""
+
+    input: int = 0
+    output: int = 0
+    cached_input: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cached_input + other.cached_input,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a model needs for one call."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    agent: str = ""
+    model: str | None = None
+    max_tokens: int = 4096
+    tool_choice: Literal["auto", "required", "none"] | str = "auto"
+    temperature: float | None = None
+
+    @property
+    def prompt(self) -> str:
+        """The content of the latest user message (what the agent was just asked)."""
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return m.content or ""
+        return ""
+
+    @property
+    def system(self) -> str:
+        """The rendered role card, if any."""
+        first = self.messages[0] if self.messages else None
+        return (first.content or "") if first is not None and first.role == "system" else ""
+
+    @property
+    def last(self) -> Message | None:
+        return self.messages[-1] if self.messages else None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What a model answered."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = "stop"
+    model: str | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    """The one protocol every model adapter implements."""
+
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request."""
+        ...
+
+
+def estimate_tokens(text: str | None) -> int:
+    """A conservative token estimate for budgeting: about 3 characters a token.
+
+    English BPE averages closer to 4; erring high keeps reservations on the safe side.
+    """
+    if not text:
+        return 0
+    return len(text) // 3 + 1
+
+
+def estimate_prompt(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
+    """Estimated prompt tokens, with a few tokens of chat-template overhead per message."""
+    total = 0
+    for m in messages:
+        total += 4 + estimate_tokens(m.content)
+        for call in m.tool_calls:
+            total += 4 + estimate_tokens(call.name) + estimate_tokens(call.arguments)
+    for spec in tools:
+        total += 8 + estimate_tokens(spec.name) + estimate_tokens(spec.description)
+        total += estimate_tokens(json.dumps(spec.parameters))
+    return total

@@ -1,0 +1,197 @@
+"""Team declarations: agents, and the edges along which work may pass between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from swarmflow.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+HUMAN = "human"
+"""The built-in node that stands for a person; handing a value to `human()` needs an edge."""
+
+WorkspaceKind = Literal["none", "local", "worktree", "shared"]
+
+# Set by the runtime while a run is active, so that `await coder("...")` works without this
+# layer importing the runtime (dependency inversion: the runtime installs the callable).
+agent_invoker: ContextVar[Callable[..., Any] | None] = ContextVar("agent_invoker", default=None)
+
+
+class Agent(BaseModel):
+    """One agent's declaration."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    name: str
+    """Unique within the team; used in edges and events."""
+    card: str | None = None
+    """Role card: a Jinja2 template string, or a path ending in `.j2` / `.md`."""
+    model: Any = None
+    """A model object or a model name; None uses the run's default model."""
+    tools: tuple[str, ...] = ()
+    """Names of the tools this agent may call. Calls to any other tool are refused."""
+    workspace: WorkspaceKind = "none"
+    """Where its tools act: none, a local directory, its own git worktree, or a shared one."""
+    allowance: int | None = None
+    """Token allowance for all of this agent's sessions in a run."""
+    max_steps: int | None = None
+    """Model calls per session before it stops with "step limit reached"."""
+    max_output_tokens: int = 4096
+    """The most output tokens one call may produce (part of each reservation)."""
+    description: str = ""
+    """One line shown to teammates that can message this agent."""
+
+    def __init__(self, name: str | None = None, /, **data: Any) -> None:
+        if name is not None:
+            data["name"] = name
+        super().__init__(**data)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_tuple(cls, value: Iterable[str]) -> tuple[str, ...]:
+        return tuple(value)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not value.isidentifier():
+            raise ValueError(f"agent name {value!r} must be an identifier")
+        if value == HUMAN:
+            raise ValueError("'human' is the built-in node and cannot be declared as an agent")
+        return value
+
+    def __call__(self, prompt: Any = "", **kwargs: Any) -> Any:
+        """Shorthand for `agent(self.name, prompt, **kwargs)` inside a running flow."""
+        invoke = agent_invoker.get()
+        if invoke is None:
+            raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")
+        return invoke(self.name, prompt, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A problem `Team.check()` found."""
+
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+
+
+class Team(BaseModel):
+    """Agents and the directed edges along which values may pass between them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agents: tuple[Agent, ...] = ()
+    edges: tuple[tuple[str, str], ...] = ()
+    entry: tuple[str, ...] = Field(default=())
+    """Agents the flow itself talks to first; reachability is measured from them (default: all
+    agents without incoming edges)."""
+
+    def __init__(
+        self,
+        agents: Sequence[Agent] = (),
+        edges: Iterable[tuple[str, str]] = (),
+        **data: Any,
+    ) -> None:
+        super().__init__(agents=tuple(agents), edges=tuple(tuple(e) for e in edges), **data)
+
+    @field_validator("agents")
+    @classmethod
+    def _unique(cls, agents: tuple[Agent, ...]) -> tuple[Agent, ...]:
+        seen: set[str] = set()
+        for a in agents:
+            if a.name in seen:
+                raise ValueError(f"agent {a.name!r} is declared twice")
+            seen.add(a.name)
+        return agents
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.agents]
+
+    def get(self, name: str) -> Agent:
+        for a in self.agents:
+            if a.name == name:
+                return a
+        raise ConfigError(f"unknown agent {name!r}; the team declares {self.names}")
+
+    def has(self, name: str) -> bool:
+        return any(a.name == name for a in self.agents)
+
+    def allows(self, source: str, target: str) -> bool:
+        """Whether a value from `source` may reach `target`. An agent may always feed itself."""
+        return source == target or (source, target) in self._edge_set()
+
+    def _edge_set(self) -> frozenset[tuple[str, str]]:
+        cached: frozenset[tuple[str, str]] | None = self.__dict__.get("_edges_cache")
+        if cached is None:
+            cached = frozenset(self.edges)
+            self.__dict__["_edges_cache"] = cached
+        return cached
+
+    def graph(self) -> nx.DiGraph:
+        """The topology as a `networkx.DiGraph`, with `human` as a built-in node."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for a in self.agents:
+            g.add_node(a.name, kind="agent", tools=list(a.tools), workspace=a.workspace)
+        g.add_node(HUMAN, kind="human")
+        g.add_edges_from(self.edges)
+        return g
+
+    def check(self) -> list[Diagnostic]:
+        """Static problems: unknown agents in edges, self edges, unreachable agents."""
+        known = set(self.names) | {HUMAN}
+        out: list[Diagnostic] = []
+        for src, dst in self.edges:
+            for end in (src, dst):
+                if end not in known:
+                    out.append(_unknown_agent_diag(end, src, dst, known))
+        out.extend(self._unreachable(known))
+        return out
+
+    def _unreachable(self, known: set[str]) -> list[Diagnostic]:
+        valid = [(s, d) for s, d in self.edges if s in known and d in known]
+        has_incoming = {d for _, d in valid}
+        roots = set(self.entry) or {n for n in self.names if n not in has_incoming}
+        reached = set(roots)
+        frontier = list(roots)
+        while frontier:
+            node = frontier.pop()
+            for s, d in valid:
+                if s == node and d not in reached:
+                    reached.add(d)
+                    frontier.append(d)
+        return [
+            Diagnostic("warning", "unreachable", f"agent {n!r} is reachable from no entry agent")
+            for n in self.names
+            if n not in reached
+        ]
+
+    def mermaid(self) -> str:
+        """The declared topology as a Mermaid flowchart."""
+        lines = ["flowchart LR"]
+        for a in self.agents:
+            lines.append(f"    {a.name}[{a.name}]")
+        lines.append(f"    {HUMAN}(({HUMAN}))")
+        lines.extend(f"    {s} --> {d}" for s, d in self.edges)
+        return "\n".join(lines)
+
+
+def _unknown_agent_diag(name: str, src: str, dst: str, known: set[str]) -> Diagnostic:
+    import difflib
+
+    hint = difflib.get_close_matches(name, sorted(known), n=1)
+    suffix = f"; did you mean {hint[0]!r}?" if hint else ""
+    return Diagnostic(
+        "error", "unknown-agent", f"edge {src} -> {dst} names unknown agent {name!r}{suffix}"
+    )

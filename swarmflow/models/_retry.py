@@ -1,0 +1,163 @@
+"""Error classification and backoff for the OpenAI-compatible adapter.
+
+The SDK is imported lazily here too: this module is only loaded when a call fails.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarmflow.core.errors import (
+    ContextLengthExceeded,
+    ModelAuthError,
+    ModelError,
+    ModelNotFound,
+    ModelResponseError,
+    ModelUnavailable,
+)
+
+BACKOFF_CAP = 20.0
+RETRY_AFTER_CAP = 60.0
+_CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "too many tokens",
+    "exceeds the context",
+    "context window",
+    "context size",  # llama.cpp: "the request exceeds the available context size"
+    "prompt is too long",
+)
+_RETRY_STATUS = frozenset({408, 409, 425, 429})
+
+
+class Retryable(Exception):
+    """A failure worth another attempt: rate limit, server error, timeout, lost connection."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Who is being called; it knows the key only to scrub it from messages."""
+
+    model: str
+    base_url: str
+    api_key: str = field(repr=False)
+
+    def scrub(self, text: str) -> str:
+        """The text with the API key masked, in case a server echoed it back."""
+        if len(self.api_key) >= 4 and self.api_key in text:
+            text = text.replace(self.api_key, "***")
+        return text
+
+
+def backoff_delay(attempt: int, base: float, retry_after: float | None) -> float:
+    """Seconds to wait before the next attempt: Retry-After when given, else jittered backoff."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), RETRY_AFTER_CAP)
+    ceiling = min(BACKOFF_CAP, base * 2.0 ** (attempt - 1))
+    # "Equal jitter": keeps a floor so retries never hammer, spreads concurrent clients apart.
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The server's requested wait, from retry-after-ms or Retry-After (seconds or a date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime  # rarely needed; keeps import time down
+
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return None
+
+
+def server_message(body: object, fallback: str) -> tuple[str, str]:
+    """The server's error message and code, from an OpenAI-style error body."""
+    if isinstance(body, Mapping):
+        message = body.get("message") or body.get("detail") or fallback
+        return str(message)[:500], str(body.get("code") or body.get("type") or "")
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500], ""
+    return fallback, ""
+
+
+def classify(exc: Exception, endpoint: Endpoint) -> ModelError | Retryable:
+    """Turn an SDK exception into a swarmflow error or a Retryable."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return Retryable("the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        return Retryable(f"connection error: {cause or exc.message}")
+    if isinstance(exc, openai.APIStatusError):
+        return _classify_status(exc, endpoint)
+    if isinstance(exc, openai.APIError):
+        return _classify_stream_error(exc, endpoint)
+    return ModelResponseError(f"unexpected error from the endpoint at {endpoint.base_url}: {exc}")
+
+
+def _classify_status(exc: Any, endpoint: Endpoint) -> ModelError | Retryable:
+    """Classify an HTTP error status."""
+    status: int = exc.status_code
+    message, code = server_message(exc.body, exc.message)
+    message = endpoint.scrub(message)
+    known = _known_error(status, message, code, endpoint)
+    if known is not None:
+        return known
+    if status in _RETRY_STATUS or status >= 500:
+        if code == "insufficient_quota":
+            return ModelUnavailable(f"{_at(endpoint)} has no quota left (not retried): {message}")
+        return Retryable(f"HTTP {status}: {message}", retry_after_seconds(exc.response.headers))
+    return ModelResponseError(f"{_at(endpoint)} answered HTTP {status}: {message}")
+
+
+def _known_error(status: int, message: str, code: str, endpoint: Endpoint) -> ModelError | None:
+    """Auth, unknown-model and context-length errors, which no retry can fix."""
+    if status in (401, 403):
+        return ModelAuthError(
+            f"the endpoint at {endpoint.base_url} rejected the API key (HTTP {status}); "
+            f"check OPENAI_API_KEY or the api_key argument: {message}"
+        )
+    if status == 404 or code == "model_not_found":
+        return ModelNotFound(
+            f"the endpoint at {endpoint.base_url} does not serve model {endpoint.model!r} "
+            f"(HTTP {status}): {message}"
+        )
+    lowered = f"{code} {message}".lower()
+    if status in (400, 413, 422) and any(word in lowered for word in _CONTEXT_WORDS):
+        return ContextLengthExceeded(f"{_at(endpoint)}: the request is too long: {message}")
+    return None
+
+
+def _classify_stream_error(exc: Any, endpoint: Endpoint) -> ModelError | Retryable:
+    """Classify an error event that arrived inside a stream."""
+    message, code = server_message(exc.body, exc.message)
+    message = endpoint.scrub(message)
+    known = _known_error(400, message, code, endpoint)
+    return known if known is not None else Retryable(f"error in stream: {message}")
+
+
+def _at(endpoint: Endpoint) -> str:
+    """Names the model and endpoint for messages."""
+    return f"model {endpoint.model!r} at {endpoint.base_url}"

@@ -1,0 +1,231 @@
+"""The adapter for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, Ollama, llama.cpp).
+
+The `openai` package is imported only when the first client is built: it takes about half a
+second to import, and swarmflow's cold import must stay fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import anyio
+import anyio.lowlevel
+
+from swarmflow.core.errors import ModelResponseError, ModelUnavailable
+from swarmflow.core.messages import ModelRequest, ModelResponse
+from swarmflow.models._retry import Endpoint, Retryable, backoff_delay, classify
+from swarmflow.models._stream import StreamAssembler
+from swarmflow.models._wire import build_payload, response_from_body
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
+
+OnRetry = Callable[[int, str, float], object]
+
+
+class OpenAIModel:
+    """A `Model` served by any OpenAI-compatible chat-completions endpoint.
+
+    `timeout` bounds each attempt as a whole (streams included), so one `complete` call takes
+    at most about `timeout * (max_retries + 1)` plus the backoff pauses.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        stream: bool = False,
+        on_retry: OnRetry | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        force_tool_choice: bool = False,
+    ) -> None:
+        self.name = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+        self._endpoint = Endpoint(model, self.base_url, key)
+        self.timeout = timeout
+        self.max_retries = max(max_retries, 0)
+        self.backoff = backoff
+        self.stream = stream
+        self.on_retry = on_retry
+        self.extra_body = dict(extra_body or {})
+        self.force_tool_choice = force_tool_choice
+        self._token_param = "max_tokens"
+        self._ask_stream_usage = True
+        self._client: AsyncOpenAI | None = None
+        self._client_loop: object = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.name!r}, base_url={self.base_url!r}, stream={self.stream})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections; the next call opens new ones."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def wire_payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body this adapter sends for `request`."""
+        payload = build_payload(
+            request,
+            model=self.name,
+            force_tool_choice=self.force_tool_choice,
+            token_param=self._token_param,
+        )
+        if self.stream:
+            payload["stream"] = True
+            if self._ask_stream_usage:
+                payload["stream_options"] = {"include_usage": True}
+        return {**payload, **self.extra_body}
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request, retrying rate limits, server errors and timeouts."""
+        attempts = self.max_retries + 1
+        last = ""
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._attempt(request)
+            except Retryable as exc:
+                last = exc.reason
+                if attempt < attempts:
+                    await self._pause(attempt, exc)
+        raise ModelUnavailable(
+            f"model {self.name!r} at {self.base_url} failed after {attempts} attempts; "
+            f"last error: {last}"
+        )
+
+    async def _pause(self, attempt: int, exc: Retryable) -> None:
+        """Report the retry and wait out the backoff."""
+        delay = backoff_delay(attempt, self.backoff, exc.retry_after)
+        if self.on_retry is not None:
+            result = self.on_retry(attempt, exc.reason, delay)
+            if isinstance(result, Awaitable):
+                await result
+        await anyio.sleep(delay)
+
+    async def _attempt(self, request: ModelRequest) -> ModelResponse:
+        """One bounded attempt; failures come out as swarmflow errors or `Retryable`."""
+        import openai
+
+        try:
+            with anyio.fail_after(self.timeout):
+                return await self._call(request)
+        except TimeoutError:
+            raise Retryable(f"no complete answer within {self.timeout:g} s") from None
+        except openai.OpenAIError as exc:
+            if self._adapt(exc):
+                raise Retryable(f"adapted the request to the server: {exc}", 0.0) from None
+            raise classify(exc, self._endpoint) from None
+
+    def _adapt(self, exc: Exception) -> bool:
+        """Drop request fields an older or newer server rejects; True when something changed."""
+        import openai
+
+        if not isinstance(exc, openai.BadRequestError):
+            return False
+        text = str(exc.message).lower()
+        if "max_completion_tokens" in text and self._token_param == "max_tokens":
+            self._token_param = "max_completion_tokens"
+            return True
+        if "stream_options" in text and self.stream and self._ask_stream_usage:
+            self._ask_stream_usage = False  # usage is then estimated
+            return True
+        return False
+
+    async def _call(self, request: ModelRequest) -> ModelResponse:
+        """Send the request once."""
+        payload = self.wire_payload(request)
+        if self.stream:
+            return await self._streamed(payload, request)
+        return await self._plain(payload, request)
+
+    async def _plain(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
+        """A non-streamed call, decoded here so that odd bodies give clear errors."""
+        model, messages, rest = _split(payload)
+        client = await self._get_client()
+        raw = await client.chat.completions.with_raw_response.create(
+            model=model, messages=messages, extra_body=rest
+        )
+        text = raw.http_response.text
+        try:
+            body = json.loads(text)
+        except ValueError:
+            raise ModelResponseError(
+                f"model {self.name!r} at {self.base_url} answered a body that is not JSON: "
+                f"{self._endpoint.scrub(text[:200])!r}"
+            ) from None
+        return response_from_body(body, request, model=self.name)
+
+    async def _streamed(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
+        """A streamed call, assembled chunk by chunk."""
+        model, messages, rest = _split(payload)
+        rest.pop("stream", None)
+        client = await self._get_client()
+        stream = await client.chat.completions.create(
+            model=model, messages=messages, stream=True, extra_body=rest
+        )
+        assembler = StreamAssembler(model=self.name)
+        try:
+            async with stream:
+                async for chunk in stream:
+                    assembler.feed(chunk.to_dict())
+        except ValueError as exc:  # an SSE event whose data is not JSON
+            raise ModelResponseError(
+                f"model {self.name!r} at {self.base_url} streamed a broken event: {exc}"
+            ) from None
+        return assembler.result(request)
+
+    async def _get_client(self) -> AsyncOpenAI:
+        """The SDK client for the running event loop, built on first use."""
+        loop = anyio.lowlevel.current_token().native_token
+        if self._client is not None and self._client_loop is not loop:
+            # Pooled connections belong to the loop that opened them, which may be gone;
+            # closing can then fail, but it stops the SDK from closing them on this loop.
+            stale, self._client = self._client, None
+            with contextlib.suppress(Exception):
+                await stale.close()
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._endpoint.api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,  # retries happen here, so each one can be reported
+            )
+            self._client_loop = loop
+        return self._client
+
+
+def _split(payload: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+    """Model and messages for the SDK's typed arguments; the rest travels as extra_body."""
+    rest = dict(payload)
+    model = str(rest.pop("model"))
+    messages = cast(Any, rest.pop("messages"))
+    return model, messages, rest
+
+
+__all__ = ["OpenAIModel"]

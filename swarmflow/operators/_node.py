@@ -1,0 +1,38 @@
+"""Graph nodes and operator events shared by the operators."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+
+from swarmflow.core.events import OperatorFinished, OperatorStarted
+from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope, scoped
+
+
+@contextmanager
+def operator_node(
+    operator: str, label: str = "", detail: dict[str, Any] | None = None, *, events: bool = True
+) -> Iterator[tuple[RunContext, Scope]]:
+    """Open a run-graph node for an operator call, with started/finished events."""
+    run = current_run(f"{operator}()")
+    parent = current_scope()
+    node = run.graph.open(operator, parent.branch, parent.node, label or operator)
+    if events:
+        run.log.emit(OperatorStarted, branch=parent.branch, operator=operator, node=str(node),
+                     detail=detail or {})
+    status = "failed"
+    try:
+        with scoped(Scope(parent.branch, parent.ledger, node)) as scope:
+            yield run, scope
+        status = "ok"
+    except anyio.get_cancelled_exc_class():
+        status = "cancelled"
+        raise
+    finally:
+        run.graph.close(node, status)
+        if events:
+            run.log.emit(OperatorFinished, branch=parent.branch, operator=operator,
+                         node=str(node), status=status)

@@ -1,0 +1,69 @@
+"""An async iterator fed by background work in the run's task group.
+
+Closing it (or leaving its `async with` block) cancels the work still in flight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from swarmflow.core.errors import ConfigError
+from swarmflow.runtime.context import RunContext
+
+T = TypeVar("T")
+Producer = Callable[[MemoryObjectSendStream[Any]], Awaitable[None]]
+
+
+class BackgroundStream(Generic[T]):
+    """Items produced by `producer` in the background, received in completion order."""
+
+    def __init__(self, run: RunContext, producer: Producer, buffer: float = math.inf) -> None:
+        if run.nursery is None:
+            raise ConfigError("streams need a running flow")
+        send, self._receive = anyio.create_memory_object_stream[T](buffer)
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+        run.nursery.start_soon(self._produce, producer, send)
+
+    async def _produce(self, producer: Producer, send: MemoryObjectSendStream[Any]) -> None:
+        try:
+            with self._scope:
+                async with send:
+                    await producer(send)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the consumer went away; nothing is waiting for the rest
+        finally:
+            self._done.set()
+
+    def __aiter__(self) -> BackgroundStream[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Cancel the work in flight and wait until it has wound down."""
+        self._scope.cancel()
+        self._receive.close()
+        await self._done.wait()
+
+    async def collect(self) -> list[T]:
+        """Every remaining item, in completion order."""
+        return [item async for item in self]
+
+    async def __aenter__(self) -> BackgroundStream[T]:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,116 @@
+"""`human`: pause for a person through a pluggable channel, with an explicit timeout policy."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from swarmflow.core.errors import ConfigError, HumanError, HumanTimeout
+from swarmflow.core.events import HumanAnswered, HumanRequested
+from swarmflow.core.team import HUMAN
+from swarmflow.runtime.calls import render_prompt
+from swarmflow.runtime.context import RunContext, current_run, current_scope
+from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.ports import HumanChannel
+
+_NO_DEFAULT: Any = object()
+
+
+async def human(
+    question: str,
+    payload: Any = None,
+    *,
+    channel: HumanChannel | None = None,
+    timeout: float | None = None,
+    on_timeout: Literal["default", "fail"] = "fail",
+    default: Any = _NO_DEFAULT,
+    output: type[Any] | None = None,
+) -> Any:
+    """Ask a person `question` about `payload` and return the answer.
+
+    The payload's agents need an edge to `human`. With `timeout`, `on_timeout="default"`
+    returns `default` and `"fail"` raises `HumanTimeout`. Never returns None silently.
+    `output=` converts the answer (a pydantic model validates JSON text or a mapping).
+    """
+    if on_timeout == "default" and default is _NO_DEFAULT:
+        raise ConfigError('human(on_timeout="default") needs default=')
+    run, scope = current_run("human()"), current_scope()
+    text = f"{question}\n{render_prompt(payload)}" if payload is not None else question
+    check_handoff(run, HUMAN, [question, payload], via="human", text=text)
+    chosen = channel or run.human
+    if chosen is None:
+        raise HumanError("this run has no human channel")
+    token = _token(run, scope.branch, question)
+    node = run.graph.open("human", scope.branch, scope.node, "human")
+    run.log.emit(HumanRequested, branch=scope.branch, question=question,
+                 payload=_jsonable(payload), channel=chosen.name, token=token)
+    try:
+        answer, who, timed_out = await _ask(chosen, question, payload, token, timeout)
+    except BaseException:
+        run.graph.close(node, "failed")
+        raise
+    if timed_out:
+        answer, who = _on_timeout(run, scope.branch, question, timeout, on_timeout, default)
+    else:
+        answer = _convert(answer, output, question)
+    run.log.emit(HumanAnswered, branch=scope.branch, answer=_jsonable(answer), answered_by=who,
+                 timed_out=timed_out)
+    run.graph.close(node)
+    return answer
+
+
+async def _ask(
+    channel: HumanChannel, question: str, payload: Any, token: str, timeout: float | None
+) -> tuple[Any, str, bool]:
+    try:
+        with anyio.fail_after(timeout):
+            answer, who = await channel.ask(question, payload, token=token, timeout=timeout)
+    except TimeoutError:
+        return None, "", True
+    if answer is None:
+        raise HumanError(f"human channel {channel.name!r} gave no answer to {question!r}")
+    return answer, who, False
+
+
+def _on_timeout(
+    run: RunContext, branch: str, question: str, timeout: float | None, policy: str, default: Any
+) -> tuple[Any, str]:
+    if policy == "fail":
+        run.log.emit(HumanAnswered, branch=branch, answer=None, answered_by="timeout",
+                     timed_out=True)
+        raise HumanTimeout(f"nobody answered {question!r} within {timeout}s")
+    return default, "default (timeout)"
+
+
+def _convert(answer: Any, output: type[Any] | None, question: str) -> Any:
+    if output is None or isinstance(answer, output):
+        return answer
+    try:
+        if issubclass(output, BaseModel):
+            if isinstance(answer, str):
+                return output.model_validate_json(answer)
+            return output.model_validate(answer)
+        return output(answer)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise HumanError(f"answer to {question!r} is not a valid {output.__name__}: {exc}") from None
+
+
+def _token(run: RunContext, branch: str, question: str) -> str:
+    """Stable across re-runs of the same flow, so a deferred run can resume by token."""
+    key = f"{branch}|{question}"
+    count = run.human_answers.get(key, 0)
+    run.human_answers[key] = count + 1
+    return hashlib.sha256(f"{key}|{count}".encode()).hexdigest()[:16]
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict | list):
+        return value
+    return str(value)

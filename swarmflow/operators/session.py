@@ -1,0 +1,94 @@
+"""`agent_session`: one agent's conversation kept across stages of a flow."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from swarmflow.core.events import OperatorFinished, OperatorStarted
+from swarmflow.core.output import AgentOutput
+from swarmflow.runtime.calls import ask_structured, finish_output, open_session, render_prompt
+from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
+from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.session import AgentSession
+
+
+class SessionHandle:
+    """A stateful session: `send` and `ask` run turns on one conversation, one at a time."""
+
+    def __init__(self, name: str, card_vars: dict[str, Any]) -> None:
+        self.name = name
+        self._card_vars = card_vars
+        self._run: RunContext = current_run(f"agent_session({name!r})")
+        parent = current_scope()
+        self._node = self._run.graph.open("agent_session", parent.branch, parent.node, name)
+        self._scope = Scope(parent.branch, parent.ledger, self._node)
+        self._session: AgentSession | None = None
+        self._opening = anyio.Lock()
+        self._turns = anyio.Lock()
+
+    @property
+    def session(self) -> AgentSession | None:
+        return self._session
+
+    async def _open(self) -> AgentSession:
+        async with self._opening:
+            if self._session is None:
+                self._run.log.emit(OperatorStarted, branch=self._scope.branch,
+                                   operator="agent_session", node=str(self._node),
+                                   detail={"agent": self.name})
+                self._session = await open_session(
+                    self._run, self.name, scope=self._scope, card_vars=self._card_vars
+                )
+            return self._session
+
+    async def send(self, message: Any) -> AgentOutput:
+        """Add `message` to the conversation and run a turn; returns the agent's answer."""
+        text = render_prompt(message)
+        check_handoff(self._run, self.name, message, via="session message", text=text,
+                      agent=self.name)
+        session = await self._open()
+        async with self._turns:
+            await session.turn(text)
+        return finish_output(self._run, session, text, None, None)
+
+    async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
+        """Run a turn and, with `output=`, return its answer validated as that model.
+
+        An invalid answer is asked again with the validation error, up to a bound.
+        """
+        if output is None:
+            return await self.send(prompt)
+        text = render_prompt(prompt)
+        check_handoff(self._run, self.name, prompt, via="session message", text=text,
+                      agent=self.name)
+        session = await self._open()
+        async with self._turns:  # a re-ask must follow its own question, not another sender's
+            value = await ask_structured(session, text, output)
+        finish_output(self._run, session, text, value, None)
+        return value
+
+    async def close(self) -> None:
+        """End the session; it is also closed when the run ends."""
+        if self._session is not None and not self._session.closed:
+            self._session.close()
+            self._run.log.emit(OperatorFinished, branch=self._scope.branch,
+                               operator="agent_session", node=str(self._node))
+        self._run.graph.close(self._node)
+
+    async def __aenter__(self) -> SessionHandle:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.close()
+
+
+def agent_session(name: str, /, **card_vars: Any) -> SessionHandle:
+    """A stateful session of agent `name`, reused across stages; use with `async with`."""
+    return SessionHandle(name, card_vars)

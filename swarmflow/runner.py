@@ -1,0 +1,341 @@
+"""`run` and `run_sync`: wire the adapters to the runtime and execute one flow.
+
+One run = one team, one budget ledger, one event stream, one run directory (`runs/<run_id>/`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused
+from swarmflow.core.events import EventBase, ModelCalled, RunFinished, RunStarted
+from swarmflow.core.ids import new_run_id
+from swarmflow.core.messages import Model
+from swarmflow.core.pricing import Price, PriceTable
+from swarmflow.core.states import EndReason
+from swarmflow.core.team import Agent, agent_invoker
+from swarmflow.runtime.calls import call_agent
+from swarmflow.runtime.context import RunContext, Scope, running
+from swarmflow.runtime.eventlog import EventLog, environment_secrets
+from swarmflow.runtime.flow import Flow
+from swarmflow.runtime.graph import RunGraph
+from swarmflow.runtime.human import ConsoleHuman, NoHuman, ScriptedHuman
+from swarmflow.runtime.ports import EventSink, HumanChannel
+from swarmflow.runtime.rails import Rail, Rails
+from swarmflow.sinks import JsonlSink, MemorySink, read_events
+from swarmflow.testing import check_real_call_allowed
+
+DEFAULT_RUNS_ROOT = "runs"
+
+
+@dataclass
+class AgentUsage:
+    """One agent's spend in a run."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+class _UsageTally:
+    """A sink that adds up model calls per agent as they are recorded."""
+
+    def __init__(self) -> None:
+        self.by_agent: dict[str, AgentUsage] = {}
+
+    def write(self, event: EventBase, line: str) -> None:
+        if isinstance(event, ModelCalled):
+            usage = self.by_agent.setdefault(event.agent or "?", AgentUsage())
+            usage.calls += 1
+            usage.tokens_in += event.tokens_in
+            usage.tokens_out += event.tokens_out
+            usage.tokens_cached += event.tokens_cached
+            usage.cost += event.cost
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class RunGraphs:
+    """The declared topology and the executed graph of a run."""
+
+    topology: Any
+    executed: RunGraph
+
+    def mermaid(self) -> str:
+        return f"{self.topology.mermaid()}\n\n{self.executed.mermaid()}"
+
+
+@dataclass
+class RunResult:
+    """What a run produced and how it went."""
+
+    output: Any
+    status: str
+    run_id: str
+    run_dir: Path
+    usage: dict[str, AgentUsage]
+    graph: RunGraphs
+    error: BaseException | None = None
+    wall: float = 0.0
+    pause_token: str | None = None
+    _memory: MemorySink | None = field(default=None, repr=False)
+
+    @property
+    def events_path(self) -> Path:
+        return self.run_dir / "events.jsonl"
+
+    @property
+    def events(self) -> list[EventBase]:
+        """Every event, from memory when kept, else read back from the JSONL log."""
+        if self._memory is not None:
+            return list(self._memory.events)
+        return list(read_events(self.events_path))
+
+    @property
+    def tokens(self) -> int:
+        return sum(u.tokens for u in self.usage.values())
+
+    @property
+    def cost(self) -> float:
+        return sum(u.cost for u in self.usage.values())
+
+    def raise_for_status(self) -> RunResult:
+        """Re-raise the flow's error, if it failed."""
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+ModelSpec = Model | str | Callable[[Agent], Model] | None
+
+
+async def run(
+    flow: Flow[..., Any],
+    /,
+    *,
+    model: ModelSpec = None,
+    budget: Limits | dict[str, float] | None = None,
+    human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None = None,
+    events: str | Iterable[EventSink] | None = None,
+    repo: str | Path | None = None,
+    runs_root: str | Path = DEFAULT_RUNS_ROOT,
+    tools: Any = None,
+    rails: Iterable[Rail] = (),
+    prices: Mapping[str, Price | Mapping[str, float]] | None = None,
+    goals: Mapping[str, Sequence[Any]] | None = None,
+    keep_workspaces: bool = False,
+    context_tokens: int | None = None,
+    **inputs: Any,
+) -> RunResult:
+    """Execute `flow` with `inputs`; returns a `RunResult` whatever the flow's fate."""
+    if not isinstance(flow, Flow):
+        raise ConfigError(f"run() needs a @flow, got {flow!r}")
+    _check_inputs(flow, inputs)
+    run_id = new_run_id()
+    run_dir = Path(runs_root) / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    memory, sinks = _sinks(events, run_dir)
+    tally = _UsageTally()
+    log = EventLog(run_id, [*sinks, tally], secrets=environment_secrets(_model_keys(model)))
+    limits = _merge_limits(flow.limits, Limits.coerce(budget))
+    ctx = RunContext(
+        run_id=run_id, run_dir=run_dir, team=flow.team, log=log, ledger=Ledger("run", limits),
+        model_for=_model_resolver(model), tools=tools or _default_tools(),
+        human=_human_channel(human), workspaces=_workspaces(flow, run_dir, repo),
+        prices=PriceTable(prices), rails=Rails(rails), card_path=flow.card_path,
+        keep_workspaces=keep_workspaces, goals={k: tuple(v) for k, v in (goals or {}).items()},
+        context_tokens=context_tokens,
+    )
+    return await _execute(ctx, flow, inputs, memory, tally)
+
+
+async def _execute(
+    ctx: RunContext,
+    flow: Flow[..., Any],
+    inputs: dict[str, Any],
+    memory: MemorySink | None,
+    tally: _UsageTally,
+) -> RunResult:
+    log = ctx.log
+    log.emit(RunStarted, flow=flow.name, inputs=_jsonable(inputs), limits=_limits(ctx.ledger),
+             agents=flow.team.names, edges=[list(e) for e in flow.team.edges])  # type: ignore[misc]
+    output, status, error, token = None, "ok", None, None
+    invoker = agent_invoker.set(call_agent)
+    try:
+        async with anyio.create_task_group() as nursery:
+            ctx.nursery = nursery
+            try:
+                with running(ctx, Scope("", ctx.ledger)):
+                    output = await _within_wall_clock(ctx, flow, inputs)
+            except RunPaused as paused:
+                status, error, token = "paused", paused, paused.token
+            except anyio.get_cancelled_exc_class():
+                status = "cancelled"
+                with anyio.CancelScope(shield=True):
+                    await _close(ctx, log, status, None)
+                raise
+            except Exception as exc:
+                status, error = "failed", exc
+            finally:
+                # Work the flow abandoned (an unclosed stream, say) ends with the flow.
+                nursery.cancel_scope.cancel()
+    finally:
+        agent_invoker.reset(invoker)
+    await _close(ctx, log, status, error)
+    return RunResult(
+        output=output, status=status, run_id=ctx.run_id, run_dir=ctx.run_dir,
+        usage=tally.by_agent, graph=RunGraphs(flow.team, ctx.graph), error=error,
+        wall=ctx.ledger.elapsed(), pause_token=token, _memory=memory,
+    )
+
+
+async def _within_wall_clock(ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any]) -> Any:
+    seconds = ctx.ledger.limits.seconds
+    if seconds is None:
+        return await flow.fn(**inputs)
+    try:
+        with anyio.fail_after(seconds):
+            return await flow.fn(**inputs)
+    except TimeoutError:
+        raise BudgetExhausted(
+            f"run exceeded its wall-clock limit of {seconds}s", reason=EndReason.WALL_CLOCK.value
+        ) from None
+
+
+async def _close(ctx: RunContext, log: EventLog, status: str, error: BaseException | None) -> None:
+    for session in list(ctx.sessions):
+        session.close()
+    if ctx.workspaces is not None:
+        await ctx.workspaces.close(keep=ctx.keep_workspaces)
+    ledger = ctx.ledger
+    log.emit(
+        RunFinished, status=status, error=None if error is None else f"{type(error).__name__}: {error}",
+        tokens=ledger.spent_tokens, cost=ledger.spent_cost, calls=ledger.spent_calls,
+        seconds=ledger.elapsed(),
+    )
+    log.close()
+
+
+def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:
+    """`run` for scripts: starts an event loop and blocks until the run ends."""
+    result: RunResult = anyio.run(_run_kwargs, flow, kwargs)
+    return result
+
+
+async def _run_kwargs(flow: Flow[..., Any], kwargs: dict[str, Any]) -> RunResult:
+    return await run(flow, **kwargs)
+
+
+# -- wiring -----------------------------------------------------------------------------------
+
+
+def _check_inputs(flow: Flow[..., Any], inputs: dict[str, Any]) -> None:
+    try:
+        flow.signature.bind(**inputs)
+    except TypeError as exc:
+        raise ConfigError(f"inputs do not fit flow {flow.name!r}{flow.signature}: {exc}") from None
+
+
+def _sinks(events: str | Iterable[EventSink] | None, run_dir: Path) -> tuple[MemorySink | None, list[EventSink]]:
+    path = run_dir / "events.jsonl"
+    if events is None or events == "both":
+        memory = MemorySink()
+        return memory, [memory, JsonlSink(path)]
+    if events == "jsonl":
+        return None, [JsonlSink(path)]
+    if events == "memory":
+        memory = MemorySink()
+        return memory, [memory]
+    if isinstance(events, str):
+        raise ConfigError(f"events={events!r}; use 'both', 'jsonl', 'memory' or a list of sinks")
+    given = list(events)
+    found = next((s for s in given if isinstance(s, MemorySink)), None)
+    return found, given
+
+
+def _model_keys(model: ModelSpec) -> list[str]:
+    key = getattr(model, "api_key", None)
+    return [key] if isinstance(key, str) else []
+
+
+def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
+    cache: dict[str, Model] = {}
+
+    def resolve(agent: Agent) -> Model:
+        chosen = agent.model if agent.model is not None else model
+        if chosen is None:
+            raise ConfigError(f"agent {agent.name!r} has no model; pass model= to run()",
+                              agent=agent.name)
+        if callable(chosen) and not hasattr(chosen, "complete"):
+            chosen = chosen(agent)
+        if isinstance(chosen, str):
+            chosen = cache.setdefault(chosen, _openai_model(chosen))
+        check_real_call_allowed(chosen)
+        return chosen  # type: ignore[return-value]
+
+    return resolve
+
+
+def _openai_model(name: str) -> Model:
+    from swarmflow.models import OpenAIModel
+
+    return OpenAIModel(name)
+
+
+def _default_tools() -> Any:
+    from swarmflow.tools import default_registry
+
+    return default_registry()
+
+
+def _workspaces(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None) -> Any:
+    if all(a.workspace == "none" for a in flow.team.agents):
+        return None
+    from swarmflow.workspaces import DefaultWorkspaces
+
+    return DefaultWorkspaces(run_dir, Path(repo).resolve() if repo else None)
+
+
+def _human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None) -> HumanChannel:
+    if human is None:
+        return ConsoleHuman() if sys.stdin.isatty() and not os.environ.get("CI") else NoHuman()
+    if hasattr(human, "ask"):
+        return human  # type: ignore[return-value]
+    return ScriptedHuman(human)  # type: ignore[arg-type]
+
+
+def _merge_limits(declared: Limits, given: Limits) -> Limits:
+    return Limits(
+        tokens=given.tokens if given.tokens is not None else declared.tokens,
+        cost=given.cost if given.cost is not None else declared.cost,
+        calls=given.calls if given.calls is not None else declared.calls,
+        seconds=given.seconds if given.seconds is not None else declared.seconds,
+    )
+
+
+def _limits(ledger: Ledger) -> dict[str, float | int | None]:
+    lim = ledger.limits
+    return {"tokens": lim.tokens, "cost": lim.cost, "calls": lim.calls, "seconds": lim.seconds}
+
+
+def _jsonable(inputs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in inputs.items():
+        out[key] = value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
+    return out

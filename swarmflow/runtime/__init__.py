@@ -1,0 +1,1 @@
+"""Sessions, the scheduler, the run context, rails and human channels."""

@@ -1,0 +1,286 @@
+"""Opening sessions and calling agents: the handoff check, the turn, and what comes back.
+
+`call_agent` runs one fresh session of a declared agent to completion and returns an
+`AgentOutput`. A session that ends in error raises `AgentFailed`; one stopped by the budget
+raises `BudgetExhausted`; both carry the partial output, so nothing done is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from swarmflow.core.errors import (
+    AgentFailed,
+    BudgetExhausted,
+    ConfigError,
+    SwarmflowError,
+    TopologyError,
+    ToolError,
+)
+from swarmflow.core.events import MessageSent, SpawnRefused, WorkspaceChanged
+from swarmflow.core.output import AgentOutput, SourcedStr
+from swarmflow.core.patch import Patch
+from swarmflow.core.states import EndReason, SessionState
+from swarmflow.core.team import Agent
+from swarmflow.runtime.cards import render_card
+from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
+from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.ports import Workspace
+from swarmflow.runtime.session import AgentSession
+
+ASK_RETRIES = 3
+_BUDGET_REASONS = frozenset(
+    {
+        EndReason.BUDGET_EXCEEDED,
+        EndReason.BUDGET_EXHAUSTED_BEFORE_CALL,
+        EndReason.BUDGET_EXCEEDED_AFTER_CALL,
+        EndReason.WALL_CLOCK,
+    }
+)
+
+
+async def open_session(
+    run: RunContext,
+    name: str,
+    *,
+    scope: Scope | None = None,
+    card_vars: dict[str, Any] | None = None,
+    workspace: Any = None,
+) -> AgentSession:
+    """Check the card variables' handoff, render the card, acquire the workspace."""
+    agent = run.team.get(name)
+    card_vars = card_vars or {}
+    if card_vars:
+        check_handoff(run, name, card_vars, via="template variable", agent=name)
+    system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
+    scope = scope or current_scope()
+    borrowed = _borrowed_workspace(run, workspace)
+    session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
+    if borrowed is None and agent.workspace != "none":
+        session.workspace = await _acquire(run, agent, session.id)
+        run.workspace_of[session.id] = session.workspace
+    if "message_agent" in agent.tools:
+        session.messenger = _messenger(run, session)
+    return session
+
+
+def _borrowed_workspace(run: RunContext, workspace: Any) -> Workspace | None:
+    """`workspace=` may name another agent's output (its workspace is reused) or a path."""
+    if workspace is None:
+        return None
+    if isinstance(workspace, AgentOutput):
+        found = run.workspace_of.get(workspace.session)
+        if found is None:
+            raise ConfigError(f"agent output of {workspace.agent!r} has no workspace to share")
+        return found
+    if isinstance(workspace, str | Path):
+        return _PathWorkspace(Path(workspace))
+    return workspace  # type: ignore[no-any-return]
+
+
+class _PathWorkspace:
+    """A borrowed plain directory."""
+
+    kind = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def finalize(self, message: str) -> Patch | None:
+        return None
+
+    async def release(self, keep: bool = False) -> None:
+        return None
+
+
+async def _acquire(run: RunContext, agent: Agent, session: str) -> Workspace:
+    if run.workspaces is None:
+        raise ConfigError(
+            f"agent {agent.name!r} wants a {agent.workspace!r} workspace but the run has no "
+            "workspace provider (pass repo= to run())",
+            agent=agent.name,
+        )
+    return await run.workspaces.acquire(agent.workspace, agent.name, session)
+
+
+async def call_agent(
+    name: str,
+    prompt: Any = "",
+    *,
+    output: type[BaseModel] | None = None,
+    workspace: Any = None,
+    **card_vars: Any,
+) -> AgentOutput:
+    """Run one fresh session of agent `name` to completion."""
+    run = current_run(f"agent({name!r})")
+    text = render_prompt(prompt)
+    check_handoff(run, name, prompt, via="prompt", text=text, agent=name)
+    session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
+    try:
+        value = await _converse(session, text, output)
+        patch = await _finalize(run, session, workspace is None)
+    finally:
+        session.close()
+    return finish_output(run, session, text, value, patch)
+
+
+async def _converse(session: AgentSession, text: str, output: type[BaseModel] | None) -> Any:
+    if output is None:
+        await session.turn(text)
+        return None
+    return await ask_structured(session, text, output)
+
+
+async def _finalize(run: RunContext, session: AgentSession, owned: bool) -> Patch | None:
+    if not owned or session.workspace is None:
+        return None
+    lines = session.last_text.strip().splitlines()
+    summary = lines[0][:72] if lines else "work"
+    patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
+    if patch is not None and patch.commit and not patch.empty:
+        session._emit(WorkspaceChanged, workspace=session.workspace.kind, commit=patch.commit,
+                      git_branch=patch.branch, files=list(patch.files))
+    return patch
+
+
+def finish_output(
+    run: RunContext, session: AgentSession, given: str, value: Any, patch: Patch | None
+) -> AgentOutput:
+    """Fingerprint and tag what the agent produced, then return it or raise."""
+    sources = frozenset({session.agent.name})
+    run.fingerprints.add(session.agent.name, session.last_text, given)
+    if value is not None:
+        run.remember_product(value, sources)
+    out = AgentOutput(
+        agent=session.agent.name, session=session.id,
+        text=SourcedStr(session.last_text, sources), value=value, patch=patch,
+        usage=session.usage, state=session.state.value,
+        reason=(session.reason or EndReason.COMPLETED).value, provenance=sources,
+        detail=session.detail,
+    )
+    _raise_for_state(session, out)
+    return out
+
+
+def _raise_for_state(session: AgentSession, out: AgentOutput) -> None:
+    where = {"agent": session.agent.name, "session": session.id}
+    if session.state is SessionState.ERROR:
+        err = AgentFailed(f"agent {session.agent.name!r} failed: {session.detail}",
+                          reason=EndReason.ERROR.value, **where)
+        err.output = out  # type: ignore[attr-defined]
+        raise err from session.error
+    if session.reason in _BUDGET_REASONS:
+        reason = session.reason.value if session.reason else ""
+        budget_err = BudgetExhausted(f"agent {session.agent.name!r} stopped: {reason}: "
+                                     f"{session.detail}", reason=reason, **where)
+        budget_err.output = out  # type: ignore[attr-defined]
+        raise budget_err
+
+
+def render_prompt(prompt: Any) -> str:
+    """The text sent to the model for a prompt value (str, agent output, model, container)."""
+    if isinstance(prompt, str):
+        return str(prompt)
+    if isinstance(prompt, AgentOutput):
+        return _describe_output(prompt)
+    if isinstance(prompt, BaseModel):
+        return prompt.model_dump_json(indent=2)
+    if isinstance(prompt, list | tuple):
+        return "\n\n".join(render_prompt(p) for p in prompt)
+    return json.dumps(prompt, default=str, indent=2) if isinstance(prompt, dict) else str(prompt)
+
+
+def _describe_output(out: AgentOutput) -> str:
+    parts = [f"From {out.agent}:", out.text]
+    if out.value is not None:
+        parts.append(render_prompt(out.value))
+    if out.patch is not None and not out.patch.empty:
+        parts.append(f"Patch ({', '.join(out.patch.files)}):\n```diff\n{out.patch.diff}```")
+    return "\n".join(p for p in parts if p)
+
+
+# -- structured answers ---------------------------------------------------------------------
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+async def ask_structured(
+    session: AgentSession, prompt: str, output: type[BaseModel], retries: int = ASK_RETRIES
+) -> BaseModel | None:
+    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded."""
+    schema = json.dumps(output.model_json_schema())
+    text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n{schema}"
+    for _attempt in range(retries):
+        answer = await session.turn(text)
+        if session.state is not SessionState.DONE:
+            return None
+        try:
+            return parse_structured(answer, output)
+        except ValueError as exc:
+            text = f"That answer was not valid: {exc}\nAnswer again with only the JSON object."
+    raise AgentFailed(
+        f"agent {session.agent.name!r} gave no valid {output.__name__} in {retries} attempts",
+        reason=EndReason.ERROR.value, agent=session.agent.name, session=session.id,
+    )
+
+
+def parse_structured(text: str, output: type[BaseModel]) -> BaseModel:
+    """Validate the JSON object in `text` (bare, fenced, or embedded) against `output`."""
+    errors = []
+    for candidate in _json_candidates(text):
+        try:
+            return output.model_validate_json(candidate)
+        except ValidationError as exc:
+            errors.append(_summarise(exc))
+    detail = errors[0] if errors else "no JSON object found in the answer"
+    raise ValueError(detail)
+
+
+def _json_candidates(text: str) -> list[str]:
+    out = [text.strip()]
+    out.extend(m.group(1).strip() for m in _FENCE.finditer(text))
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        out.append(text[start : end + 1])
+    return [c for c in dict.fromkeys(out) if c]
+
+
+def _summarise(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+# -- agent-initiated messages ---------------------------------------------------------------
+
+
+def _messenger(run: RunContext, session: AgentSession) -> Any:
+    async def message_agent(to: str, text: str) -> str:
+        return await send_message(run, session, to, text)
+
+    return message_agent
+
+
+async def send_message(run: RunContext, sender: AgentSession, to: str, text: str) -> str:
+    """Deliver a `message_agent` call: roster and edge checks, then the recipient's answer."""
+    me = sender.agent.name
+    if not run.team.has(to):
+        reason = f"no agent named {to!r}: the roster cannot change within a run"
+        sender._emit(SpawnRefused, requested=to, reason=reason)
+        raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
+    try:
+        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent",
+                      text=text, agent=me)
+    except TopologyError as exc:
+        raise ToolError(f"refused: {exc.message}") from None
+    sender._emit(MessageSent, source=me, target=to, text=text[:2000])
+    try:
+        reply = await call_agent(to, SourcedStr(text, frozenset({me})))
+    except SwarmflowError as exc:
+        return f"{to} could not answer: {exc}"
+    return reply.text

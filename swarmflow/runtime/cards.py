@@ -1,0 +1,57 @@
+"""Role cards: Jinja2 templates rendered with StrictUndefined."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swarmflow.core.errors import TemplateError
+
+if TYPE_CHECKING:
+    import jinja2
+
+_CARD_SUFFIXES = (".j2", ".jinja", ".jinja2", ".md", ".txt")
+
+
+@lru_cache(maxsize=8)
+def _environment(search_path: tuple[str, ...]) -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(list(search_path)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+
+
+def is_card_path(card: str) -> bool:
+    return "\n" not in card and card.endswith(_CARD_SUFFIXES)
+
+
+def render_card(card: str, variables: dict[str, Any], search_path: tuple[str, ...] = (".",)) -> str:
+    """Render a card (a template string or a file name found on `search_path`).
+
+    Raises:
+        TemplateError: naming the template and the missing variable or syntax error.
+    """
+    import jinja2
+
+    env = _environment(search_path)
+    label = card if is_card_path(card) else "<inline card>"
+    try:
+        template = env.get_template(card) if is_card_path(card) else env.from_string(card)
+        return template.render(**variables)
+    except jinja2.UndefinedError as exc:
+        raise TemplateError(f"role card {label}: {exc.message}; pass it as a card variable") from None
+    except jinja2.TemplateNotFound:
+        where = ", ".join(str(Path(p).resolve()) for p in search_path)
+        raise TemplateError(f"role card {card!r} not found (searched {where})") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"role card {label}, line {exc.lineno}: {exc.message}") from None
+
+
+def render_text(template: str, variables: dict[str, Any]) -> str:
+    """Render a prompt template string with StrictUndefined."""
+    return render_card(template, variables)

@@ -1,0 +1,138 @@
+"""The run context: everything one run shares, and the scope (branch, ledger) of the caller.
+
+The current run and scope live in ContextVars, so operators find them without globals and
+every task started inside a branch inherits that branch's scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.fingerprint import FingerprintIndex
+from swarmflow.core.messages import Model
+from swarmflow.core.pricing import PriceTable
+from swarmflow.core.team import Agent, Team
+from swarmflow.runtime.eventlog import EventLog
+from swarmflow.runtime.graph import RunGraph
+from swarmflow.runtime.ports import HumanChannel, ToolSource, Workspace, WorkspaceProvider
+from swarmflow.runtime.rails import Rails
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from swarmflow.runtime.session import AgentSession
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where the caller is: its branch path, its ledger and its parent graph node."""
+
+    branch: str
+    ledger: Ledger
+    node: int | None = None
+
+
+@dataclass(slots=True)
+class RunContext:
+    """State shared by everything in one run."""
+
+    run_id: str
+    run_dir: Path
+    team: Team
+    log: EventLog
+    ledger: Ledger
+    model_for: Callable[[Agent], Model]
+    tools: ToolSource
+    human: HumanChannel | None
+    workspaces: WorkspaceProvider | None
+    prices: PriceTable
+    rails: Rails
+    card_path: tuple[str, ...] = (".",)
+    keep_workspaces: bool = False
+    fingerprints: FingerprintIndex = field(default_factory=FingerprintIndex)
+    products: dict[int, tuple[Any, frozenset[str]]] = field(default_factory=dict)
+    graph: RunGraph = field(default_factory=RunGraph)
+    sessions: set[AgentSession] = field(default_factory=set)
+    agent_ledgers: dict[str, Ledger] = field(default_factory=dict)
+    human_answers: dict[str, Any] = field(default_factory=dict)
+    workspace_of: dict[str, Workspace] = field(default_factory=dict)
+    goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    context_tokens: int | None = None
+    nursery: TaskGroup | None = None
+    """The run's task group for background work (streams); cancelled when the flow ends."""
+
+    def agent_ledger(self, agent: Agent) -> Ledger | None:
+        """The per-agent allowance ledger, a child of the run ledger (None if unlimited)."""
+        if agent.allowance is None:
+            return None
+        ledger = self.agent_ledgers.get(agent.name)
+        if ledger is None:
+            ledger = self.ledger.child(f"agent:{agent.name}", Limits(tokens=agent.allowance))
+            self.agent_ledgers[agent.name] = ledger
+        return ledger
+
+    def remember_product(self, value: Any, sources: frozenset[str]) -> None:
+        """Tag an object an agent produced (structured outputs cannot carry attributes)."""
+        self.products[id(value)] = (value, sources)
+
+    def product_sources(self, value: Any) -> frozenset[str]:
+        entry = self.products.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else frozenset()
+
+
+_current_run: ContextVar[RunContext | None] = ContextVar("swarmflow_run", default=None)
+_current_scope: ContextVar[Scope | None] = ContextVar("swarmflow_scope", default=None)
+
+
+def current_run(operator: str = "this operator") -> RunContext:
+    """The active run, or a clear error when called outside one."""
+    run = _current_run.get()
+    if run is None:
+        raise ConfigError(f"{operator} can only be used inside a running flow (use swarmflow.run)")
+    return run
+
+
+def maybe_run() -> RunContext | None:
+    return _current_run.get()
+
+
+def current_scope() -> Scope:
+    scope = _current_scope.get()
+    if scope is None:
+        run = current_run()
+        return Scope("", run.ledger)
+    return scope
+
+
+def enter_scope(scope: Scope) -> None:
+    """Set the scope for the rest of the current task (each task has its own context copy)."""
+    _current_scope.set(scope)
+
+
+@contextmanager
+def scoped(scope: Scope) -> Iterator[Scope]:
+    """Enter a branch scope for the duration of the block."""
+    token = _current_scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _current_scope.reset(token)
+
+
+@contextmanager
+def running(run: RunContext, scope: Scope) -> Iterator[RunContext]:
+    """Make `run` the active run."""
+    token = _current_run.set(run)
+    scope_token = _current_scope.set(scope)
+    try:
+        yield run
+    finally:
+        _current_scope.reset(scope_token)
+        _current_run.reset(token)

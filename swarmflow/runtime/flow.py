@@ -1,0 +1,106 @@
+"""Flows: coroutines that declare their team and budget, and nest as sub-flows."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Generic, ParamSpec, TypeVar
+
+from swarmflow.core.budget import Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.events import OperatorFinished, OperatorStarted
+from swarmflow.core.ids import child_branch
+from swarmflow.core.team import Team
+from swarmflow.runtime.context import Scope, current_scope, maybe_run, running, scoped
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_subflow_index = itertools.count()
+
+
+class Flow(Generic[P, R]):
+    """A flow: a coroutine function plus its team and budget."""
+
+    def __init__(
+        self,
+        fn: Callable[P, Awaitable[R]],
+        *,
+        team: Team | None = None,
+        budget: Limits | dict[str, float] | None = None,
+        name: str | None = None,
+        card_path: tuple[str, ...] | None = None,
+    ) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise ConfigError(f"@flow needs an async function, got {fn!r}")
+        self.fn = fn
+        self.team = team or Team()
+        self.limits = Limits.coerce(budget)
+        self.name = name or fn.__name__
+        self.card_path = card_path or _default_card_path(fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    @property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        """Inside a run, awaiting a flow runs it as a sub-flow under the caller's branch."""
+        if maybe_run() is None:
+            raise ConfigError(
+                f"flow {self.name!r} must be started with swarmflow.run() or run_sync(), "
+                "or awaited inside another flow"
+            )
+        return self._subflow(*args, **kwargs)
+
+    async def _subflow(self, *args: Any, **kwargs: Any) -> R:
+        run = maybe_run()
+        assert run is not None
+        parent = current_scope()
+        branch = child_branch(parent.branch, f"flow:{self.name}", next(_subflow_index))
+        node = run.graph.open("flow", branch, parent.node, self.name)
+        scope = Scope(branch, parent.ledger.child(branch, self.limits), node)
+        inner = run if self.team is run.team or not self.team.agents else dataclasses.replace(
+            run, team=self.team
+        )
+        run.log.emit(OperatorStarted, branch=branch, operator="flow", node=str(node),
+                     detail={"flow": self.name})
+        status = "failed"
+        try:
+            with running(inner, scope) if inner is not run else scoped(scope):
+                result = await self.fn(*args, **kwargs)
+            status = "ok"
+            return result
+        finally:
+            run.graph.close(node, status)
+            run.log.emit(OperatorFinished, branch=branch, operator="flow", node=str(node),
+                         status=status)
+
+
+def _default_card_path(fn: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        source = inspect.getsourcefile(fn)
+    except TypeError:
+        source = None
+    here = str(Path(source).resolve().parent) if source else "."
+    return (here, ".")
+
+
+def flow(
+    fn: Callable[P, Awaitable[R]] | None = None,
+    *,
+    team: Team | None = None,
+    budget: Limits | dict[str, float] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Declare a flow: `@flow(team=..., budget={...}) async def f(task: str) -> T`."""
+    if fn is not None:
+        return Flow(fn, team=team, budget=budget, name=name)
+
+    def wrap(inner: Callable[P, Awaitable[R]]) -> Flow[P, R]:
+        return Flow(inner, team=team, budget=budget, name=name)
+
+    return wrap

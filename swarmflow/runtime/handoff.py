@@ -1,0 +1,55 @@
+"""The handoff rule: a value from agent A reaches agent B only along the edge A -> B."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmflow.core.errors import TopologyError
+from swarmflow.core.events import HandoffRefused, MessageRefused
+from swarmflow.core.provenance import collect
+from swarmflow.runtime.context import RunContext, current_scope
+
+
+def sources_of(run: RunContext, values: Any, text: str = "") -> frozenset[str]:
+    """The agents that contributed to `values`, plus those whose output `text` contains."""
+    found = collect(values, run.product_sources)
+    if text and len(run.fingerprints):
+        found = found | run.fingerprints.sources(text)
+    return found
+
+
+def check_handoff(
+    run: RunContext, target: str, values: Any, *, via: str, text: str = "", agent: str | None = None
+) -> frozenset[str]:
+    """Refuse (event + `TopologyError`) if any source of `values` lacks an edge to `target`."""
+    sources = sources_of(run, values, text)
+    for source in sorted(sources):
+        if not run.team.allows(source, target):
+            _refuse(run, source, target, via, agent)
+    return sources
+
+
+def _refuse(run: RunContext, source: str, target: str, via: str, agent: str | None) -> None:
+    declared = sorted(run.team.edges)
+    shown = ", ".join(f"{a} -> {b}" for a, b in declared) or "none"
+    reason = f"no edge {source} -> {target}"
+    scope = current_scope()
+    if via == "message_agent":
+        run.log.emit(
+            MessageRefused, agent=agent, branch=scope.branch, source=source, target=target,
+            reason=reason,
+        )
+    else:
+        run.log.emit(
+            HandoffRefused, agent=agent, branch=scope.branch, source=source, target=target,
+            via=via, reason=reason,
+        )
+    raise TopologyError(
+        f"refused to hand a value from {source!r} to {target!r} via {via}: the team declares "
+        f"no edge {source} -> {target} (declared edges: {shown})",
+        source=source,
+        target=target,
+        declared=declared,
+        agent=agent,
+        operator=via,
+    )

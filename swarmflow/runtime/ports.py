@@ -1,0 +1,107 @@
+"""The ports the runtime needs; adapters (tools, workspaces, sinks, channels) implement them.
+
+The runtime never imports a concrete adapter, `openai` or `subprocess`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from swarmflow.core.events import EventBase
+from swarmflow.core.patch import Patch
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Receives every event, in order. `line` is the event's scrubbed JSON."""
+
+    def write(self, event: EventBase, line: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Workspace(Protocol):
+    """The directory an agent's tools act in."""
+
+    kind: str
+    root: Path
+
+    async def finalize(self, message: str) -> Patch | None:
+        """Commit what changed and return the diff against the base (None if not versioned)."""
+        ...
+
+    async def release(self, keep: bool = False) -> None:
+        """Give the workspace back (remove a worktree unless `keep`)."""
+        ...
+
+
+class WorkspaceProvider(Protocol):
+    """Makes a workspace of a given kind for one session."""
+
+    async def acquire(self, kind: str, agent: str, session: str) -> Workspace: ...
+
+    async def close(self, keep: bool = False) -> None: ...
+
+
+Emit = Callable[..., None]
+"""`emit(EventClass, **fields)`: records an event with the caller's envelope filled in."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool may use while it runs."""
+
+    agent: str
+    session: str
+    workspace: Workspace | None
+    emit: Emit
+    message_agent: Callable[[str, str], Awaitable[str]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool's observation. `submitted` ends the session with reason "submitted"."""
+
+    text: str
+    ok: bool = True
+    submitted: bool = False
+    value: Any = None
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A callable the model can ask for, with a pydantic model for its arguments."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    needs_workspace: bool
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+
+
+class ToolSource(Protocol):
+    """Where the runtime finds tools by name (the tool registry implements it)."""
+
+    def get(self, name: str) -> Tool: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+
+class HumanChannel(Protocol):
+    """Asks a person. Returns the answer and who gave it."""
+
+    name: str
+
+    async def ask(
+        self, question: str, payload: Any, *, token: str, timeout: float | None
+    ) -> tuple[Any, str]:
+        """Raise `TimeoutError` when nobody answered within `timeout` seconds."""
+        ...

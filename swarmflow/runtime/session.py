@@ -1,0 +1,350 @@
+"""One agent's conversation: a checked state machine running the inner and outer loops.
+
+Inner loop, one step per model call: precheck limits, build the context, price and reserve the
+call, call the model, settle the actual usage, run the tool calls, record the observations.
+It ends at a final answer, at `submit`, or at a limit. The outer loop asks the agent's goal
+evaluators whether a finished round completes the task, needs another round, or is blocked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from swarmflow.core.budget import Charge, Ledger, Reservation, reserve
+from swarmflow.core.errors import BudgetExhausted, SwarmflowError
+from swarmflow.core.events import (
+    AgentFinished,
+    ContextCompacted,
+    GoalEvaluated,
+    ModelCalled,
+    RailVetoed,
+    SessionEnded,
+    SessionStarted,
+)
+from swarmflow.core.ids import new_session_id
+from swarmflow.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+    Usage,
+    estimate_tokens,
+)
+from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
+from swarmflow.core.team import Agent
+from swarmflow.runtime.context import RunContext, Scope
+from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
+from swarmflow.runtime.ports import Workspace
+from swarmflow.runtime.rails import Hook, RailContext
+from swarmflow.runtime.toolrun import ToolRunner
+from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
+
+S = SessionState
+DEFAULT_CONTEXT_TOKENS = 120_000
+DEFAULT_GOAL_ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The inner loop's proposal to end a round: a final answer or a submission."""
+
+    reason: EndReason
+    text: str
+
+
+class AgentSession:
+    """A stateful session of one declared agent."""
+
+    def __init__(
+        self,
+        run: RunContext,
+        agent: Agent,
+        *,
+        scope: Scope,
+        system: str | None,
+        workspace: Workspace | None = None,
+        tool_specs: list[ToolSpec] | None = None,
+    ) -> None:
+        self.run = run
+        self.agent = agent
+        self.id = new_session_id(agent.name)
+        self.scope = scope
+        self.workspace = workspace
+        self.model = run.model_for(agent)
+        self.state = S.IDLE
+        self.reason: EndReason | None = None
+        self.detail = ""
+        self.error: BaseException | None = None
+        self.history: list[Message] = []
+        self.system = system
+        self.steps = 0
+        self.usage = Usage()
+        self.last_text = ""
+        self.closed = False
+        self.messenger: Callable[[str, str], Awaitable[str]] | None = None
+        self._history_tokens = 0
+        self._lock = anyio.Lock()
+        self._heads = self._ledger_heads()
+        self._tools = ToolRunner(self, tool_specs)
+        self._emit(SessionStarted, model=getattr(self.model, "name", None), tools=list(agent.tools))
+        run.sessions.add(self)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _ledger_heads(self) -> list[Ledger]:
+        heads = [self.scope.ledger]
+        allowance = self.run.agent_ledger(self.agent)
+        if allowance is not None:
+            heads.append(allowance)
+        return heads
+
+    def _emit(self, cls: Any, **fields: Any) -> None:
+        self.run.log.emit(
+            cls, agent=self.agent.name, session=self.id, branch=self.scope.branch, **fields
+        )
+
+    def _to(self, target: SessionState) -> None:
+        check_transition(self.state, target)
+        self.state = target
+
+    def _end(self, reason: EndReason, detail: str = "") -> None:
+        self._to(end_state_for(reason))
+        self.reason = reason
+        self.detail = detail
+
+    def message_agent_hook(self) -> Callable[[str, str], Awaitable[str]] | None:
+        """How this session's `message_agent` tool reaches teammates (set by the caller)."""
+        return self.messenger
+
+    def _append(self, message: Message) -> None:
+        self.history.append(message)
+        self._history_tokens += message_tokens(message)
+
+    # -- a turn -----------------------------------------------------------------------------
+
+    async def turn(self, content: str) -> str:
+        """Run one turn on a user message; concurrent turns on one session are serialised."""
+        async with self._lock:
+            return await self._turn(content)
+
+    async def _turn(self, content: str) -> str:
+        if self.state.is_end:
+            self._to(S.IDLE)
+        self.error = None
+        self._append(Message("user", content))
+        try:
+            await self._rail(Hook.TURN_START, content)
+            await self._outer_loop()
+        except anyio.get_cancelled_exc_class():
+            self._end(self._cancel_reason(), "cancelled from outside the session")
+            raise
+        except Exception as exc:  # an unhandled fault ends the session in error
+            await self._fault(exc)
+        await self._rail(Hook.TURN_END, self.last_text)
+        self._emit(AgentFinished, produced_content=bool(self.last_text.strip()),
+                   preview=self.last_text[:200])
+        return self.last_text
+
+    def _cancel_reason(self) -> EndReason:
+        root = self.run.ledger
+        if root.limits.seconds is not None and root.elapsed() >= root.limits.seconds:
+            return EndReason.WALL_CLOCK
+        return EndReason.CANCELLED
+
+    async def _fault(self, exc: Exception) -> None:
+        self.error = exc
+        if not self.state.is_end:
+            self._end(EndReason.ERROR, f"{type(exc).__name__}: {exc}")
+        try:
+            await self._rail(Hook.ON_ERROR, exc, error=exc)
+        except Exception as rail_exc:  # a failing error rail must not hide the first fault
+            self.detail += f"; on_error rail failed: {rail_exc}"
+
+    async def _outer_loop(self) -> None:
+        rounds = 0
+        while True:
+            finish = await self._inner_loop()
+            if finish is None:
+                return
+            self.last_text = finish.text
+            if not self.agent_goals():
+                self._end(finish.reason)
+                return
+            rounds += 1
+            decision, note = await self._judge(finish, rounds)
+            if decision == "complete":
+                self._end(finish.reason)
+                return
+            if decision == "blocked":
+                self._end(EndReason.GOAL_BLOCKED, note)
+                return
+            self._append(Message("user", f"The goal is not met yet: {note}\nContinue."))
+
+    def agent_goals(self) -> tuple[Any, ...]:
+        return tuple(self.run.goals.get(self.agent.name, ()))
+
+    async def _judge(self, finish: Finish, rounds: int) -> tuple[Decision, str]:
+        view = GoalView(self.agent.name, self.id, finish.text, tuple(self.history), rounds)
+        name, decision, note = await evaluate_goals(self.agent_goals(), view)
+        self._emit(GoalEvaluated, evaluator=name, decision=decision, note=note)
+        if decision == "continue" and rounds >= DEFAULT_GOAL_ROUNDS:
+            return "blocked", f"goal not met after {rounds} rounds: {note}"
+        return decision, note
+
+    # -- the inner loop ---------------------------------------------------------------------
+
+    async def _inner_loop(self) -> Finish | None:
+        while True:
+            self._to(S.PRECHECK)
+            if self._precheck_stops():
+                return None
+            request = self._build_request()
+            reservation = self._reserve(request)
+            if reservation is None:
+                return None
+            self._to(S.CALLING_MODEL)
+            response = await self._call_model(request, reservation)
+            if response is None:
+                return None
+            if not response.tool_calls:
+                return Finish(EndReason.COMPLETED, response.text or "")
+            self._to(S.RUNNING_TOOLS)
+            finish = await self._tools.run_all(response.tool_calls)
+            if finish is not None or self.state.is_end:
+                return finish
+
+    def _precheck_stops(self) -> bool:
+        limit = self.agent.max_steps
+        if limit is not None and self.steps >= limit:
+            self._end(EndReason.STEP_LIMIT, f"{self.steps} of {limit} model calls used")
+            return True
+        return False
+
+    def _build_request(self) -> ModelRequest:
+        budget = self.run.context_tokens or DEFAULT_CONTEXT_TOKENS
+        if self._history_tokens > budget:
+            self._compact(budget)
+        messages = self.history
+        if self.system:
+            messages = [Message("system", self.system), *self.history]
+        return ModelRequest(
+            messages=messages,
+            tools=self._tools.specs,
+            agent=self.agent.name,
+            model=getattr(self.model, "name", None),
+            max_tokens=self.agent.max_output_tokens,
+        )
+
+    def _compact(self, budget: int) -> None:
+        before = len(self.history)
+        level = "elide_observations"
+        history = elide_observations(self.history)
+        if sum(message_tokens(m) for m in history) > budget:
+            level = "drop_oldest"
+            history = drop_oldest(history, budget)
+        self.history = history
+        self._history_tokens = sum(message_tokens(m) for m in history)
+        self._emit(ContextCompacted, level=level, messages_before=before,
+                   messages_after=len(history))
+
+    def _estimate(self, request: ModelRequest) -> tuple[int, float]:
+        prompt = self._history_tokens + (estimate_tokens(self.system) + 4 if self.system else 0)
+        prompt += self._tools.spec_tokens
+        usage = Usage(input=prompt, output=request.max_tokens)
+        return prompt + request.max_tokens, self.run.prices.cost(request.model, usage)
+
+    def _reserve(self, request: ModelRequest) -> Reservation | None:
+        tokens, cost = self._estimate(request)
+        try:
+            return reserve(self._heads, Charge(tokens, cost, 1))
+        except BudgetExhausted as exc:
+            self.error = exc
+            self._end(EndReason(exc.reason), exc.message)
+            return None
+
+    async def _call_model(
+        self, request: ModelRequest, reservation: Reservation
+    ) -> ModelResponse | None:
+        try:
+            request = await self._rail(Hook.BEFORE_MODEL_CALL, request)
+        except _Vetoed as veto:
+            reservation.release()
+            self._end(EndReason.ERROR, veto.message)
+            return None
+        started = time.perf_counter()
+        try:
+            response = await self.model.complete(request)
+        except BaseException:
+            reservation.release()
+            raise
+        latency = time.perf_counter() - started
+        response = await self._rail(Hook.AFTER_MODEL_CALL, response)
+        return self._settle(request, response, reservation, latency)
+
+    def _settle(
+        self,
+        request: ModelRequest,
+        response: ModelResponse,
+        reservation: Reservation,
+        latency: float,
+    ) -> ModelResponse | None:
+        usage = response.usage
+        cost = self.run.prices.cost(response.model or request.model, usage)
+        over = reservation.settle(Charge(usage.total, cost, 1))
+        self.steps += 1
+        self.usage = self.usage + usage
+        self._emit(
+            ModelCalled, model=response.model or request.model, step=self.steps,
+            tokens_in=usage.input, tokens_out=usage.output, tokens_cached=usage.cached_input,
+            latency=latency, cost=cost, finish_reason=response.finish_reason,
+            tool_calls=[c.name for c in response.tool_calls],
+        )
+        self._append(Message("assistant", response.text, tuple(response.tool_calls)))
+        if response.text:
+            self.last_text = response.text
+        if over:
+            self._end(EndReason.BUDGET_EXCEEDED_AFTER_CALL, f"over the limit of {', '.join(over)}")
+            return None
+        return response
+
+    # -- rails ------------------------------------------------------------------------------
+
+    async def _rail(self, hook: Hook, payload: Any, error: BaseException | None = None) -> Any:
+        rails = self.run.rails
+        if not rails:
+            return payload
+        ctx = RailContext(hook, self.agent.name, self.id, self.steps, payload, error)
+        payload, veto, name = await rails.run(ctx)
+        if veto is not None:
+            self._emit(RailVetoed, hook=hook.value, rail=name, reason=veto.reason)
+            raise _Vetoed(f"rail {name!r} vetoed {hook.value}: {veto.reason}")
+        return payload
+
+    # -- closing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the session for good and record how it ended."""
+        if self.closed:
+            return
+        self.closed = True
+        self.run.sessions.discard(self)
+        if self.state is S.IDLE:
+            self.state, self.reason = S.DONE, EndReason.COMPLETED
+            self.detail = "closed before any turn"
+        elif not self.state.is_end:
+            # Closed from outside mid-turn: the cancellation escape of the state machine.
+            self.state, self.reason = S.STOPPED, EndReason.CANCELLED
+            self.detail = self.detail or "closed before its turn finished"
+        reason = self.reason or EndReason.COMPLETED
+        state = self.state.value if self.state.is_end else "stopped"
+        self._emit(SessionEnded, state=state, reason=reason.value, detail=self.detail,
+                   steps=self.steps, tokens=self.usage.total)
+
+
+class _Vetoed(SwarmflowError):
+    """A rail vetoed what was about to happen."""

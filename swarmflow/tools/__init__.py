@@ -1,0 +1,31 @@
+"""Tool adapters: the built-in tools the model can call and the registry that runs them.
+
+Tools raise `ToolError`; `ToolRegistry.execute` turns every failure into an `ok=False` result.
+"""
+
+from swarmflow.tools.access import VersionedFiles
+from swarmflow.tools.base import ArgsModel
+from swarmflow.tools.control import MessageAgent, Submit
+from swarmflow.tools.files import Edit, ReadFile, WriteFile
+from swarmflow.tools.paths import resolve_inside
+from swarmflow.tools.registry import ToolRegistry, default_registry, parse_args
+from swarmflow.tools.search import ListFiles, Search
+from swarmflow.tools.shell import RunShell, scrubbed_env
+
+__all__ = [
+    "ArgsModel",
+    "Edit",
+    "ListFiles",
+    "MessageAgent",
+    "ReadFile",
+    "RunShell",
+    "Search",
+    "Submit",
+    "ToolRegistry",
+    "VersionedFiles",
+    "WriteFile",
+    "default_registry",
+    "parse_args",
+    "resolve_inside",
+    "scrubbed_env",
+]

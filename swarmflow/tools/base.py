@@ -1,0 +1,38 @@
+"""What every built-in tool shares: a strict argument base model and small context helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from swarmflow.core.errors import ToolError
+from swarmflow.runtime.ports import ToolContext, Workspace
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class ArgsModel(BaseModel):
+    """Base of every tool's arguments: unknown fields are errors, so typos reach the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def expect_args(args: BaseModel, model: type[A]) -> A:
+    """`args` as the tool's own model, re-validating when the caller passed another model."""
+    if isinstance(args, model):
+        return args
+    return model.model_validate(args.model_dump())
+
+
+def workspace_of(ctx: ToolContext, tool: str) -> Workspace:
+    """The session's workspace, or a ToolError saying the agent has none."""
+    if ctx.workspace is None:
+        raise ToolError(f"tool {tool!r} needs a workspace, but this agent has none")
+    return ctx.workspace
+
+
+def root_of(ctx: ToolContext, tool: str) -> Path:
+    """The root directory of the session's workspace."""
+    return workspace_of(ctx, tool).root

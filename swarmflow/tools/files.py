@@ -1,0 +1,147 @@
+"""The file tools: `read_file`, `write_file` and `edit`.
+
+`read_file` shows lines numbered like `cat -n` (a right-aligned 1-based number, a tab, the line),
+so the model can cite lines; the numbers are not part of the file and `edit` must not include them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from swarmflow.core.errors import ToolError
+from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.tools.access import read_text, write_text
+from swarmflow.tools.base import ArgsModel, expect_args
+
+MAX_LINES = 2000
+MAX_LINE_CHARS = 2000
+
+
+class ReadFileArgs(ArgsModel):
+    """Arguments of `read_file`."""
+
+    path: str = Field(description="File path relative to the workspace root.")
+    offset: int = Field(1, ge=1, description="First line to show (1-based).")
+    limit: int | None = Field(
+        None, ge=1, description=f"How many lines to show (default and maximum {MAX_LINES})."
+    )
+
+
+class WriteFileArgs(ArgsModel):
+    """Arguments of `write_file`."""
+
+    path: str = Field(description="File path relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class EditArgs(ArgsModel):
+    """Arguments of `edit`."""
+
+    path: str = Field(description="File path relative to the workspace root.")
+    old: str = Field(description="Exact text to replace; must occur exactly once in the file.")
+    new: str = Field(description="Text to put in its place.")
+
+
+class ReadFile:
+    """Shows a file's lines, numbered."""
+
+    name = "read_file"
+    description = (
+        "Read a text file. Lines come numbered like `cat -n` (number, tab, text); the numbers "
+        "are not part of the file. Use offset/limit to page through long files."
+    )
+    args: type[BaseModel] = ReadFileArgs
+    needs_workspace = True
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        """Read and number the requested lines."""
+        a = expect_args(args, ReadFileArgs)
+        text = await read_text(ctx, self.name, a.path)
+        return ToolResult(number_lines(a.path, text, a.offset, a.limit))
+
+
+class WriteFile:
+    """Writes a whole file, creating directories as needed."""
+
+    name = "write_file"
+    description = "Create or overwrite a text file with the given content (parent dirs are made)."
+    args: type[BaseModel] = WriteFileArgs
+    needs_workspace = True
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        """Write the file."""
+        a = expect_args(args, WriteFileArgs)
+        await write_text(ctx, self.name, a.path, a.content)
+        size = len(a.content.encode("utf-8"))
+        return ToolResult(f"wrote {size} bytes ({_count_lines(a.content)} lines) to {a.path}")
+
+
+class Edit:
+    """Replaces one exact, unique piece of text in a file."""
+
+    name = "edit"
+    description = (
+        "Replace the exact text `old` with `new` in a file. `old` must occur exactly once: "
+        "include enough surrounding lines to make it unique. Do not include line numbers."
+    )
+    args: type[BaseModel] = EditArgs
+    needs_workspace = True
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        """Check that `old` is unique, then replace it."""
+        a = expect_args(args, EditArgs)
+        # Peek without recording: in a shared workspace the write must be judged against the
+        # version the agent read before, not against this internal read.
+        text = await read_text(ctx, self.name, a.path, record=False)
+        updated, line = replace_once(a.path, text, a.old, a.new)
+        await write_text(ctx, self.name, a.path, updated)
+        return ToolResult(f"edited {a.path}: replaced 1 occurrence at line {line}")
+
+
+def replace_once(path: str, text: str, old: str, new: str) -> tuple[str, int]:
+    """`text` with its single occurrence of `old` replaced, and the 1-based line it starts on."""
+    if not old:
+        raise ToolError(f"edit of {path}: `old` is empty; give the exact text to replace")
+    if old == new:
+        raise ToolError(f"edit of {path}: `old` and `new` are identical; nothing would change")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"edit of {path} refused: `old` occurs 0 times in the file. Re-read the file and "
+            "copy the text exactly (whitespace included, without line numbers)."
+        )
+    if count > 1:
+        raise ToolError(
+            f"edit of {path} refused: `old` occurs {count} times in the file; include more "
+            "surrounding text so it occurs exactly once."
+        )
+    start = text.index(old)
+    return text[:start] + new + text[start + len(old) :], text.count("\n", 0, start) + 1
+
+
+def number_lines(path: str, text: str, offset: int, limit: int | None) -> str:
+    """Lines `offset`.. of `text` numbered like `cat -n`, with a note when more remain."""
+    lines = text.splitlines()
+    if not lines:
+        return f"({path} is empty)"
+    if offset > len(lines):
+        raise ToolError(f"offset {offset} is past the end of {path} ({len(lines)} lines)")
+    count = min(limit or MAX_LINES, MAX_LINES)
+    shown = lines[offset - 1 : offset - 1 + count]
+    body = "\n".join(f"{offset + i:>6}\t{_clip(line)}" for i, line in enumerate(shown))
+    last = offset - 1 + len(shown)
+    if last < len(lines):
+        body += f"\n... (lines {offset}-{last} of {len(lines)}; pass offset={last + 1} to read on)"
+    return body
+
+
+def _clip(line: str) -> str:
+    """One line, shortened when very long (minified files would flood the context)."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[:MAX_LINE_CHARS] + f"... [{len(line) - MAX_LINE_CHARS} more characters]"
+
+
+def _count_lines(text: str) -> int:
+    """Lines in `text`, counting a last line without newline."""
+    return len(text.splitlines())

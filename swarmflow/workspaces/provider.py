@@ -1,0 +1,107 @@
+"""`DefaultWorkspaces`: the workspace provider the runtime uses unless given another."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from swarmflow.core.errors import ConfigError, WorkspaceError
+from swarmflow.runtime.ports import Workspace
+from swarmflow.workspaces.local import LocalWorkspace
+from swarmflow.workspaces.shared import SharedWorkspace
+from swarmflow.workspaces.worktree import OnCommit, WorktreeWorkspace
+
+KINDS = ("local", "worktree", "shared")
+
+
+def slug(text: str) -> str:
+    """`text` reduced to characters safe in a directory and a git branch name."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:80] or "x"
+
+
+class DefaultWorkspaces:
+    """Makes `local`, `worktree` and `shared` workspaces for the sessions of one run."""
+
+    def __init__(
+        self, run_dir: Path, repo: Path | None = None, on_commit: OnCommit | None = None
+    ) -> None:
+        self.run_dir = run_dir
+        self.repo = repo
+        self.on_commit = on_commit
+        # Shared by every worktree of this run: git's repository-wide bookkeeping is not
+        # safe to run concurrently.
+        self._git_lock = anyio.Lock()
+        self._worktrees: list[WorktreeWorkspace] = []
+        self._shared: SharedWorkspace | None = None
+        self._slugs: set[str] = set()
+
+    async def acquire(self, kind: str, agent: str, session: str) -> Workspace:
+        """A workspace of `kind` for one session."""
+        if kind == "local":
+            root = self.repo or self.run_dir / "workspace"
+            return await anyio.to_thread.run_sync(LocalWorkspace, root)
+        if kind == "worktree":
+            return await self._worktree(agent, session)
+        if kind == "shared":
+            return await self._shared_workspace()
+        raise ConfigError(_unknown_kind(kind), agent=agent, session=session)
+
+    async def _worktree(self, agent: str, session: str) -> WorktreeWorkspace:
+        """A fresh worktree on branch `swarmflow/<run>/<session>`."""
+        if self.repo is None:
+            raise ConfigError(
+                f"agent {agent!r} wants a 'worktree' workspace, but the run has no repository; "
+                "pass repo=<path to a git repository>",
+                agent=agent,
+                session=session,
+            )
+        name = self._unique(slug(session))
+        ws = await WorktreeWorkspace.create(
+            self.repo,
+            f"swarmflow/{slug(self.run_dir.name)}/{name}",
+            self.run_dir / "worktrees" / name,
+            on_commit=self.on_commit,
+            lock=self._git_lock,
+        )
+        self._worktrees.append(ws)
+        return ws
+
+    async def _shared_workspace(self) -> SharedWorkspace:
+        """The run's one shared workspace, made on first use."""
+        if self._shared is None:
+            root = self.repo or self.run_dir / "shared"
+            self._shared = await anyio.to_thread.run_sync(SharedWorkspace, root)
+        return self._shared
+
+    def _unique(self, name: str) -> str:
+        """`name`, numbered when two sessions reduce to the same slug."""
+        candidate, n = name, 1
+        while candidate in self._slugs:
+            n += 1
+            candidate = f"{name}-{n}"
+        self._slugs.add(candidate)
+        return candidate
+
+    async def close(self, keep: bool = False) -> None:
+        """Release every worktree made here (removing them unless `keep`)."""
+        failures: list[str] = []
+        for ws in self._worktrees:
+            try:
+                await ws.release(keep=keep)
+            except WorkspaceError as exc:
+                failures.append(str(exc))
+        if failures:
+            raise WorkspaceError("could not remove every worktree: " + "; ".join(failures))
+
+
+def _unknown_kind(kind: str) -> str:
+    """The message for a kind the provider does not make."""
+    if kind == "none":
+        return "workspace 'none' has no directory; the runtime must not acquire one for it"
+    close = difflib.get_close_matches(kind, KINDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown workspace kind {kind!r}{hint} (known: none, {', '.join(KINDS)})"

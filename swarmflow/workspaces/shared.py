@@ -1,0 +1,201 @@
+"""The STORM shared workspace: one directory for many agents, with optimistic file versioning.
+
+Every file has a version counter (0 when first seen, bumped on each accepted write or outside
+change). Each reader has a snapshot of the versions it read. A write is accepted only while that
+whole snapshot is current and the reader has read the target (if it exists); otherwise the write
+is refused with `StaleWrite`, which carries the current content and diffs so the agent can retry.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from swarmflow.core.errors import ToolError
+from swarmflow.tools.access import load_text, store_text
+from swarmflow.tools.paths import relative_name, resolve_inside
+
+HISTORY = 16
+MAX_SHOWN = 20_000
+
+
+class StaleWrite(ToolError):
+    """A write refused because the writer's read snapshot is out of date."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        stale: tuple[str, ...],
+        current: str | None,
+        diff: str,
+        **kw: Any,
+    ) -> None:
+        super().__init__(message, **kw)
+        self.path = path
+        self.stale = stale
+        self.current = current
+        self.diff = diff
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of a file: its content (None when absent) and who wrote it."""
+
+    number: int
+    content: str | None
+    writer: str | None = None
+
+
+@dataclass(slots=True)
+class FileState:
+    """A file's recent versions, newest last."""
+
+    history: deque[Version] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    @property
+    def latest(self) -> Version:
+        return self.history[-1]
+
+    def bump(self, content: str | None, writer: str | None) -> Version:
+        """Record a new version."""
+        version = Version(self.latest.number + 1, content, writer)
+        self.history.append(version)
+        return version
+
+    def find(self, number: int) -> Version | None:
+        """The version `number`, if still kept."""
+        return next((v for v in self.history if v.number == number), None)
+
+
+class SharedWorkspace:
+    """One directory shared by many sessions, with per-file versions and per-reader snapshots."""
+
+    kind = "shared"
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root.resolve()
+        self._lock = anyio.Lock()
+        self._files: dict[str, FileState] = {}
+        self._snapshots: dict[str, dict[str, int]] = {}
+
+    async def read_text(self, path: str, reader: str | None) -> str:
+        """The file's text; a `reader` records the version it saw, None only peeks."""
+        key = self._key(path)
+        async with self._lock:
+            version = await self._sync(key)
+            if version.content is None:
+                raise ToolError(f"no such file: {path!r}")
+            if reader is not None:
+                self._snapshots.setdefault(reader, {})[key] = version.number
+            return version.content
+
+    async def write_text(self, path: str, content: str, reader: str) -> None:
+        """Write `content` unless `reader`'s snapshot is stale (then raise StaleWrite)."""
+        key = self._key(path)
+        async with self._lock:
+            await self._check(key, reader)
+            await anyio.to_thread.run_sync(store_text, self.root / key, content)
+            version = self._files[key].bump(content, reader)
+            self._snapshots.setdefault(reader, {})[key] = version.number
+
+    def version(self, path: str) -> int | None:
+        """The version of `path` as last seen, None for a file never touched through here."""
+        state = self._files.get(self._key(path))
+        return state.latest.number if state else None
+
+    def snapshot(self, reader: str) -> dict[str, int]:
+        """A copy of the versions `reader` has read, by relative path."""
+        return dict(self._snapshots.get(reader, {}))
+
+    async def finalize(self, message: str) -> None:
+        """Nothing to commit: a shared workspace is not versioned by git here."""
+        return None
+
+    async def release(self, keep: bool = False) -> None:
+        """Nothing to give back: the directory belongs to the run."""
+        return None
+
+    def _key(self, path: str) -> str:
+        """The file's key: its real path relative to the root (raises WorkspaceEscape)."""
+        return relative_name(self.root, resolve_inside(self.root, path))
+
+    async def _sync(self, key: str) -> Version:
+        """The file's current version, bumped when the disk changed behind our back."""
+        content = await anyio.to_thread.run_sync(load_text, self.root / key)
+        state = self._files.get(key)
+        if state is None:
+            state = self._files[key] = FileState()
+            state.history.append(Version(0, content))
+        elif state.latest.content != content:
+            # Changed outside this API (a shell command, an editor): still a new version.
+            state.bump(content, None)
+        return state.latest
+
+    async def _check(self, key: str, reader: str) -> None:
+        """Raise StaleWrite unless every file `reader` read is unchanged and it read `key`."""
+        seen = self._snapshots.get(reader, {})
+        stale = [k for k, number in seen.items() if (await self._sync(k)).number != number]
+        target = await self._sync(key)
+        unread = target.content is not None and key not in seen
+        if stale or unread:
+            raise self._refusal(key, reader, stale, unread)
+
+    def _refusal(self, key: str, reader: str, stale: list[str], unread: bool) -> StaleWrite:
+        """The StaleWrite for `key`: what is stale, the current content and the diffs."""
+        seen = self._snapshots.get(reader, {})
+        current = self._files[key].latest
+        lines = [f"write to {key!r} refused: your view of the workspace is out of date."]
+        if unread:
+            lines.append(f"- {key}: exists (version {current.number}) but you have not read it")
+        lines += [self._describe_stale(k, seen[k]) for k in stale]
+        lines.append("Re-read these files and redo your change on top of their current content.")
+        diffs = "".join(self._diff(k, seen[k]) for k in stale)
+        lines.append(f"\nCurrent content of {key} (version {current.number}):")
+        lines.append(_clip(current.content if current.content is not None else "(deleted)"))
+        if diffs:
+            lines.append("\nChanges since you read them:\n" + _clip(diffs))
+        return StaleWrite(
+            "\n".join(lines), path=key, stale=tuple(stale), current=current.content, diff=diffs
+        )
+
+    def _describe_stale(self, key: str, seen: int) -> str:
+        """One line: which version the reader saw, which is current, and who changed it."""
+        latest = self._files[key].latest
+        by = f"by {latest.writer}" if latest.writer else "outside the workspace tools"
+        return f"- {key}: you read version {seen}, it is now version {latest.number} (changed {by})"
+
+    def _diff(self, key: str, seen: int) -> str:
+        """Unified diff from the version the reader saw to the current one."""
+        state = self._files[key]
+        old = state.find(seen)
+        if old is None:
+            return f"(version {seen} of {key} is no longer kept; re-read the file)\n"
+        return "".join(
+            difflib.unified_diff(
+                _lines(old.content),
+                _lines(state.latest.content),
+                fromfile=f"{key} (version {seen}, as you read it)",
+                tofile=f"{key} (version {state.latest.number}, current)",
+            )
+        )
+
+
+def _lines(text: str | None) -> list[str]:
+    """Lines for difflib, each ending in a newline so a missing final one cannot glue lines."""
+    return [line if line.endswith("\n") else line + "\n" for line in (text or "").splitlines(True)]
+
+
+def _clip(text: str) -> str:
+    """Text cut to a size the model can take in."""
+    if len(text) <= MAX_SHOWN:
+        return text
+    return text[:MAX_SHOWN] + f"\n... [{len(text) - MAX_SHOWN} more characters]"

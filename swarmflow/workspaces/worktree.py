@@ -1,0 +1,166 @@
+"""Git worktree workspaces: one branch per coder session, its result a typed `Patch`."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from swarmflow.core.patch import Patch
+from swarmflow.workspaces.git import COMMIT_CONFIG, changed_files, diff, git, rev_parse
+
+OnCommit = Callable[[str, str, tuple[str, ...]], Awaitable[None] | None]
+"""`on_commit(commit_sha, branch, files)`: called after a workspace's branch moved."""
+
+DEFAULT_MESSAGE = "swarmflow: candidate"
+
+
+async def resolved(path: Path) -> Path:
+    """`path` made absolute with symlinks resolved, off the event loop."""
+    return Path(await anyio.Path(path).resolve())
+
+
+def _guard(lock: AbstractAsyncContextManager[Any] | None) -> AbstractAsyncContextManager[Any]:
+    """The lock, or a no-op when the caller does not share one."""
+    return lock if lock is not None else contextlib.nullcontext()
+
+
+class WorktreeWorkspace:
+    """A git worktree on its own branch, forked from a base commit."""
+
+    kind = "worktree"
+
+    def __init__(
+        self,
+        repo: Path,
+        root: Path,
+        branch: str,
+        base: str,
+        *,
+        on_commit: OnCommit | None = None,
+        lock: AbstractAsyncContextManager[Any] | None = None,
+    ) -> None:
+        self.repo = repo
+        self.root = root
+        self.branch = branch
+        self.base = base
+        self.on_commit = on_commit
+        # Worktree and branch bookkeeping of one repository must not run concurrently:
+        # git takes repository-wide locks (packed-refs, worktrees/) that a second call trips on.
+        self._lock = lock
+        self._head = base
+        self.released = False
+
+    @classmethod
+    async def create(
+        cls,
+        repo: Path,
+        branch: str,
+        path: Path,
+        base: str = "HEAD",
+        *,
+        on_commit: OnCommit | None = None,
+        lock: AbstractAsyncContextManager[Any] | None = None,
+    ) -> WorktreeWorkspace:
+        """`git worktree add -b <branch> <path> <base>` and wrap the result."""
+        repo = await resolved(repo)
+        async with _guard(lock):
+            sha = await rev_parse(repo, base)
+            await anyio.to_thread.run_sync(lambda: path.parent.mkdir(parents=True, exist_ok=True))
+            await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
+        return cls(repo, await resolved(path), branch, sha, on_commit=on_commit, lock=lock)
+
+    async def finalize(self, message: str) -> Patch:
+        """Commit everything that changed; the patch is the diff from the base to the head."""
+        await git(self.root, "add", "-A")
+        if not await _index_clean(self.root):
+            msg = message.strip() or DEFAULT_MESSAGE
+            await git(self.root, *COMMIT_CONFIG, "commit", "--quiet", "--no-verify", "-m", msg)
+        head = await rev_parse(self.root, "HEAD")
+        if head != self._head:
+            # The head may also have moved through the agent's own `git commit`.
+            await self._notify(head, await changed_files(self.root, self._head, head))
+            self._head = head
+        files = await changed_files(self.root, self.base, head)
+        text = await diff(self.root, self.base, head)
+        return Patch(diff=text, base=self.base, commit=head, branch=self.branch, files=files)
+
+    async def _notify(self, head: str, files: tuple[str, ...]) -> None:
+        """Tell the runtime about the new commit (it emits `workspace_changed`)."""
+        if self.on_commit is None:
+            return
+        result = self.on_commit(head, self.branch, files)
+        if inspect.isawaitable(result):
+            await result
+
+    async def release(self, keep: bool = False) -> None:
+        """Remove the worktree and its branch, unless `keep`; safe to call twice."""
+        if keep or self.released:
+            return
+        async with _guard(self._lock):
+            await _remove_worktree(self.repo, self.root)
+            await git(self.repo, "branch", "-D", "--quiet", self.branch)
+        self.released = True
+
+
+async def _index_clean(root: Path) -> bool:
+    """True when the staged tree equals HEAD."""
+    out = await git(root, "diff", "--cached", "--name-only", "-z")
+    return not out
+
+
+async def _remove_worktree(repo: Path, root: Path) -> None:
+    """Remove a worktree, its directory even if git refuses, and git's record of it."""
+    with contextlib.suppress(Exception):
+        await git(repo, "worktree", "remove", "--force", "--force", str(root))
+    # rmtree tolerates a directory git already removed.
+    await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
+    await git(repo, "worktree", "prune")
+
+
+async def apply_patch(
+    repo: Path, patch: Patch, branch: str, message: str = "swarmflow: apply chosen patch"
+) -> str:
+    """Point `branch` (created or moved) at the patch applied to its base; return the commit.
+
+    Worktrees share the repository's object store, so the patch's own commit is used when it is
+    there; otherwise the diff is applied in a temporary worktree at the patch's base.
+    """
+    repo = await resolved(repo)
+    sha = await _existing_commit(repo, patch.commit) or await _commit_diff(repo, patch, message)
+    await git(repo, "branch", "--force", branch, sha)
+    return sha
+
+
+async def _existing_commit(repo: Path, sha: str) -> str | None:
+    """`sha` when it names a commit in `repo`."""
+    if not sha:
+        return None
+    try:
+        return await rev_parse(repo, sha)
+    except Exception:
+        return None
+
+
+async def _commit_diff(repo: Path, patch: Patch, message: str) -> str:
+    """Commit `patch.diff` on top of `patch.base` in a throwaway worktree."""
+    scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "swarmflow-apply-"))
+    base = await rev_parse(repo, patch.base or "HEAD")
+    await git(repo, "worktree", "add", "--quiet", "--detach", str(scratch), base)
+    try:
+        if patch.empty:
+            return base
+        await git(scratch, "apply", "--index", "--whitespace=nowarn", data=patch.diff.encode())
+        await git(scratch, *COMMIT_CONFIG, "commit", "--quiet", "--no-verify", "-m", message)
+        return await rev_parse(scratch, "HEAD")
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _remove_worktree(repo, scratch)

@@ -1,0 +1,1 @@
+"""Opt-in tests against a real local LLM server (marker `llm`)."""

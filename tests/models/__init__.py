@@ -1,0 +1,1 @@
+"""Tests of the model adapters against a loopback chat-completions server."""

@@ -1,0 +1,41 @@
+"""Fixtures for the tool tests: a workspace directory and a tool context around it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarmflow.runtime.ports import ToolContext, Workspace
+from swarmflow.tools import ToolRegistry, default_registry
+from swarmflow.workspaces import LocalWorkspace
+
+
+def _ignore(*args: Any, **fields: Any) -> None:
+    """An `emit` that drops events."""
+
+
+def make_ctx(workspace: Workspace | None, session: str = "s1") -> ToolContext:
+    """A context for one session in `workspace`."""
+    return ToolContext(agent="coder", session=session, workspace=workspace, emit=_ignore)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty workspace directory."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def ctx(root: Path) -> ToolContext:
+    """A context whose workspace is a local directory."""
+    return make_ctx(LocalWorkspace(root))
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    """A registry with every built-in tool."""
+    return default_registry()
