@@ -34,6 +34,8 @@ from swarmflow.sinks import JsonlSink, MemorySink, read_events
 from swarmflow.testing import check_real_call_allowed
 
 DEFAULT_RUNS_ROOT = "runs"
+RUNS_ENV = "SWARMFLOW_RUNS"
+"""Environment variable naming the folder that holds run directories (default `runs`)."""
 
 
 @dataclass
@@ -134,7 +136,7 @@ async def run(
     human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None = None,
     events: str | Iterable[EventSink] | None = None,
     repo: str | Path | None = None,
-    runs_root: str | Path = DEFAULT_RUNS_ROOT,
+    runs_root: str | Path | None = None,
     tools: Any = None,
     rails: Iterable[Rail] = (),
     prices: Mapping[str, Price | Mapping[str, float]] | None = None,
@@ -148,7 +150,7 @@ async def run(
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     _check_inputs(flow, inputs)
     run_id = new_run_id()
-    run_dir = Path(runs_root) / run_id
+    run_dir = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     memory, sinks = _sinks(events, run_dir)
     tally = _UsageTally()
@@ -221,6 +223,8 @@ async def _within_wall_clock(ctx: RunContext, flow: Flow[..., Any], inputs: dict
 async def _close(ctx: RunContext, log: EventLog, status: str, error: BaseException | None) -> None:
     for session in list(ctx.sessions):
         session.close()
+    for closer in ctx.on_close:
+        closer()
     if ctx.workspaces is not None:
         await ctx.workspaces.close(keep=ctx.keep_workspaces)
     ledger = ctx.ledger
@@ -249,7 +253,12 @@ def _check_inputs(flow: Flow[..., Any], inputs: dict[str, Any]) -> None:
     try:
         flow.signature.bind(**inputs)
     except TypeError as exc:
-        raise ConfigError(f"inputs do not fit flow {flow.name!r}{flow.signature}: {exc}") from None
+        params = flow.signature.parameters
+        unknown = sorted(set(inputs) - set(params))
+        hint = f"; unknown inputs {unknown}" if unknown else ""
+        raise ConfigError(
+            f"inputs do not fit flow {flow.name}{flow.signature}: {exc}{hint}"
+        ) from None
 
 
 def _sinks(events: str | Iterable[EventSink] | None, run_dir: Path) -> tuple[MemorySink | None, list[EventSink]]:

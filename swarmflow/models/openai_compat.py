@@ -7,6 +7,7 @@ second to import, and swarmflow's cold import must stay fast.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,6 +24,8 @@ from swarmflow.models._stream import StreamAssembler
 from swarmflow.models._wire import build_payload, response_from_body
 
 if TYPE_CHECKING:
+    import ssl
+
     from openai import AsyncOpenAI
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -177,7 +180,12 @@ class OpenAIModel:
                 f"model {self.name!r} at {self.base_url} answered a body that is not JSON: "
                 f"{self._endpoint.scrub(text[:200])!r}"
             ) from None
-        return response_from_body(body, request, model=self.name)
+        try:
+            return response_from_body(body, request, model=self.name)
+        except ModelResponseError as exc:
+            raise ModelResponseError(
+                f"model {self.name!r} at {self.base_url}: {self._endpoint.scrub(exc.message)}"
+            ) from None
 
     async def _streamed(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
         """A streamed call, assembled chunk by chunk."""
@@ -215,9 +223,20 @@ class OpenAIModel:
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=0,  # retries happen here, so each one can be reported
+                http_client=openai.DefaultAsyncHttpx2Client(
+                    verify=_shared_ssl_context(), timeout=self.timeout
+                ),
             )
             self._client_loop = loop
         return self._client
+
+
+@functools.cache
+def _shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context for all clients: loading the CA store costs about 40 ms each time."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def _split(payload: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:

@@ -29,6 +29,7 @@ class BackgroundStream(Generic[T]):
         send, self._receive = anyio.create_memory_object_stream[T](buffer)
         self._scope = anyio.CancelScope()
         self._done = anyio.Event()
+        run.on_close.append(self._receive.close)  # an abandoned stream is closed with the run
         run.nursery.start_soon(self._produce, producer, send)
 
     async def _produce(self, producer: Producer, send: MemoryObjectSendStream[Any]) -> None:
@@ -48,6 +49,7 @@ class BackgroundStream(Generic[T]):
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:

@@ -65,6 +65,8 @@ class RunContext:
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
     goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     context_tokens: int | None = None
+    on_close: list[Callable[[], None]] = field(default_factory=list)
+    """Called when the run ends (streams the flow never closed)."""
     nursery: TaskGroup | None = None
     """The run's task group for background work (streams); cancelled when the flow ends."""
 

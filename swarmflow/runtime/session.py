@@ -229,9 +229,10 @@ class AgentSession:
         budget = self.run.context_tokens or DEFAULT_CONTEXT_TOKENS
         if self._history_tokens > budget:
             self._compact(budget)
-        messages = self.history
+        # A snapshot: the request must not change when the history grows afterwards.
+        messages: tuple[Message, ...] = tuple(self.history)
         if self.system:
-            messages = [Message("system", self.system), *self.history]
+            messages = (Message("system", self.system), *messages)
         return ModelRequest(
             messages=messages,
             tools=self._tools.specs,

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from swarmflow.core.errors import WorkspaceError
 from swarmflow.core.patch import Patch
 from swarmflow.workspaces.git import COMMIT_CONFIG, changed_files, diff, git, rev_parse
 
@@ -119,7 +120,7 @@ async def _index_clean(root: Path) -> bool:
 
 async def _remove_worktree(repo: Path, root: Path) -> None:
     """Remove a worktree, its directory even if git refuses, and git's record of it."""
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(WorkspaceError):
         await git(repo, "worktree", "remove", "--force", "--force", str(root))
     # rmtree tolerates a directory git already removed.
     await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
@@ -146,7 +147,7 @@ async def _existing_commit(repo: Path, sha: str) -> str | None:
         return None
     try:
         return await rev_parse(repo, sha)
-    except Exception:
+    except WorkspaceError:
         return None
 
 

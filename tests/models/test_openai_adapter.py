@@ -91,8 +91,9 @@ async def test_request_fields_model_override_temperature_and_extra_body(
 ) -> None:
     chat_server.script(completion("ok", usage=usage()))
     model = make_model(extra_body={"top_k": 20, "seed": 7})
-    request = ModelRequest(messages=[Message("user", "hi", name="ann")], model="other",
-                           max_tokens=64, temperature=0.2)
+    request = ModelRequest(
+        messages=[Message("user", "hi", name="ann")], model="other", max_tokens=64, temperature=0.2
+    )
 
     await model.complete(request)
 
@@ -130,8 +131,9 @@ async def test_finish_reason_mapping(
 
 async def test_tool_call_round_trip(chat_server: ChatServer, make_model: MakeModel) -> None:
     chat_server.script(
-        completion(None, tool_calls=[wire_call("read_file", '{"path": "a.py"}', "call_x1")],
-                   usage=usage()),
+        completion(
+            None, tool_calls=[wire_call("read_file", '{"path": "a.py"}', "call_x1")], usage=usage()
+        ),
         completion("a.py holds one line", usage=usage()),
     )
     model = make_model()
@@ -142,11 +144,16 @@ async def test_tool_call_round_trip(chat_server: ChatServer, make_model: MakeMod
     assert first.text is None
     assert first.tool_calls == (ToolCall("call_x1", "read_file", '{"path": "a.py"}'),)
     sent = chat_server.last
-    assert sent["tools"] == [{
-        "type": "function",
-        "function": {"name": "read_file", "description": READ.description,
-                     "parameters": READ.parameters},
-    }]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": READ.description,
+                "parameters": READ.parameters,
+            },
+        }
+    ]
     assert sent["tool_choice"] == "auto"
 
     history = [
@@ -162,8 +169,13 @@ async def test_tool_call_round_trip(chat_server: ChatServer, make_model: MakeMod
     assert assistant == {
         "role": "assistant",
         "content": "",
-        "tool_calls": [{"id": "call_x1", "type": "function",
-                        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}],
+        "tool_calls": [
+            {
+                "id": "call_x1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+            }
+        ],
     }
     assert tool == {"role": "tool", "content": "print('hi')", "tool_call_id": "call_x1"}
 
@@ -240,8 +252,11 @@ async def test_tool_call_written_in_content_is_parsed(
 
     assert len(response.tool_calls) == 1
     call = response.tool_calls[0]
-    assert (call.id, call.name, call.parsed_arguments()) == ("call_0", "read_file",
-                                                             {"path": "a.py"})
+    assert (call.id, call.name, call.parsed_arguments()) == (
+        "call_0",
+        "read_file",
+        {"path": "a.py"},
+    )
     assert response.finish_reason == "tool_calls"
     assert response.text in (None, "Let me look.")
 
@@ -267,9 +282,11 @@ async def test_json_content_that_is_not_a_tool_call_stays_text(
 
 
 async def test_stream_text_with_usage(chat_server: ChatServer, make_model: MakeModel) -> None:
-    chat_server.script(stream_text(["Hel", "lo", " world"], with_usage={"prompt": 30,
-                                                                        "completion": 3,
-                                                                        "cached": 16}))
+    chat_server.script(
+        stream_text(
+            ["Hel", "lo", " world"], with_usage={"prompt": 30, "completion": 3, "cached": 16}
+        )
+    )
 
     response = await make_model(stream=True).complete(HELLO)
 
@@ -284,18 +301,27 @@ async def test_stream_tool_call_deltas(chat_server: ChatServer, make_model: Make
     def call_delta(index: int, **fields: Any) -> dict[str, Any]:
         return chunk({"tool_calls": [{"index": index, **fields}]})
 
-    chat_server.script(sse_reply([
-        chunk({"role": "assistant", "content": None}),
-        call_delta(0, id="call_a", type="function", function={"name": "read_file",
-                                                               "arguments": ""}),
-        call_delta(0, function={"arguments": '{"pa'}),
-        call_delta(1, id="call_b", type="function", function={"name": "read_file",
-                                                               "arguments": '{"path"'}),
-        call_delta(0, function={"arguments": 'th": "a.py"}'}),
-        call_delta(1, function={"arguments": ': "b.py"}'}),
-        chunk({}, "tool_calls"),
-        usage_chunk(prompt=50, completion=20),
-    ]))
+    chat_server.script(
+        sse_reply(
+            [
+                chunk({"role": "assistant", "content": None}),
+                call_delta(
+                    0, id="call_a", type="function", function={"name": "read_file", "arguments": ""}
+                ),
+                call_delta(0, function={"arguments": '{"pa'}),
+                call_delta(
+                    1,
+                    id="call_b",
+                    type="function",
+                    function={"name": "read_file", "arguments": '{"path"'},
+                ),
+                call_delta(0, function={"arguments": 'th": "a.py"}'}),
+                call_delta(1, function={"arguments": ': "b.py"}'}),
+                chunk({}, "tool_calls"),
+                usage_chunk(prompt=50, completion=20),
+            ]
+        )
+    )
 
     response = await make_model(stream=True).complete(WITH_TOOLS)
 
@@ -306,6 +332,32 @@ async def test_stream_tool_call_deltas(chat_server: ChatServer, make_model: Make
     assert response.text is None
     assert response.finish_reason == "tool_calls"
     assert response.usage == Usage(50, 20, 0)
+
+
+async def test_stream_tool_calls_without_index(
+    chat_server: ChatServer, make_model: MakeModel
+) -> None:
+    # Some servers send each call whole, with an id but no index.
+    whole = [
+        {"id": f"call_{c}", "type": "function",
+         "function": {"name": "read_file", "arguments": f'{{"path": "{c}"}}'}}
+        for c in "ab"
+    ]  # fmt: skip
+    chat_server.script(
+        sse_reply(
+            [
+                chunk({"tool_calls": [whole[0]]}),
+                chunk({"tool_calls": [whole[1]]}),
+                chunk({}, "stop"),
+            ]
+        )  # fmt: skip
+    )
+    response = await make_model(stream=True).complete(WITH_TOOLS)
+    assert [(c.id, c.arguments) for c in response.tool_calls] == [
+        ("call_a", '{"path": "a"}'),
+        ("call_b", '{"path": "b"}'),
+    ]
+    assert response.finish_reason == "tool_calls"
 
 
 async def test_stream_without_usage_is_estimated(
@@ -353,9 +405,12 @@ async def test_max_completion_tokens_adaptation(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
     chat_server.script(
-        error_reply(400, "Unsupported parameter: 'max_tokens' is not supported with this "
-                         "model. Use 'max_completion_tokens' instead.",
-                    code="unsupported_parameter"),
+        error_reply(
+            400,
+            "Unsupported parameter: 'max_tokens' is not supported with this "
+            "model. Use 'max_completion_tokens' instead.",
+            code="unsupported_parameter",
+        ),
         completion("ok", usage=usage()),
         completion("again", usage=usage()),
     )
@@ -363,7 +418,9 @@ async def test_max_completion_tokens_adaptation(
     assert (await model.complete(HELLO)).text == "ok"
     assert (await model.complete(HELLO)).text == "again"
     assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in chat_server.bodies] == [
-        (True, None), (False, 4096), (False, 4096)
+        (True, None),
+        (False, 4096),
+        (False, 4096),
     ]
 
 
@@ -374,8 +431,13 @@ async def test_429_then_success_honours_retry_after(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
     chat_server.script(
-        error_reply(429, "Rate limit reached", code="rate_limit_exceeded", type="requests",
-                    headers={"Retry-After": "0"}),
+        error_reply(
+            429,
+            "Rate limit reached",
+            code="rate_limit_exceeded",
+            type="requests",
+            headers={"Retry-After": "0"},
+        ),
         completion("finally", usage=usage()),
     )
     retries: list[tuple[int, str, float]] = []
@@ -390,8 +452,9 @@ async def test_429_then_success_honours_retry_after(
 
 
 async def test_async_on_retry_is_awaited(chat_server: ChatServer, make_model: MakeModel) -> None:
-    chat_server.script(error_reply(503, "overloaded", type="server_error"),
-                       completion("ok", usage=usage()))
+    chat_server.script(
+        error_reply(503, "overloaded", type="server_error"), completion("ok", usage=usage())
+    )
     seen: list[int] = []
 
     async def on_retry(attempt: int, error: str, delay: float) -> None:
@@ -437,8 +500,9 @@ async def test_stream_stalling_past_timeout_is_bounded(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
     # Headers and a first chunk arrive at once, then the server stalls between events.
-    chat_server.default = sse_reply([chunk({"content": "a"}), chunk({"content": "b"})],
-                                    event_delay=3.0)
+    chat_server.default = sse_reply(
+        [chunk({"content": "a"}), chunk({"content": "b"})], event_delay=3.0
+    )
     model = make_model(stream=True, timeout=0.2, max_retries=1)
     with pytest.raises(ModelUnavailable, match="after 2 attempts"):
         await model.complete(HELLO)
@@ -448,8 +512,9 @@ async def test_connection_refused_is_retried_then_unavailable() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    async with OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1,
-                           backoff=0.01, timeout=2.0) as model:
+    async with OpenAIModel(
+        "m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff=0.01, timeout=2.0
+    ) as model:
         with pytest.raises(ModelUnavailable, match="connection error"):
             await model.complete(HELLO)
 
@@ -457,8 +522,9 @@ async def test_connection_refused_is_retried_then_unavailable() -> None:
 async def test_insufficient_quota_is_not_retried(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
-    chat_server.script(error_reply(429, "You exceeded your current quota",
-                                   code="insufficient_quota"))
+    chat_server.script(
+        error_reply(429, "You exceeded your current quota", code="insufficient_quota")
+    )
     with pytest.raises(ModelUnavailable, match="quota"):
         await make_model().complete(HELLO)
     assert len(chat_server.bodies) == 1
@@ -472,8 +538,9 @@ async def test_bad_key_is_auth_error_without_the_key(
     chat_server: ChatServer, make_model: MakeModel, status: int
 ) -> None:
     # Servers echo the key they were given; the adapter must not pass it on.
-    chat_server.script(error_reply(status, f"Incorrect API key provided: {SECRET_KEY}.",
-                                   code="invalid_api_key"))
+    chat_server.script(
+        error_reply(status, f"Incorrect API key provided: {SECRET_KEY}.", code="invalid_api_key")
+    )
     model = make_model()
 
     with pytest.raises(ModelAuthError) as caught:
@@ -487,8 +554,7 @@ async def test_bad_key_is_auth_error_without_the_key(
 
 
 async def test_unknown_model_404(chat_server: ChatServer, make_model: MakeModel) -> None:
-    chat_server.script(error_reply(404, "The model `gpt-9` does not exist",
-                                   code="model_not_found"))
+    chat_server.script(error_reply(404, "The model `gpt-9` does not exist", code="model_not_found"))
     with pytest.raises(ModelNotFound, match="'gpt-9'"):
         await make_model(model="gpt-9").complete(HELLO)
 
@@ -583,15 +649,21 @@ def test_model_is_usable_across_event_loops(chat_server: ChatServer) -> None:
 
 
 def test_errors_are_model_errors() -> None:
-    for kind in (ModelAuthError, ModelNotFound, ContextLengthExceeded, ModelUnavailable,
-                 ModelResponseError):
+    for kind in (
+        ModelAuthError,
+        ModelNotFound,
+        ContextLengthExceeded,
+        ModelUnavailable,
+        ModelResponseError,
+    ):
         assert issubclass(kind, ModelError)
 
 
 def test_import_does_not_load_openai() -> None:
     code = "import sys, swarmflow.models; print('openai' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
     assert out.stdout.strip() == "False"
 
 

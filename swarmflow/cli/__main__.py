@@ -1,0 +1,7 @@
+"""`python -m swarmflow.cli`."""
+
+import sys
+
+from swarmflow.cli import main
+
+sys.exit(main())

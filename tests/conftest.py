@@ -1,0 +1,30 @@
+"""Suite-wide settings: real model calls are blocked, runs go to a temporary folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swarmflow.testing import BLOCK_ENV
+
+
+@pytest.fixture(autouse=True)
+def _block_real_model_calls(request: pytest.FixtureRequest) -> Iterator[None]:
+    allowed = request.node.get_closest_marker("allow_model_calls") is not None
+    old = os.environ.get(BLOCK_ENV)
+    os.environ[BLOCK_ENV] = "0" if allowed else "1"
+    yield
+    if old is None:
+        os.environ.pop(BLOCK_ENV, None)
+    else:
+        os.environ[BLOCK_ENV] = old
+
+
+@pytest.fixture(autouse=True)
+def _runs_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    monkeypatch.setenv("SWARMFLOW_RUNS", str(root))
+    return root

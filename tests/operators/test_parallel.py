@@ -1,0 +1,182 @@
+"""`parallel`: outcomes in order, failures as data, early stop, budget splits, streaming."""
+
+from __future__ import annotations
+
+import anyio
+
+from swarmflow import (
+    Agent,
+    BudgetExhausted,
+    Cancelled,
+    Empty,
+    Failed,
+    Ok,
+    agent,
+    budget,
+    parallel,
+)
+from swarmflow.core.messages import ModelRequest, Usage
+from swarmflow.testing import FunctionModel, Step
+from tests.runtime.helpers import of_type, run_one
+
+
+async def test_outcomes_in_submission_order_and_failures_are_data() -> None:
+    async def branch(i: int) -> object:
+        if i == 1:
+            raise ValueError("branch one broke")
+        if i == 2:
+            return None
+        return (await agent("w", f"task {i}")).text
+
+    model = FunctionModel(lambda req: f"done {req.prompt}")
+    result = await run_one([Agent("w")], lambda: parallel(branch, n=4), model)
+    outcomes = result.output
+    assert [type(o) for o in outcomes] == [Ok, Failed, Empty, Ok]
+    assert outcomes[0].value == "done task 0" and outcomes[3].value == "done task 3"
+    assert "branch one broke" in str(outcomes[1].error)
+    kinds = {e.branch: e.outcome for e in of_type(result, "branch_finished")}
+    assert kinds == {"parallel[0]": "ok", "parallel[1]": "failed", "parallel[2]": "empty",
+                     "parallel[3]": "ok"}
+
+
+async def test_awaitables_form() -> None:
+    model = FunctionModel(lambda req: req.prompt.upper())
+
+    async def body() -> list[object]:
+        return await parallel(agent("w", "a"), agent("w", "b"))
+
+    result = await run_one([Agent("w")], body, model)
+    assert [o.value.text for o in result.output] == ["A", "B"]
+
+
+async def test_first_k_cancels_the_rest_and_records_them() -> None:
+    release = anyio.Event()
+
+    async def policy(req: ModelRequest) -> str:
+        if req.prompt != "fast":
+            await release.wait()  # the slow branches never get to answer
+        return "ok"
+
+    async def body() -> list[object]:
+        return await parallel(
+            agent("w", "slow"), agent("w", "fast"), agent("w", "slow"), first=1
+        )
+
+    result = await run_one([Agent("w")], body, FunctionModel(policy))
+    assert [type(o) for o in result.output] == [Cancelled, Ok, Cancelled]
+    ended = of_type(result, "session_ended")
+    assert sorted(e.reason for e in ended) == ["cancelled", "cancelled", "completed"]
+    assert all(e.state in ("stopped", "done") for e in ended)
+
+
+async def test_failing_branch_never_cancels_siblings() -> None:
+    gate = anyio.Event()
+
+    async def policy(req: ModelRequest) -> str:
+        if req.prompt == "bad":
+            gate.set()
+            raise RuntimeError("model blew up")
+        await gate.wait()  # finishes only after its sibling has failed
+        return "fine"
+
+    async def body() -> list[object]:
+        return await parallel(agent("w", "bad"), agent("w", "good"))
+
+    result = await run_one([Agent("w")], body, FunctionModel(policy))
+    assert isinstance(result.output[0], Failed) and isinstance(result.output[1], Ok)
+
+
+async def test_limit_bounds_concurrency() -> None:
+    running, peak = 0, 0
+    step = anyio.Event()
+
+    async def policy(req: ModelRequest) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await anyio.lowlevel.checkpoint()
+        running -= 1
+        step.set()
+        return "ok"
+
+    await run_one(
+        [Agent("w")], lambda: parallel(lambda i: agent("w", str(i)), n=10, limit=3),
+        FunctionModel(policy),
+    )
+    assert peak <= 3
+
+
+def _costly(req: ModelRequest) -> Step:
+    return Step(text="ok", usage=Usage(input=400, output=100))
+
+
+async def test_even_split_refuses_before_sending_when_a_branch_share_is_spent() -> None:
+    model = FunctionModel(_costly)
+
+    async def branch(i: int) -> list[str]:
+        out = []
+        for _ in range(10):
+            out.append((await agent("w", f"{i}")).text)
+        return out
+
+    result = await run_one(
+        [Agent("w", max_output_tokens=100)], lambda: parallel(branch, n=2, split="even"), model,
+        budget={"tokens": 4_000},
+    )
+    outcomes = result.output
+    assert all(isinstance(o, Failed) for o in outcomes)
+    assert all(isinstance(o.error, BudgetExhausted) for o in outcomes)
+    reasons = {o.error.reason for o in outcomes}
+    assert reasons <= {"budget exhausted before model call", "budget exceeded"}
+    spent = of_type(result, "run_finished")[0].tokens
+    assert spent <= 4_000
+    assert len(model.requests) == spent // 500  # every refused call was never sent
+
+
+async def test_shared_split_refuses_once_the_pool_is_spent() -> None:
+    model = FunctionModel(_costly)
+
+    async def branch(i: int) -> int:
+        done = 0
+        while True:
+            await agent("w", f"{i}")
+            done += 1
+
+    result = await run_one(
+        [Agent("w", max_output_tokens=100)], lambda: parallel(branch, n=3), model,
+        budget={"tokens": 5_000},
+    )
+    assert all(isinstance(o, Failed) and isinstance(o.error, BudgetExhausted)
+               for o in result.output)
+    assert of_type(result, "run_finished")[0].tokens <= 5_000
+    assert len(model.requests) * 500 == of_type(result, "run_finished")[0].tokens
+
+
+async def test_explicit_split_and_budget_seen_from_a_branch() -> None:
+    async def branch(i: int) -> int | None:
+        return (await budget()).tokens
+
+    result = await run_one(
+        [Agent("w")], lambda: parallel(branch, n=2, split=[{"tokens": 100}, {"tokens": 300}]),
+        FunctionModel(lambda r: "x"), budget={"tokens": 1_000},
+    )
+    assert [o.value for o in result.output] == [100, 300]
+
+
+async def test_stream_yields_in_completion_order() -> None:
+    fast_done = anyio.Event()
+
+    async def policy(req: ModelRequest) -> str:
+        if req.prompt == "slow":
+            await fast_done.wait()
+        return req.prompt
+
+    async def body() -> list[str]:
+        order = []
+        async for outcome in parallel.stream(agent("w", "slow"), agent("w", "fast")):
+            order.append(outcome.value.text)
+            fast_done.set()
+        return order
+
+    result = await run_one([Agent("w")], body, FunctionModel(policy))
+    assert result.output == ["fast", "slow"]

@@ -1,0 +1,48 @@
+"""The public surface is deliberate: `__all__` is exactly what the contract names."""
+
+import importlib
+import subprocess
+import sys
+
+import swarmflow
+
+CONTRACT = {
+    "flow", "Agent", "Team", "agent", "AgentOutput", "run", "run_sync",
+    "budget", "parallel", "compact", "pipeline", "agent_session", "human",
+    "Ok", "Failed", "Cancelled", "Empty",
+    "SwarmflowError", "TopologyError", "BudgetExhausted",
+}
+EXTRAS = {
+    "AgentFailed", "BudgetSnapshot", "ConfigError", "Flow", "HumanTimeout", "Limits",
+    "ModelError", "Patch", "RunPaused", "RunResult",
+}
+
+
+def test_all_is_the_contract_plus_documented_extras() -> None:
+    assert set(swarmflow.__all__) == CONTRACT | EXTRAS
+    assert swarmflow.__all__ == sorted(swarmflow.__all__, key=lambda n: (n[0].islower(), n))
+
+
+def test_every_name_in_all_exists() -> None:
+    for name in swarmflow.__all__:
+        assert getattr(swarmflow, name) is not None
+
+
+def test_errors_share_one_root() -> None:
+    for name in ("TopologyError", "BudgetExhausted", "AgentFailed", "ConfigError", "ModelError"):
+        assert issubclass(getattr(swarmflow, name), swarmflow.SwarmflowError)
+
+
+def test_import_has_no_heavy_side_effects() -> None:
+    code = (
+        "import sys, swarmflow; "
+        "heavy = [m for m in ('openai', 'networkx', 'lark', 'jinja2') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_submodules_import() -> None:
+    for mod in ("swarmflow.testing", "swarmflow.channels", "swarmflow.rails", "swarmflow.sinks"):
+        importlib.import_module(mod)
