@@ -31,9 +31,12 @@ bench: $(STAMP)
 bench-peers: $(STAMP)
 	$(BIN)/python -m benchmarks.peers $(ARGS)
 
+# Builds llama-cpp-python (about 7 minutes on 2 cores). Some CPUs crash llama.cpp when it
+# processes prompts in batches; LLAMA_SERVER_ARGS passes extra server flags to work around it.
+LLAMA_SERVER_ARGS ?= --n_batch 1
 test-llm: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[llm]'
-	$(BIN)/python -m pytest -m llm tests/llm $(PYTEST_ARGS)
+	LLAMA_SERVER_ARGS="$(LLAMA_SERVER_ARGS)" $(BIN)/python -m pytest -m llm tests/llm $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

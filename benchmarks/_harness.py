@@ -211,7 +211,7 @@ def _cells(row: Row) -> tuple[str, ...]:
     target = "-" if row.target is None else row.target.describe(row.unit)
     verdict = {True: "pass", False: "MISS", None: ""}[row.passed]
     if row.note:
-        verdict = f"{verdict} ({row.note})" if verdict else row.note
+        verdict = f"{verdict}; {row.note}" if verdict else row.note
     return row.case, row.metric, ours, theirs, ratio, target, verdict
 
 
@@ -220,6 +220,8 @@ def _fmt(value: float) -> str:
         return "0"
     if abs(value) >= 100:
         return f"{value:,.0f}"
+    if value == int(value):
+        return f"{value:.0f}"
     if abs(value) >= 10:
         return f"{value:.1f}"
     return f"{value:.3g}"

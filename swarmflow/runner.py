@@ -157,11 +157,20 @@ async def run(
     log = EventLog(run_id, [*sinks, tally], secrets=environment_secrets(_model_keys(model)))
     limits = _merge_limits(flow.limits, Limits.coerce(budget))
     ctx = RunContext(
-        run_id=run_id, run_dir=run_dir, team=flow.team, log=log, ledger=Ledger("run", limits),
-        model_for=_model_resolver(model), tools=tools or _default_tools(),
-        human=_human_channel(human), workspaces=_workspaces(flow, run_dir, repo),
-        prices=PriceTable(prices), rails=Rails(rails), card_path=flow.card_path,
-        keep_workspaces=keep_workspaces, goals={k: tuple(v) for k, v in (goals or {}).items()},
+        run_id=run_id,
+        run_dir=run_dir,
+        team=flow.team,
+        log=log,
+        ledger=Ledger("run", limits),
+        model_for=_model_resolver(model),
+        tools=tools or _default_tools(),
+        human=_human_channel(human),
+        workspaces=_workspaces(flow, run_dir, repo),
+        prices=PriceTable(prices),
+        rails=Rails(rails),
+        card_path=flow.card_path,
+        keep_workspaces=keep_workspaces,
+        goals={k: tuple(v) for k, v in (goals or {}).items()},
         context_tokens=context_tokens,
     )
     return await _execute(ctx, flow, inputs, memory, tally)
@@ -175,9 +184,17 @@ async def _execute(
     tally: _UsageTally,
 ) -> RunResult:
     log = ctx.log
-    log.emit(RunStarted, flow=flow.name, inputs=_jsonable(inputs), limits=_limits(ctx.ledger),
-             agents=flow.team.names, edges=[list(e) for e in flow.team.edges])  # type: ignore[misc]
-    output, status, error, token = None, "ok", None, None
+    log.emit(
+        RunStarted,
+        flow=flow.name,
+        inputs=_jsonable(inputs),
+        limits=_limits(ctx.ledger),
+        agents=flow.team.names,
+        edges=[list(e) for e in flow.team.edges],
+    )
+    output: Any = None
+    status, token = "ok", None
+    error: BaseException | None = None
     invoker = agent_invoker.set(call_agent)
     try:
         async with anyio.create_task_group() as nursery:
@@ -201,9 +218,16 @@ async def _execute(
         agent_invoker.reset(invoker)
     await _close(ctx, log, status, error)
     return RunResult(
-        output=output, status=status, run_id=ctx.run_id, run_dir=ctx.run_dir,
-        usage=tally.by_agent, graph=RunGraphs(flow.team, ctx.graph), error=error,
-        wall=ctx.ledger.elapsed(), pause_token=token, _memory=memory,
+        output=output,
+        status=status,
+        run_id=ctx.run_id,
+        run_dir=ctx.run_dir,
+        usage=tally.by_agent,
+        graph=RunGraphs(flow.team, ctx.graph),
+        error=error,
+        wall=ctx.ledger.elapsed(),
+        pause_token=token,
+        _memory=memory,
     )
 
 
@@ -229,8 +253,12 @@ async def _close(ctx: RunContext, log: EventLog, status: str, error: BaseExcepti
         await ctx.workspaces.close(keep=ctx.keep_workspaces)
     ledger = ctx.ledger
     log.emit(
-        RunFinished, status=status, error=None if error is None else f"{type(error).__name__}: {error}",
-        tokens=ledger.spent_tokens, cost=ledger.spent_cost, calls=ledger.spent_calls,
+        RunFinished,
+        status=status,
+        error=None if error is None else f"{type(error).__name__}: {error}",
+        tokens=ledger.spent_tokens,
+        cost=ledger.spent_cost,
+        calls=ledger.spent_calls,
         seconds=ledger.elapsed(),
     )
     log.close()
@@ -261,7 +289,9 @@ def _check_inputs(flow: Flow[..., Any], inputs: dict[str, Any]) -> None:
         ) from None
 
 
-def _sinks(events: str | Iterable[EventSink] | None, run_dir: Path) -> tuple[MemorySink | None, list[EventSink]]:
+def _sinks(
+    events: str | Iterable[EventSink] | None, run_dir: Path
+) -> tuple[MemorySink | None, list[EventSink]]:
     path = run_dir / "events.jsonl"
     if events is None or events == "both":
         memory = MemorySink()
@@ -289,8 +319,9 @@ def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
     def resolve(agent: Agent) -> Model:
         chosen = agent.model if agent.model is not None else model
         if chosen is None:
-            raise ConfigError(f"agent {agent.name!r} has no model; pass model= to run()",
-                              agent=agent.name)
+            raise ConfigError(
+                f"agent {agent.name!r} has no model; pass model= to run()", agent=agent.name
+            )
         if callable(chosen) and not hasattr(chosen, "complete"):
             chosen = chosen(agent)
         if isinstance(chosen, str):
@@ -326,7 +357,7 @@ def _human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | Non
         return ConsoleHuman() if sys.stdin.isatty() and not os.environ.get("CI") else NoHuman()
     if hasattr(human, "ask"):
         return human  # type: ignore[return-value]
-    return ScriptedHuman(human)  # type: ignore[arg-type]
+    return ScriptedHuman(human)
 
 
 def _merge_limits(declared: Limits, given: Limits) -> Limits:
@@ -346,5 +377,7 @@ def _limits(ledger: Ledger) -> dict[str, float | int | None]:
 def _jsonable(inputs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in inputs.items():
-        out[key] = value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
+        out[key] = (
+            value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
+        )
     return out

@@ -74,7 +74,8 @@ def _as_step(reply: Reply) -> Step:
 def _respond(request: ModelRequest, step: Step, model: str) -> ModelResponse:
     usage = step.usage or Usage(
         input=estimate_prompt(request.messages, request.tools),
-        output=estimate_tokens(step.text) + sum(estimate_tokens(c.arguments) for c in step.tool_calls),
+        output=estimate_tokens(step.text)
+        + sum(estimate_tokens(c.arguments) for c in step.tool_calls),
     )
     return ModelResponse(
         text=step.text,
@@ -169,7 +170,7 @@ class FunctionModel:
         reply = self.fn(request)
         if inspect.isawaitable(reply):
             reply = await reply
-        step = _as_step(reply)  # type: ignore[arg-type]
+        step = _as_step(reply)
         if step.latency or step.error is not None:
             await _play(step)
         return _respond(request, step, self.name)

@@ -7,14 +7,38 @@ import sys
 import swarmflow
 
 CONTRACT = {
-    "flow", "Agent", "Team", "agent", "AgentOutput", "run", "run_sync",
-    "budget", "parallel", "compact", "pipeline", "agent_session", "human",
-    "Ok", "Failed", "Cancelled", "Empty",
-    "SwarmflowError", "TopologyError", "BudgetExhausted",
+    "flow",
+    "Agent",
+    "Team",
+    "agent",
+    "AgentOutput",
+    "run",
+    "run_sync",
+    "budget",
+    "parallel",
+    "compact",
+    "pipeline",
+    "agent_session",
+    "human",
+    "Ok",
+    "Failed",
+    "Cancelled",
+    "Empty",
+    "SwarmflowError",
+    "TopologyError",
+    "BudgetExhausted",
 }
 EXTRAS = {
-    "AgentFailed", "BudgetSnapshot", "ConfigError", "Flow", "HumanTimeout", "Limits",
-    "ModelError", "Patch", "RunPaused", "RunResult",
+    "AgentFailed",
+    "BudgetSnapshot",
+    "ConfigError",
+    "Flow",
+    "HumanTimeout",
+    "Limits",
+    "ModelError",
+    "Patch",
+    "RunPaused",
+    "RunResult",
 }
 
 

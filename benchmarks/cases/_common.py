@@ -17,7 +17,7 @@ import asyncio
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,5 +130,3 @@ async def gated_call(gate: Gate, prompt: str) -> FakeReply:
     await gate.wait()
     return await fake_call(prompt)
 
-
-Work = Callable[[], Awaitable[Any]]

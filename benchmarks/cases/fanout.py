@@ -15,7 +15,16 @@ import asyncio
 import time
 from pathlib import Path
 
-from benchmarks._harness import Paired, Row, Settings, Target, Timings, alternate, peak_bytes
+from benchmarks._harness import (
+    Paired,
+    Probe,
+    Row,
+    Settings,
+    Target,
+    Timings,
+    alternate,
+    peak_bytes,
+)
 from benchmarks.cases._common import (
     TEAM,
     WORKER,
@@ -52,7 +61,7 @@ async def _gather(n: int) -> list[object]:
     return list(await asyncio.gather(*(fake_call(f"task {i}") for i in range(n))))  # noqa: TID251
 
 
-def _swarmflow_probe(n: int, root: Path):  # type: ignore[no-untyped-def]
+def _swarmflow_probe(n: int, root: Path) -> Probe:
     async def probe() -> Timings:
         wall, result = await run_flow(fan_out, zero_latency_model(), root, n=n)
         return {"wall": wall, "inner": float(result.output)}
@@ -60,7 +69,7 @@ def _swarmflow_probe(n: int, root: Path):  # type: ignore[no-untyped-def]
     return probe
 
 
-def _baseline_probe(n: int):  # type: ignore[no-untyped-def]
+def _baseline_probe(n: int) -> Probe:
     async def probe() -> Timings:
         started = time.perf_counter()
         await _gather(n)

@@ -35,7 +35,9 @@ class Limits:
             return value
         unknown = set(value) - {"tokens", "cost", "calls", "seconds"}
         if unknown:
-            raise ConfigError(f"unknown budget keys {sorted(unknown)}; use tokens, cost, calls, seconds")
+            raise ConfigError(
+                f"unknown budget keys {sorted(unknown)}; use tokens, cost, calls, seconds"
+            )
         tokens, calls = value.get("tokens"), value.get("calls")
         return cls(
             tokens=None if tokens is None else int(tokens),
@@ -123,10 +125,11 @@ class Ledger:
     def snapshot(self) -> BudgetSnapshot:
         """The remaining budget, the tightest figure over the chain for each dimension."""
         chain = self.chain()
+        tokens, calls = _tightest(chain, "tokens"), _tightest(chain, "calls")
         return BudgetSnapshot(
-            tokens=_tightest(chain, "tokens"),
+            tokens=None if tokens is None else int(tokens),
             cost=_tightest(chain, "cost"),
-            calls=_tightest(chain, "calls"),
+            calls=None if calls is None else int(calls),
             seconds=_tightest_seconds(chain),
             spent_tokens=self.spent_tokens,
             spent_cost=self.spent_cost,

@@ -28,7 +28,7 @@ def new_session_id(agent: str) -> SessionId:
     return SessionId(f"{agent}#{next(_session_counter)}")
 
 
-def child_branch(parent: BranchPath, operator: str, index: int) -> BranchPath:
+def child_branch(parent: str, operator: str, index: int) -> BranchPath:
     """`parallel[2]` under `pipeline[0]` becomes `pipeline[0]/parallel[2]`."""
     segment = f"{operator}[{index}]"
     return BranchPath(f"{parent}/{segment}" if parent else segment)

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from swarmflow.core.output import SourcedStr
+
 Lookup = Callable[[Any], frozenset[str]]
 _MAX_DEPTH = 12
 _ATOMS = (str, bytes, int, float, bool, type(None))
@@ -30,10 +32,9 @@ def collect(value: Any, lookup: Lookup = _no_lookup) -> frozenset[str]:
 
 
 def _walk(value: Any, lookup: Lookup, found: set[str], seen: set[int], depth: int) -> None:
-    if depth > _MAX_DEPTH or type(value) in _ATOMS:
-        # A str subclass (an agent's text) still carries its attribute: check it below.
-        if not isinstance(value, str) or type(value) is str:
-            return
+    # Atoms carry nothing, except a str subclass (an agent's text) with its attribute.
+    if depth > _MAX_DEPTH or (type(value) in _ATOMS and type(value) is not SourcedStr):
+        return
     if id(value) in seen:
         return
     seen.add(id(value))

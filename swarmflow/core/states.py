@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from swarmflow.core.errors import IllegalTransition
 
 
-class SessionState(str, Enum):
+class SessionState(StrEnum):
     """Where a session is in its turn."""
 
     IDLE = "idle"
@@ -27,7 +27,7 @@ class SessionState(str, Enum):
 END_STATES = frozenset({SessionState.DONE, SessionState.STOPPED, SessionState.ERROR})
 
 
-class EndReason(str, Enum):
+class EndReason(StrEnum):
     """Why a session ended. DONE takes the first two; STOPPED the rest; ERROR takes `error`."""
 
     COMPLETED = "completed"

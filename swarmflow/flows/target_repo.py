@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import anyio
+import anyio.to_thread
 
 from swarmflow.core.errors import WorkspaceError
+from swarmflow.workspaces.git import git
 
 DEMO_TASK = (
     "The test suite of this repository fails. Find the bug in the `calc` package and fix it in "
@@ -66,26 +67,19 @@ def test_command() -> str:
 
 async def create_target(path: Path) -> Path:
     """Write the package at `path` (which must not exist) and commit it; returns the path."""
-    if path.exists():
-        raise WorkspaceError(f"target repository {path} already exists; pick a fresh path")
     await anyio.to_thread.run_sync(_write_files, path)
-    await _git(path, "init", "--quiet", "--initial-branch=main")
-    await _git(path, "add", "-A")
-    await _git(path, *IDENTITY, *NEUTRAL, "commit", "--quiet", "-m", "calc: mean and median")
+    await git(path, "-c", "init.defaultBranch=main", "init", "--quiet")
+    await git(path, "add", "-A")
+    await git(path, *IDENTITY, *NEUTRAL, "commit", "--quiet", "-m", "calc: mean and median")
     return path
 
 
 def _write_files(root: Path) -> None:
-    """Write every file of the package below `root`."""
+    """Write every file of the package below `root`, which must not exist yet."""
+    if root.exists():
+        raise WorkspaceError(f"target repository {root} already exists; pick a fresh path")
     for name, text in FILES.items():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
-
-async def _git(cwd: Path, *args: str) -> None:
-    """Run git in `cwd`; WorkspaceError with git's own message when it fails."""
-    done = await anyio.run_process(["git", *args], cwd=cwd, check=False)
-    if done.returncode != 0:
-        err = done.stderr.decode("utf-8", errors="replace").strip()
-        raise WorkspaceError(f"`git {' '.join(args)}` failed in {cwd}: {err}")

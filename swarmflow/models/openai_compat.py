@@ -140,7 +140,8 @@ class OpenAIModel:
             raise Retryable(f"no complete answer within {self.timeout:g} s") from None
         except openai.OpenAIError as exc:
             if self._adapt(exc):
-                raise Retryable(f"adapted the request to the server: {exc}", 0.0) from None
+                reason = f"adapted the request to the server: {self._endpoint.scrub(str(exc))}"
+                raise Retryable(reason, 0.0) from None
             raise classify(exc, self._endpoint) from None
 
     def _adapt(self, exc: Exception) -> bool:
@@ -210,8 +211,8 @@ class OpenAIModel:
         """The SDK client for the running event loop, built on first use."""
         loop = anyio.lowlevel.current_token().native_token
         if self._client is not None and self._client_loop is not loop:
-            # Pooled connections belong to the loop that opened them, which may be gone;
-            # closing can then fail, but it stops the SDK from closing them on this loop.
+            # Pooled connections belong to the loop that opened them, which may be closed by
+            # now; then closing fails, and the stale pool is dropped all the same.
             stale, self._client = self._client, None
             with contextlib.suppress(Exception):
                 await stale.close()

@@ -48,7 +48,7 @@ def _starter(item: Any, operator: str) -> Maker:
     return wait
 
 
-def branch_ledgers(parent: Ledger, branches: list[str], split: Split) -> list[Ledger]:
+def branch_ledgers(parent: Ledger, branches: Sequence[str], split: Split) -> list[Ledger]:
     """One child ledger per branch: shared pool, even shares, or explicit amounts."""
     if split == "shared":
         return [parent.child(b) for b in branches]

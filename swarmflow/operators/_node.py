@@ -21,8 +21,13 @@ def operator_node(
     parent = current_scope()
     node = run.graph.open(operator, parent.branch, parent.node, label or operator)
     if events:
-        run.log.emit(OperatorStarted, branch=parent.branch, operator=operator, node=str(node),
-                     detail=detail or {})
+        run.log.emit(
+            OperatorStarted,
+            branch=parent.branch,
+            operator=operator,
+            node=str(node),
+            detail=detail or {},
+        )
     status = "failed"
     try:
         with scoped(Scope(parent.branch, parent.ledger, node)) as scope:
@@ -34,5 +39,10 @@ def operator_node(
     finally:
         run.graph.close(node, status)
         if events:
-            run.log.emit(OperatorFinished, branch=parent.branch, operator=operator,
-                         node=str(node), status=status)
+            run.log.emit(
+                OperatorFinished,
+                branch=parent.branch,
+                operator=operator,
+                node=str(node),
+                status=status,
+            )

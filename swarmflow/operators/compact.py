@@ -57,8 +57,9 @@ def _apply_keep(value: Any, keep: Keep) -> tuple[Any, str | None]:
         return value, None
     if isinstance(keep, type) and issubclass(keep, BaseModel):
         return _validate(value, keep)
+    predicate: Callable[[Any], bool] = keep  # type: ignore[assignment]
     try:
-        ok = keep(value)
+        ok = predicate(value)
     except Exception as exc:  # a raising predicate drops the value and says why
         return None, f"keep predicate raised {type(exc).__name__}: {exc}"
     return (value, None) if ok else (None, "rejected by keep predicate")

@@ -45,19 +45,32 @@ async def human(
         raise HumanError("this run has no human channel")
     token = _token(run, scope.branch, question)
     node = run.graph.open("human", scope.branch, scope.node, "human")
-    run.log.emit(HumanRequested, branch=scope.branch, question=question,
-                 payload=_jsonable(payload), channel=chosen.name, token=token)
+    run.log.emit(
+        HumanRequested,
+        branch=scope.branch,
+        question=question,
+        payload=_jsonable(payload),
+        channel=chosen.name,
+        token=token,
+    )
     try:
         answer, who, timed_out = await _ask(chosen, question, payload, token, timeout)
     except BaseException:
         run.graph.close(node, "failed")
         raise
     if timed_out:
-        answer, who = _on_timeout(run, scope.branch, question, timeout, on_timeout, default)
+        answer, who = _on_timeout(
+            run, scope.branch, question, timeout=timeout, policy=on_timeout, default=default
+        )
     else:
         answer = _convert(answer, output, question)
-    run.log.emit(HumanAnswered, branch=scope.branch, answer=_jsonable(answer), answered_by=who,
-                 timed_out=timed_out)
+    run.log.emit(
+        HumanAnswered,
+        branch=scope.branch,
+        answer=_jsonable(answer),
+        answered_by=who,
+        timed_out=timed_out,
+    )
     run.graph.close(node)
     return answer
 
@@ -76,11 +89,12 @@ async def _ask(
 
 
 def _on_timeout(
-    run: RunContext, branch: str, question: str, timeout: float | None, policy: str, default: Any
+    run: RunContext, branch: str, question: str, *, timeout: float | None, policy: str, default: Any
 ) -> tuple[Any, str]:
     if policy == "fail":
-        run.log.emit(HumanAnswered, branch=branch, answer=None, answered_by="timeout",
-                     timed_out=True)
+        run.log.emit(
+            HumanAnswered, branch=branch, answer=None, answered_by="timeout", timed_out=True
+        )
         raise HumanTimeout(f"nobody answered {question!r} within {timeout}s")
     return default, "default (timeout)"
 
@@ -95,7 +109,9 @@ def _convert(answer: Any, output: type[Any] | None, question: str) -> Any:
             return output.model_validate(answer)
         return output(answer)
     except (ValidationError, ValueError, TypeError) as exc:
-        raise HumanError(f"answer to {question!r} is not a valid {output.__name__}: {exc}") from None
+        raise HumanError(
+            f"answer to {question!r} is not a valid {output.__name__}: {exc}"
+        ) from None
 
 
 def _token(run: RunContext, branch: str, question: str) -> str:

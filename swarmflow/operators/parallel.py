@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,7 +40,9 @@ class _Parallel:
         makers = branch_makers(items, n, "parallel")
         detail = {"branches": len(makers), "limit": limit, "split": str(split), "first": first}
         with operator_node("parallel", detail=detail) as (run, scope):
-            return await _run_all(run, scope, makers, limit, split, first)
+            return await _run_all(
+                run, scope=scope, makers=makers, limit=limit, split=split, first=first
+            )
 
     def stream(
         self,
@@ -58,7 +61,7 @@ class _Parallel:
         scope = Scope(parent.branch, parent.ledger, node)
 
         async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
-            await _run_into(run, scope, makers, limit, split, send)
+            await _run_into(run, scope=scope, makers=makers, limit=limit, split=split, send=send)
             run.graph.close(node)
 
         return BackgroundStream(run, produce)
@@ -66,6 +69,7 @@ class _Parallel:
 
 async def _run_all(
     run: RunContext,
+    *,
     scope: Scope,
     makers: Sequence[Maker],
     limit: int | None,
@@ -89,11 +93,14 @@ async def _run_all(
         branches = BranchSet(run, scope, "parallel", _limiter(limit), done)
         for i, make in enumerate(makers):
             tg.start_soon(branches.run_branch, i, paths[i], ledgers[i], make)
-    return [r if r is not None else Cancelled(i, paths[i], "not started") for i, r in enumerate(results)]
+    return [
+        r if r is not None else Cancelled(i, paths[i], "not started") for i, r in enumerate(results)
+    ]
 
 
 async def _run_into(
     run: RunContext,
+    *,
     scope: Scope,
     makers: Sequence[Maker],
     limit: int | None,
@@ -110,10 +117,9 @@ async def _run_into(
 
 def _sender(send: MemoryObjectSendStream[Outcome]) -> Callable[[Outcome], None]:
     def deliver(outcome: Outcome) -> None:
-        try:
+        # A closed consumer is fine: the outcome is still in the event log.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             send.send_nowait(outcome)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the consumer closed the stream; the outcome is still in the event log
 
     return deliver
 

@@ -97,7 +97,10 @@ class _Plan:
                 await out.send(self._record(Failed(exc, position, self._branch(position))))
 
     async def _admit(
-        self, position: int, value: Any, first: MemoryObjectSendStream[Any],
+        self,
+        position: int,
+        value: Any,
+        first: MemoryObjectSendStream[Any],
         out: MemoryObjectSendStream[Outcome],
     ) -> None:
         if isinstance(value, Ok):
@@ -137,15 +140,21 @@ class _Plan:
             self.run.graph.close(node, "failed")
             return Failed(exc, item.index, branch)
         self.run.graph.close(node)
-        return Empty(item.index, branch, value) if is_empty(value) else Ok(value, item.index, branch)
+        return (
+            Empty(item.index, branch, value) if is_empty(value) else Ok(value, item.index, branch)
+        )
 
     def _branch(self, index: int) -> str:
         return child_branch(self.scope.branch, "pipeline", index)
 
     def _record(self, outcome: Outcome) -> Outcome:
         kind = {Ok: "ok", Failed: "failed", Cancelled: "cancelled", Empty: "empty"}[type(outcome)]
-        error = f"{type(outcome.error).__name__}: {outcome.error}" if isinstance(outcome, Failed) else None
-        self.run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)  # type: ignore[arg-type]
+        error = (
+            f"{type(outcome.error).__name__}: {outcome.error}"
+            if isinstance(outcome, Failed)
+            else None
+        )
+        self.run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
         return outcome
 
 

@@ -37,9 +37,13 @@ class SessionHandle:
     async def _open(self) -> AgentSession:
         async with self._opening:
             if self._session is None:
-                self._run.log.emit(OperatorStarted, branch=self._scope.branch,
-                                   operator="agent_session", node=str(self._node),
-                                   detail={"agent": self.name})
+                self._run.log.emit(
+                    OperatorStarted,
+                    branch=self._scope.branch,
+                    operator="agent_session",
+                    node=str(self._node),
+                    detail={"agent": self.name},
+                )
                 self._session = await open_session(
                     self._run, self.name, scope=self._scope, card_vars=self._card_vars
                 )
@@ -48,8 +52,9 @@ class SessionHandle:
     async def send(self, message: Any) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         text = render_prompt(message)
-        check_handoff(self._run, self.name, message, via="session message", text=text,
-                      agent=self.name)
+        check_handoff(
+            self._run, self.name, message, via="session message", text=text, agent=self.name
+        )
         session = await self._open()
         async with self._turns:
             await session.turn(text)
@@ -63,8 +68,9 @@ class SessionHandle:
         if output is None:
             return await self.send(prompt)
         text = render_prompt(prompt)
-        check_handoff(self._run, self.name, prompt, via="session message", text=text,
-                      agent=self.name)
+        check_handoff(
+            self._run, self.name, prompt, via="session message", text=text, agent=self.name
+        )
         session = await self._open()
         async with self._turns:  # a re-ask must follow its own question, not another sender's
             value = await ask_structured(session, text, output)
@@ -75,8 +81,12 @@ class SessionHandle:
         """End the session; it is also closed when the run ends."""
         if self._session is not None and not self._session.closed:
             self._session.close()
-            self._run.log.emit(OperatorFinished, branch=self._scope.branch,
-                               operator="agent_session", node=str(self._node))
+            self._run.log.emit(
+                OperatorFinished,
+                branch=self._scope.branch,
+                operator="agent_session",
+                node=str(self._node),
+            )
         self._run.graph.close(self._node)
 
     async def __aenter__(self) -> SessionHandle:

@@ -19,8 +19,8 @@ from swarmflow.core.errors import (
     BudgetExhausted,
     ConfigError,
     SwarmflowError,
-    TopologyError,
     ToolError,
+    TopologyError,
 )
 from swarmflow.core.events import MessageSent, SpawnRefused, WorkspaceChanged
 from swarmflow.core.output import AgentOutput, SourcedStr
@@ -143,8 +143,13 @@ async def _finalize(run: RunContext, session: AgentSession, owned: bool) -> Patc
     summary = lines[0][:72] if lines else "work"
     patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
     if patch is not None and patch.commit and not patch.empty:
-        session._emit(WorkspaceChanged, workspace=session.workspace.kind, commit=patch.commit,
-                      git_branch=patch.branch, files=list(patch.files))
+        session._emit(
+            WorkspaceChanged,
+            workspace=session.workspace.kind,
+            commit=patch.commit,
+            git_branch=patch.branch,
+            files=list(patch.files),
+        )
     return patch
 
 
@@ -157,10 +162,15 @@ def finish_output(
     if value is not None:
         run.remember_product(value, sources)
     out = AgentOutput(
-        agent=session.agent.name, session=session.id,
-        text=SourcedStr(session.last_text, sources), value=value, patch=patch,
-        usage=session.usage, state=session.state.value,
-        reason=(session.reason or EndReason.COMPLETED).value, provenance=sources,
+        agent=session.agent.name,
+        session=session.id,
+        text=SourcedStr(session.last_text, sources),
+        value=value,
+        patch=patch,
+        usage=session.usage,
+        state=session.state.value,
+        reason=(session.reason or EndReason.COMPLETED).value,
+        provenance=sources,
         detail=session.detail,
     )
     _raise_for_state(session, out)
@@ -170,14 +180,20 @@ def finish_output(
 def _raise_for_state(session: AgentSession, out: AgentOutput) -> None:
     where = {"agent": session.agent.name, "session": session.id}
     if session.state is SessionState.ERROR:
-        err = AgentFailed(f"agent {session.agent.name!r} failed: {session.detail}",
-                          reason=EndReason.ERROR.value, **where)
+        err = AgentFailed(
+            f"agent {session.agent.name!r} failed: {session.detail}",
+            reason=EndReason.ERROR.value,
+            **where,
+        )
         err.output = out  # type: ignore[attr-defined]
         raise err from session.error
     if session.reason in _BUDGET_REASONS:
         reason = session.reason.value if session.reason else ""
-        budget_err = BudgetExhausted(f"agent {session.agent.name!r} stopped: {reason}: "
-                                     f"{session.detail}", reason=reason, **where)
+        budget_err = BudgetExhausted(
+            f"agent {session.agent.name!r} stopped: {reason}: {session.detail}",
+            reason=reason,
+            **where,
+        )
         budget_err.output = out  # type: ignore[attr-defined]
         raise budget_err
 
@@ -225,7 +241,9 @@ async def ask_structured(
             text = f"That answer was not valid: {exc}\nAnswer again with only the JSON object."
     raise AgentFailed(
         f"agent {session.agent.name!r} gave no valid {output.__name__} in {retries} attempts",
-        reason=EndReason.ERROR.value, agent=session.agent.name, session=session.id,
+        reason=EndReason.ERROR.value,
+        agent=session.agent.name,
+        session=session.id,
     )
 
 
@@ -274,8 +292,9 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
         sender._emit(SpawnRefused, requested=to, reason=reason)
         raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
     try:
-        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent",
-                      text=text, agent=me)
+        check_handoff(
+            run, to, SourcedStr(text, frozenset({me})), via="message_agent", text=text, agent=me
+        )
     except TopologyError as exc:
         raise ToolError(f"refused: {exc.message}") from None
     sender._emit(MessageSent, source=me, target=to, text=text[:2000])

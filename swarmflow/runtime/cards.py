@@ -44,7 +44,9 @@ def render_card(card: str, variables: dict[str, Any], search_path: tuple[str, ..
         template = env.get_template(card) if is_card_path(card) else env.from_string(card)
         return template.render(**variables)
     except jinja2.UndefinedError as exc:
-        raise TemplateError(f"role card {label}: {exc.message}; pass it as a card variable") from None
+        raise TemplateError(
+            f"role card {label}: {exc.message}; pass it as a card variable"
+        ) from None
     except jinja2.TemplateNotFound:
         where = ", ".join(str(Path(p).resolve()) for p in search_path)
         raise TemplateError(f"role card {card!r} not found (searched {where})") from None

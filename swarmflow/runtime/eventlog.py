@@ -61,9 +61,7 @@ class EventLog:
     def emit(self, cls: type[E], **fields: Any) -> E:
         """Build, scrub, number and record one event."""
         now = self._clock()
-        event = cls(
-            run_id=self.run_id, seq=self._seq, ts=time.time(), t=now - self._t0, **fields
-        )
+        event = cls(run_id=self.run_id, seq=self._seq, ts=time.time(), t=now - self._t0, **fields)
         self._seq += 1
         line = event.model_dump_json()
         if self._secret_re is not None and self._secret_re.search(line):

@@ -41,7 +41,7 @@ class Flow(Generic[P, R]):
         self.limits = Limits.coerce(budget)
         self.name = name or fn.__name__
         self.card_path = card_path or _default_card_path(fn)
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     @property
     def signature(self) -> inspect.Signature:
@@ -63,11 +63,18 @@ class Flow(Generic[P, R]):
         branch = child_branch(parent.branch, f"flow:{self.name}", next(_subflow_index))
         node = run.graph.open("flow", branch, parent.node, self.name)
         scope = Scope(branch, parent.ledger.child(branch, self.limits), node)
-        inner = run if self.team is run.team or not self.team.agents else dataclasses.replace(
-            run, team=self.team
+        inner = (
+            run
+            if self.team is run.team or not self.team.agents
+            else dataclasses.replace(run, team=self.team)
         )
-        run.log.emit(OperatorStarted, branch=branch, operator="flow", node=str(node),
-                     detail={"flow": self.name})
+        run.log.emit(
+            OperatorStarted,
+            branch=branch,
+            operator="flow",
+            node=str(node),
+            detail={"flow": self.name},
+        )
         status = "failed"
         try:
             with running(inner, scope) if inner is not run else scoped(scope):
@@ -76,8 +83,9 @@ class Flow(Generic[P, R]):
             return result
         finally:
             run.graph.close(node, status)
-            run.log.emit(OperatorFinished, branch=branch, operator="flow", node=str(node),
-                         status=status)
+            run.log.emit(
+                OperatorFinished, branch=branch, operator="flow", node=str(node), status=status
+            )
 
 
 def _default_card_path(fn: Callable[..., Any]) -> tuple[str, ...]:

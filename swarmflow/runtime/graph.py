@@ -57,7 +57,9 @@ class RunGraph:
             text = _escape(f"{n.label} {n.branch}".strip())
             lines.append(f'    n{n.id}["{text}"]:::{n.status}')
         lines.extend(
-            f"    n{n.parent} --> n{n.id}" for n in shown if n.parent is not None and n.parent < max_nodes
+            f"    n{n.parent} --> n{n.id}"
+            for n in shown
+            if n.parent is not None and n.parent < max_nodes
         )
         if len(self.nodes) > max_nodes:
             lines.append(f'    more["... {len(self.nodes) - max_nodes} more nodes"]')

@@ -36,13 +36,22 @@ def _refuse(run: RunContext, source: str, target: str, via: str, agent: str | No
     scope = current_scope()
     if via == "message_agent":
         run.log.emit(
-            MessageRefused, agent=agent, branch=scope.branch, source=source, target=target,
+            MessageRefused,
+            agent=agent,
+            branch=scope.branch,
+            source=source,
+            target=target,
             reason=reason,
         )
     else:
         run.log.emit(
-            HandoffRefused, agent=agent, branch=scope.branch, source=source, target=target,
-            via=via, reason=reason,
+            HandoffRefused,
+            agent=agent,
+            branch=scope.branch,
+            source=source,
+            target=target,
+            via=via,
+            reason=reason,
         )
     raise TopologyError(
         f"refused to hand a value from {source!r} to {target!r} via {via}: the team declares "

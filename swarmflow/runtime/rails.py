@@ -10,13 +10,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from swarmflow.core.errors import RailError
 
 
-class Hook(str, Enum):
+class Hook(StrEnum):
     """The lifecycle points a rail can attach to."""
 
     TURN_START = "turn_start"
@@ -95,7 +95,9 @@ def _hook(value: str | Hook, rail_name: str) -> Hook:
         return Hook(value)
     except ValueError:
         known = ", ".join(h.value for h in Hook)
-        raise RailError(f"rail {rail_name!r} names unknown hook {value!r}; hooks are {known}") from None
+        raise RailError(
+            f"rail {rail_name!r} names unknown hook {value!r}; hooks are {known}"
+        ) from None
 
 
 class Rails:

@@ -146,8 +146,11 @@ class AgentSession:
         except Exception as exc:  # an unhandled fault ends the session in error
             await self._fault(exc)
         await self._rail(Hook.TURN_END, self.last_text)
-        self._emit(AgentFinished, produced_content=bool(self.last_text.strip()),
-                   preview=self.last_text[:200])
+        self._emit(
+            AgentFinished,
+            produced_content=bool(self.last_text.strip()),
+            preview=self.last_text[:200],
+        )
         return self.last_text
 
     def _cancel_reason(self) -> EndReason:
@@ -250,8 +253,9 @@ class AgentSession:
             history = drop_oldest(history, budget)
         self.history = history
         self._history_tokens = sum(message_tokens(m) for m in history)
-        self._emit(ContextCompacted, level=level, messages_before=before,
-                   messages_after=len(history))
+        self._emit(
+            ContextCompacted, level=level, messages_before=before, messages_after=len(history)
+        )
 
     def _estimate(self, request: ModelRequest) -> tuple[int, float]:
         prompt = self._history_tokens + (estimate_tokens(self.system) + 4 if self.system else 0)
@@ -300,9 +304,15 @@ class AgentSession:
         self.steps += 1
         self.usage = self.usage + usage
         self._emit(
-            ModelCalled, model=response.model or request.model, step=self.steps,
-            tokens_in=usage.input, tokens_out=usage.output, tokens_cached=usage.cached_input,
-            latency=latency, cost=cost, finish_reason=response.finish_reason,
+            ModelCalled,
+            model=response.model or request.model,
+            step=self.steps,
+            tokens_in=usage.input,
+            tokens_out=usage.output,
+            tokens_cached=usage.cached_input,
+            latency=latency,
+            cost=cost,
+            finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
         )
         self._append(Message("assistant", response.text, tuple(response.tool_calls)))
@@ -343,8 +353,14 @@ class AgentSession:
             self.detail = self.detail or "closed before its turn finished"
         reason = self.reason or EndReason.COMPLETED
         state = self.state.value if self.state.is_end else "stopped"
-        self._emit(SessionEnded, state=state, reason=reason.value, detail=self.detail,
-                   steps=self.steps, tokens=self.usage.total)
+        self._emit(
+            SessionEnded,
+            state=state,
+            reason=reason.value,
+            detail=self.detail,
+            steps=self.steps,
+            tokens=self.usage.total,
+        )
 
 
 class _Vetoed(SwarmflowError):

@@ -60,9 +60,7 @@ class ToolRunner:
 
         for call in calls:
             result = await self.run_one(call)
-            self.session._append(
-                Message("tool", result.text, tool_call_id=call.id, name=call.name)
-            )
+            self.session._append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
             if result.submitted:
                 return Finish(EndReason.SUBMITTED, _submission_text(result))
             if self._loops(call, result):
@@ -136,14 +134,20 @@ class ToolRunner:
         except SwarmflowError as exc:
             return ToolResult(f"{type(exc).__name__}: {exc}", ok=False)
         except Exception as exc:  # a broken tool is the tool's fault, not the run's
-            return ToolResult(f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}",
-                              ok=False)
+            return ToolResult(
+                f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}", ok=False
+            )
 
     def _record(self, call: ToolCall, args: Any, result: ToolResult, duration: float) -> ToolResult:
         shown = args.model_dump(mode="json") if isinstance(args, BaseModel) else call.arguments
         self.session._emit(
-            ToolExecuted, tool=call.name, call_id=call.id, arguments=shown, ok=result.ok,
-            result=result.text[:RESULT_PREVIEW], duration=duration,
+            ToolExecuted,
+            tool=call.name,
+            call_id=call.id,
+            arguments=shown,
+            ok=result.ok,
+            result=result.text[:RESULT_PREVIEW],
+            duration=duration,
         )
         return result
 

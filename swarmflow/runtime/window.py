@@ -26,9 +26,12 @@ def elide_observations(history: list[Message]) -> list[Message]:
     cut = max(len(history) - KEEP_RECENT, 0)
     out = []
     for i, m in enumerate(history):
-        if i < cut and m.role == "tool" and m.content and len(m.content) > 200:
-            m = replace(m, content=ELIDED.format(n=len(m.content)))
-        out.append(m)
+        long_observation = m.role == "tool" and m.content and len(m.content) > 200
+        out.append(
+            replace(m, content=ELIDED.format(n=len(m.content or "")))
+            if i < cut and long_observation
+            else m
+        )
     return out
 
 

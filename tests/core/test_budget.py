@@ -95,7 +95,7 @@ def _race(limit: int, draws: list[tuple[int, int]], clamp: bool) -> tuple[Ledger
         except BudgetExhausted:
             return
         admitted_after_limit |= spent_before >= limit
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         used = min(actual, estimate) if clamp else actual
         errors.append(max(used - estimate, 0))
         r.settle(Charge(tokens=used, calls=1))

@@ -54,9 +54,15 @@ def test_end_reasons_map_to_end_states() -> None:
 
 def test_reason_strings_are_the_documented_ones() -> None:
     assert {r.value for r in EndReason} >= {
-        "completed", "submitted", "budget exceeded", "budget exhausted before model call",
-        "budget exceeded after model call", "step limit reached", "loop block limit reached",
-        "cancelled", "wall clock",
+        "completed",
+        "submitted",
+        "budget exceeded",
+        "budget exhausted before model call",
+        "budget exceeded after model call",
+        "step limit reached",
+        "loop block limit reached",
+        "cancelled",
+        "wall clock",
     }
 
 

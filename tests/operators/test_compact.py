@@ -15,8 +15,17 @@ class Score(BaseModel):
 
 async def test_keeps_false_and_zero_drops_empty_and_failures() -> None:
     outcomes = [
-        Ok(False, 0), Ok(0, 1), Ok(None, 2), Ok("", 3), Ok("  ", 4), Failed(ValueError("x"), 5),
-        Cancelled(6), Empty(7), Ok(Patch(diff=""), 8), Ok(Patch(diff="+x"), 9), Ok([], 10),
+        Ok(False, 0),
+        Ok(0, 1),
+        Ok(None, 2),
+        Ok("", 3),
+        Ok("  ", 4),
+        Failed(ValueError("x"), 5),
+        Cancelled(6),
+        Empty(7),
+        Ok(Patch(diff=""), 8),
+        Ok(Patch(diff="+x"), 9),
+        Ok([], 10),
     ]
 
     async def body() -> list[object]:

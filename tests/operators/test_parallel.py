@@ -35,8 +35,12 @@ async def test_outcomes_in_submission_order_and_failures_are_data() -> None:
     assert outcomes[0].value == "done task 0" and outcomes[3].value == "done task 3"
     assert "branch one broke" in str(outcomes[1].error)
     kinds = {e.branch: e.outcome for e in of_type(result, "branch_finished")}
-    assert kinds == {"parallel[0]": "ok", "parallel[1]": "failed", "parallel[2]": "empty",
-                     "parallel[3]": "ok"}
+    assert kinds == {
+        "parallel[0]": "ok",
+        "parallel[1]": "failed",
+        "parallel[2]": "empty",
+        "parallel[3]": "ok",
+    }
 
 
 async def test_awaitables_form() -> None:
@@ -58,9 +62,7 @@ async def test_first_k_cancels_the_rest_and_records_them() -> None:
         return "ok"
 
     async def body() -> list[object]:
-        return await parallel(
-            agent("w", "slow"), agent("w", "fast"), agent("w", "slow"), first=1
-        )
+        return await parallel(agent("w", "slow"), agent("w", "fast"), agent("w", "slow"), first=1)
 
     result = await run_one([Agent("w")], body, FunctionModel(policy))
     assert [type(o) for o in result.output] == [Cancelled, Ok, Cancelled]
@@ -100,7 +102,8 @@ async def test_limit_bounds_concurrency() -> None:
         return "ok"
 
     await run_one(
-        [Agent("w")], lambda: parallel(lambda i: agent("w", str(i)), n=10, limit=3),
+        [Agent("w")],
+        lambda: parallel(lambda i: agent("w", str(i)), n=10, limit=3),
         FunctionModel(policy),
     )
     assert peak <= 3
@@ -120,7 +123,9 @@ async def test_even_split_refuses_before_sending_when_a_branch_share_is_spent() 
         return out
 
     result = await run_one(
-        [Agent("w", max_output_tokens=100)], lambda: parallel(branch, n=2, split="even"), model,
+        [Agent("w", max_output_tokens=100)],
+        lambda: parallel(branch, n=2, split="even"),
+        model,
         budget={"tokens": 4_000},
     )
     outcomes = result.output
@@ -143,11 +148,14 @@ async def test_shared_split_refuses_once_the_pool_is_spent() -> None:
             done += 1
 
     result = await run_one(
-        [Agent("w", max_output_tokens=100)], lambda: parallel(branch, n=3), model,
+        [Agent("w", max_output_tokens=100)],
+        lambda: parallel(branch, n=3),
+        model,
         budget={"tokens": 5_000},
     )
-    assert all(isinstance(o, Failed) and isinstance(o.error, BudgetExhausted)
-               for o in result.output)
+    assert all(
+        isinstance(o, Failed) and isinstance(o.error, BudgetExhausted) for o in result.output
+    )
     assert of_type(result, "run_finished")[0].tokens <= 5_000
     assert len(model.requests) * 500 == of_type(result, "run_finished")[0].tokens
 
@@ -157,8 +165,10 @@ async def test_explicit_split_and_budget_seen_from_a_branch() -> None:
         return (await budget()).tokens
 
     result = await run_one(
-        [Agent("w")], lambda: parallel(branch, n=2, split=[{"tokens": 100}, {"tokens": 300}]),
-        FunctionModel(lambda r: "x"), budget={"tokens": 1_000},
+        [Agent("w")],
+        lambda: parallel(branch, n=2, split=[{"tokens": 100}, {"tokens": 300}]),
+        FunctionModel(lambda r: "x"),
+        budget={"tokens": 1_000},
     )
     assert [o.value for o in result.output] == [100, 300]
 

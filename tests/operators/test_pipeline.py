@@ -98,7 +98,9 @@ async def test_closing_the_iterator_cancels_in_flight_work() -> None:
     assert result.output == "quick"
     ended = [e for e in result.events if e.type == "session_ended"]
     assert sorted(e.reason for e in ended) == ["cancelled", "completed"]
-    cancelled = [e for e in result.events if e.type == "branch_finished" and e.outcome == "cancelled"]
+    cancelled = [
+        e for e in result.events if e.type == "branch_finished" and e.outcome == "cancelled"
+    ]
     assert len(cancelled) == 1
 
 

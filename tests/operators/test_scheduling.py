@@ -46,9 +46,9 @@ async def test_cancelling_a_run_ends_every_session_and_leaves_no_task() -> None:
     @flow(team=Team([Agent("w")]))
     async def stuck() -> object:
         coders = parallel.stream(lambda i: agent("w", f"c{i}"), n=2)
-        return await parallel(
-            lambda i: agent("w", f"p{i}"), n=2
-        ), [o async for o in pipeline(coders, lambda c: c)]
+        return await parallel(lambda i: agent("w", f"p{i}"), n=2), [
+            o async for o in pipeline(coders, lambda c: c)
+        ]
 
     from swarmflow.sinks import MemorySink
 
@@ -87,7 +87,9 @@ async def test_subflow_nests_branch_and_budget() -> None:
 async def test_run_graph_records_every_operator_and_exports_mermaid() -> None:
     model = FunctionModel(lambda r: "x")
     result = await run_one(
-        [Agent("a"), Agent("b")], lambda: parallel(lambda i: agent("a", str(i)), n=2), model,
+        [Agent("a"), Agent("b")],
+        lambda: parallel(lambda i: agent("a", str(i)), n=2),
+        model,
         edges=[("a", "b")],
     )
     g = result.graph.executed.to_networkx()

@@ -85,7 +85,9 @@ async def test_human_scripted_records_request_and_answer() -> None:
     async def body() -> object:
         return await human("Approve?", payload={"choice": 1})
 
-    result = await run_one([], body, FunctionModel(lambda r: ""), human=ScriptedHuman(["yes"], who="alice"))
+    result = await run_one(
+        [], body, FunctionModel(lambda r: ""), human=ScriptedHuman(["yes"], who="alice")
+    )
     assert result.output == "yes"
     asked, answered = of_type(result, "human_requested")[0], of_type(result, "human_answered")[0]
     assert asked.question == "Approve?" and asked.payload == {"choice": 1}
@@ -120,7 +122,9 @@ async def test_none_answer_is_an_error_not_silence() -> None:
     async def body() -> object:
         return await human("Q?")
 
-    result = await run_one([], body, FunctionModel(lambda r: ""), human=ScriptedHuman(lambda q, p: None))
+    result = await run_one(
+        [], body, FunctionModel(lambda r: ""), human=ScriptedHuman(lambda q, p: None)
+    )
     assert result.status == "failed" and "no answer" in str(result.error)
 
 
@@ -143,7 +147,9 @@ async def test_human_output_conversion() -> None:
         return await human("Override?", output=Verdict)
 
     result = await run_one(
-        [], body, FunctionModel(lambda r: ""),
+        [],
+        body,
+        FunctionModel(lambda r: ""),
         human=ScriptedHuman(['{"choice": 2, "confidence": 1.0}']),
     )
     assert result.output == Verdict(choice=2, confidence=1.0)

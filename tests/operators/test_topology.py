@@ -120,8 +120,12 @@ async def test_message_agent_along_a_declared_edge_delivers() -> None:
             return tool_call("message_agent", to="coder", text="please write add")
         return req.messages[-1].content if req.agent == "arbiter" else CODE
 
-    result = await run_one(TEAM, lambda: agent("arbiter", "go"), FunctionModel(policy),
-                           edges=[*EDGES, ("arbiter", "coder")])
+    result = await run_one(
+        TEAM,
+        lambda: agent("arbiter", "go"),
+        FunctionModel(policy),
+        edges=[*EDGES, ("arbiter", "coder")],
+    )
     sent = of_type(result, "message_sent")[0]
     assert (sent.source, sent.target) == ("arbiter", "coder")
     assert CODE in result.output.text
@@ -139,8 +143,11 @@ async def test_message_to_an_unknown_agent_is_a_refused_spawn() -> None:
 
 
 def test_team_check_reports_unknown_agents_and_unreachable() -> None:
-    team = Team([Agent("a"), Agent("b"), Agent("c")], edges=[("a", "b"), ("a", "ghost"), ("c", "c")],
-                entry=("a",))
+    team = Team(
+        [Agent("a"), Agent("b"), Agent("c")],
+        edges=[("a", "b"), ("a", "ghost"), ("c", "c")],
+        entry=("a",),
+    )
     diags = team.check()
     assert any(d.code == "unknown-agent" and "ghost" in d.message for d in diags)
     assert any(d.code == "unreachable" and "'c'" in d.message for d in diags)

@@ -43,7 +43,9 @@ def test_jsonl_is_valid_after_sigkill(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("kill_target.py")), str(tmp_path)],
-        stdout=subprocess.PIPE, env=env, text=True,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -68,15 +70,21 @@ async def test_api_keys_in_the_environment_never_reach_a_sink(
     secret = "sk-test-4f9a8b7c6d5e4f3a2b1c"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     leaky = FunctionModel(
-        lambda req: "done" if req.messages[-1].role == "tool" else
-        tool_call("run_shell", command=f"echo {secret}")
+        lambda req: (
+            "done"
+            if req.messages[-1].role == "tool"
+            else tool_call("run_shell", command=f"echo {secret}")
+        )
     )
     memory = MemorySink()
     jsonl = JsonlSink(tmp_path / "events.jsonl")
     shell = Agent("s", tools=["run_shell"], workspace="local")
     result = await run_one(
-        [shell], lambda: agent("s", f"the key is {secret}"), leaky,
-        events=[memory, jsonl], repo=tmp_path,
+        [shell],
+        lambda: agent("s", f"the key is {secret}"),
+        leaky,
+        events=[memory, jsonl],
+        repo=tmp_path,
     )
     assert result.status == "ok"
     text = (tmp_path / "events.jsonl").read_text()
@@ -90,5 +98,7 @@ def test_event_schema_is_json_serialisable() -> None:
 
     e = ModelCalled(run_id="r", seq=0, ts=0.0, t=0.0, tokens_in=3)
     assert json.loads(e.model_dump_json())["type"] == "model_called"
-    with pytest.raises(Exception):  # frozen
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):  # frozen
         e.seq = 3  # type: ignore[misc]

@@ -25,7 +25,9 @@ async def test_continue_then_complete_runs_another_round() -> None:
 async def test_blocked_stops_the_session() -> None:
     model = ScriptedModel(["cannot"])
     result = await run_one(
-        [Agent("a")], lambda: agent("a", "fix"), model,
+        [Agent("a")],
+        lambda: agent("a", "fix"),
+        model,
         goals={"a": [lambda view: ("blocked", "needs credentials")]},
     )
     assert (result.output.state, result.output.reason) == ("stopped", "goal blocked")

@@ -48,8 +48,13 @@ async def test_tool_outside_role_is_refused_and_model_told() -> None:
 
 
 async def test_broken_tool_json_is_an_observation_not_a_crash() -> None:
-    broken = ModelResponse(tool_calls=(tool_call("submit", summary="x").__class__(
-        id="c1", name="submit", arguments='{"summary": "unterminated'),))
+    broken = ModelResponse(
+        tool_calls=(
+            tool_call("submit", summary="x").__class__(
+                id="c1", name="submit", arguments='{"summary": "unterminated'
+            ),
+        )
+    )
     model = ScriptedModel([broken, tool_call("submit", summary="fixed")])
     result = await run_one([Agent("a", tools=["submit"])], lambda: agent("a", "go"), model)
     assert result.status == "ok" and result.output.reason == "submitted"
@@ -110,7 +115,9 @@ async def test_usage_beyond_estimate_stops_after_the_call() -> None:
     huge = Step(text="long answer", usage=Usage(input=10, output=90_000))
     model = ScriptedModel([huge])
     result = await run_one(
-        [Agent("a", max_output_tokens=100)], lambda: agent("a", "go"), model,
+        [Agent("a", max_output_tokens=100)],
+        lambda: agent("a", "go"),
+        model,
         budget={"tokens": 5_000},
     )
     assert isinstance(result.error, BudgetExhausted)
@@ -167,14 +174,18 @@ async def test_request_exposes_agent_messages_and_tools() -> None:
         seen.append(req)
         return "done"
 
-    await run_one([Agent("a", tools=["submit"])], lambda: agent("a", "hello"), FunctionModel(policy))
+    await run_one(
+        [Agent("a", tools=["submit"])], lambda: agent("a", "hello"), FunctionModel(policy)
+    )
     assert seen[0].agent == "a"
     assert seen[0].prompt == "hello"
     assert [t.name for t in seen[0].tools] == ["submit"]
 
 
 async def test_unknown_declared_tool_is_a_clear_error() -> None:
-    result = await run_one([Agent("a", tools=["teleport"])], lambda: agent("a", "x"), ScriptedModel([]))
+    result = await run_one(
+        [Agent("a", tools=["teleport"])], lambda: agent("a", "x"), ScriptedModel([])
+    )
     assert result.status == "failed" and "teleport" in str(result.error)
 
 

@@ -1,0 +1,197 @@
+"""Sequential chains: many model calls in one session, and many steps across operators.
+
+`session`: one `agent_session` and `send()` called `calls` times, each turn one model call.
+This is the public way to make many calls in one conversation, and it adds nothing but the
+session's own work (a tool-calling loop would add each tool's cost to every call); the
+history grows as it would in a real conversation. Baseline: `calls` sequential awaits of the
+fake model. Overhead per call = (swarmflow - baseline) / calls.
+
+`tool loop`: one `agent()` turn whose model calls a trivial registered tool `calls - 1` times
+and then answers: the inner loop's per-call cost, tool execution included (informational).
+
+`operators`: `calls` steps in sequence, cycling `agent()` / `compact()` / `budget()`.
+Baseline: the same loop in plain asyncio (an awaited fake call, a list filter, a dict).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from itertools import count
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from benchmarks._harness import Paired, Probe, Row, Settings, Target, Timings, alternate
+from benchmarks.cases._common import (
+    DONE,
+    TEAM,
+    WORKER,
+    fake_call,
+    function_model,
+    run_flow,
+    runs_folder,
+    zero_latency_model,
+)
+from swarmflow import Agent, Team, agent, agent_session, budget, compact, flow
+from swarmflow.core.messages import ModelRequest
+from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.testing import FunctionModel, Step, tool_call
+from swarmflow.tools import ArgsModel, ToolRegistry
+
+CASE = "chain"
+OVERHEAD_TARGET_US = 30.0
+LOOPER = "looper"
+
+
+@flow(team=TEAM)
+async def session_chain(calls: int) -> float:
+    """`calls` turns on one session; returns the seconds the turns took."""
+    async with agent_session(WORKER) as session:
+        started = time.perf_counter()
+        for i in range(calls):
+            await session.send(f"step {i}")
+        return time.perf_counter() - started
+
+
+@flow(team=TEAM)
+async def operator_chain(steps: int) -> float:
+    """`steps` operator calls in sequence; returns the seconds they took."""
+    last = None
+    started = time.perf_counter()
+    for i in range(steps):
+        kind = i % 3
+        if kind == 0:
+            last = await agent(WORKER, f"step {i}")
+        elif kind == 1:
+            compact([last])
+        else:
+            await budget()
+    return time.perf_counter() - started
+
+
+class NoopArgs(ArgsModel):
+    """Arguments of the benchmark's trivial tool."""
+
+    n: int
+
+
+class Noop:
+    """A tool that does nothing but answer."""
+
+    name = "noop"
+    description = "Does nothing."
+    args: type[BaseModel] = NoopArgs
+    needs_workspace = False
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        return ToolResult("ok")
+
+
+LOOP_TEAM = Team([Agent(LOOPER, tools=["noop"])])
+
+
+@flow(team=LOOP_TEAM)
+async def tool_loop() -> float:
+    """One turn of many model calls (the model decides how many); returns its seconds."""
+    started = time.perf_counter()
+    await agent(LOOPER, "loop")
+    return time.perf_counter() - started
+
+
+def looping_model(calls: int) -> FunctionModel:
+    """Asks for the noop tool `calls - 1` times (arguments differ, so no loop block), then
+    answers."""
+    made = count()
+
+    def policy(_request: ModelRequest) -> Step:
+        i = next(made)
+        if i < calls - 1:
+            return Step(tool_calls=(tool_call("noop", n=i),), usage=DONE.usage)
+        return DONE
+
+    return function_model(policy)
+
+
+# -- baselines ------------------------------------------------------------------------------
+
+
+async def _sequential_calls(calls: int) -> None:
+    for i in range(calls):
+        await fake_call(f"step {i}")
+
+
+async def _operator_loop(steps: int) -> None:
+    last = None
+    for i in range(steps):
+        kind = i % 3
+        if kind == 0:
+            last = await fake_call(f"step {i}")
+        elif kind == 1:
+            _ = [v for v in [last] if v is not None]
+        else:
+            _ = {"tokens": None, "cost": None, "calls": None}
+
+
+def _baseline(work: Callable[[int], Awaitable[None]], calls: int) -> Probe:
+    async def probe() -> Timings:
+        started = time.perf_counter()
+        await work(calls)
+        return {"wall": time.perf_counter() - started}
+
+    return probe
+
+
+def _session_probe(calls: int, root: Path) -> Probe:
+    async def probe() -> Timings:
+        wall, result = await run_flow(session_chain, zero_latency_model(), root, calls=calls)
+        return {"wall": wall, "inner": float(result.output)}
+
+    return probe
+
+
+def _operators_probe(steps: int, root: Path) -> Probe:
+    async def probe() -> Timings:
+        wall, result = await run_flow(operator_chain, zero_latency_model(), root, steps=steps)
+        return {"wall": wall, "inner": float(result.output)}
+
+    return probe
+
+
+def _tool_loop_probe(calls: int, root: Path) -> Probe:
+    async def probe() -> Timings:
+        tools = ToolRegistry([Noop()])
+        wall, result = await run_flow(tool_loop, looping_model(calls), root, tools=tools)
+        return {"wall": wall, "inner": float(result.output)}
+
+    return probe
+
+
+# -- rows -----------------------------------------------------------------------------------
+
+
+def _per_call_rows(label: str, calls: int, paired: Paired, target: Target | None) -> list[Row]:
+    us = 1e6 / calls
+    ours, theirs = paired.swarmflow["inner"] * us, paired.baseline["wall"] * us
+    return [
+        Row(f"{CASE} {label}", "per call", "us", ours, theirs),
+        Row(f"{CASE} {label}", "overhead per call", "us", ours - theirs, target=target,
+            note="swarmflow minus baseline"),
+    ]
+
+
+def bench(settings: Settings) -> list[Row]:
+    calls = settings.chain_calls
+    with runs_folder() as root:
+        session = alternate(_session_probe(calls, root), _baseline(_sequential_calls, calls),
+                            settings)
+        loop = alternate(_tool_loop_probe(calls, root), _baseline(_sequential_calls, calls),
+                         settings)
+        ops = alternate(_operators_probe(calls, root), _baseline(_operator_loop, calls),
+                        settings)
+    rows = _per_call_rows(f"session x{calls:,}", calls, session, Target(OVERHEAD_TARGET_US))
+    rows += _per_call_rows(f"tool loop x{calls:,}", calls, loop, None)
+    us = 1e6 / calls
+    rows.append(Row(f"{CASE} operators x{calls:,}", "per step", "us", ops.swarmflow["inner"] * us,
+                    ops.baseline["wall"] * us, note="agent/compact/budget in turn"))
+    return rows
