@@ -18,7 +18,7 @@ run: $(STAMP)
 	$(BIN)/python -m swarmflow.cli demo $(ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(BIN)/ruff check swarmflow tests benchmarks examples

@@ -16,14 +16,14 @@ import anyio
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused
-from swarmflow.core.events import EventBase, ModelCalled, RunFinished, RunStarted
+from swarmflow.core.events import EventBase, ModelCalled, ModelRetried, RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
 from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import Agent, agent_invoker
 from swarmflow.runtime.calls import call_agent
-from swarmflow.runtime.context import RunContext, Scope, running
+from swarmflow.runtime.context import RunContext, Scope, current_session, running
 from swarmflow.runtime.eventlog import EventLog, environment_secrets
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.graph import RunGraph
@@ -191,6 +191,7 @@ async def _execute(
         limits=_limits(ctx.ledger),
         agents=flow.team.names,
         edges=[list(e) for e in flow.team.edges],
+        roles=_roles(flow),
     )
     output: Any = None
     status, token = "ok", None
@@ -309,8 +310,21 @@ def _sinks(
 
 
 def _model_keys(model: ModelSpec) -> list[str]:
-    key = getattr(model, "api_key", None)
-    return [key] if isinstance(key, str) else []
+    secrets = getattr(model, "secrets", None)
+    return list(secrets()) if callable(secrets) else []
+
+
+def _report_retry(attempt: int, error: str, delay: float) -> None:
+    """Turn an adapter's retry into a `model_retried` event of the session that waits."""
+    session = current_session.get()
+    if session is not None and not session.closed:
+        session.emit(ModelRetried, attempt=attempt, error=error, delay=delay)
+
+
+def _instrument(model: Model) -> Model:
+    if hasattr(model, "on_retry") and model.on_retry is None:
+        model.on_retry = _report_retry
+    return model
 
 
 def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
@@ -327,7 +341,7 @@ def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
         if isinstance(chosen, str):
             chosen = cache.setdefault(chosen, _openai_model(chosen))
         check_real_call_allowed(chosen)
-        return chosen  # type: ignore[return-value]
+        return _instrument(chosen)  # type: ignore[arg-type]
 
     return resolve
 
@@ -367,6 +381,18 @@ def _merge_limits(declared: Limits, given: Limits) -> Limits:
         calls=given.calls if given.calls is not None else declared.calls,
         seconds=given.seconds if given.seconds is not None else declared.seconds,
     )
+
+
+def _roles(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
+    return {
+        a.name: {
+            "tools": list(a.tools),
+            "allowance": a.allowance,
+            "workspace": a.workspace,
+            "max_steps": a.max_steps,
+        }
+        for a in flow.team.agents
+    }
 
 
 def _limits(ledger: Ledger) -> dict[str, float | int | None]:

@@ -17,7 +17,7 @@ import asyncio
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks._harness import Probe, Timings
 from swarmflow import Agent, Flow, RunResult, Team, run
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.testing import FunctionModel, Step
@@ -130,3 +131,34 @@ async def gated_call(gate: Gate, prompt: str) -> FakeReply:
     await gate.wait()
     return await fake_call(prompt)
 
+
+
+def first_word(request: ModelRequest) -> str:
+    """The first word of the latest user message (the cases key latencies on it)."""
+    words = request.prompt.split()
+    return words[0] if words else ""
+
+
+def flow_probe(
+    root: Path, target: Flow[..., Any], model: Callable[[], Any], **inputs: Any
+) -> Probe:
+    """Times one whole `run()` of `target` with a fresh model; a dict output adds figures."""
+
+    async def probe() -> Timings:
+        wall, result = await run_flow(target, model(), root, **inputs)
+        extra = result.output if isinstance(result.output, dict) else {}
+        return {"wall": wall, **extra}
+
+    return probe
+
+
+def plain_probe(work: Callable[..., Awaitable[Any]], *args: Any) -> Probe:
+    """Times one await of `work(*args)`; a dict result adds figures."""
+
+    async def probe() -> Timings:
+        started = time.perf_counter()
+        out = await work(*args)
+        extra = out if isinstance(out, dict) else {}
+        return {"wall": time.perf_counter() - started, **extra}
+
+    return probe

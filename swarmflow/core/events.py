@@ -35,6 +35,8 @@ class RunStarted(EventBase):
     limits: dict[str, float | int | None] = {}
     agents: list[str] = []
     edges: list[tuple[str, str]] = []
+    roles: dict[str, dict[str, Any]] = {}
+    """Per agent: its tools, allowance, workspace and step limit, as declared."""
     schema_version: int = EVENT_SCHEMA_VERSION
 
 

@@ -69,6 +69,7 @@ class OpenAIModel:
         self.extra_body = dict(extra_body or {})
         self.force_tool_choice = force_tool_choice
         self._token_param = "max_tokens"
+        self._key = key
         self._ask_stream_usage = True
         self._client: AsyncOpenAI | None = None
         self._client_loop: object = None
@@ -103,6 +104,10 @@ class OpenAIModel:
             if self._ask_stream_usage:
                 payload["stream_options"] = {"include_usage": True}
         return {**payload, **self.extra_body}
+
+    def secrets(self) -> list[str]:
+        """Values an event sink must never show (the API key)."""
+        return [self._key] if self._key and self._key != NO_KEY else []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request, retrying rate limits, server errors and timeouts."""

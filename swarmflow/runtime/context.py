@@ -90,6 +90,8 @@ class RunContext:
 
 
 _current_run: ContextVar[RunContext | None] = ContextVar("swarmflow_run", default=None)
+current_session: ContextVar[AgentSession | None] = ContextVar("swarmflow_session", default=None)
+"""The session whose turn the current task is running (adapters' callbacks read it)."""
 _current_scope: ContextVar[Scope | None] = ContextVar("swarmflow_scope", default=None)
 
 

@@ -37,7 +37,7 @@ from swarmflow.core.messages import (
 )
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
-from swarmflow.runtime.context import RunContext, Scope
+from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.rails import Hook, RailContext
@@ -103,6 +103,10 @@ class AgentSession:
             heads.append(allowance)
         return heads
 
+    def emit(self, cls: Any, **fields: Any) -> None:
+        """Record an event with this session's envelope."""
+        self._emit(cls, **fields)
+
     def _emit(self, cls: Any, **fields: Any) -> None:
         self.run.log.emit(
             cls, agent=self.agent.name, session=self.id, branch=self.scope.branch, **fields
@@ -137,6 +141,7 @@ class AgentSession:
             self._to(S.IDLE)
         self.error = None
         self._append(Message("user", content))
+        token = current_session.set(self)
         try:
             await self._rail(Hook.TURN_START, content)
             await self._outer_loop()
@@ -145,6 +150,8 @@ class AgentSession:
             raise
         except Exception as exc:  # an unhandled fault ends the session in error
             await self._fault(exc)
+        finally:
+            current_session.reset(token)
         await self._rail(Hook.TURN_END, self.last_text)
         self._emit(
             AgentFinished,
@@ -299,7 +306,8 @@ class AgentSession:
         latency: float,
     ) -> ModelResponse | None:
         usage = response.usage
-        cost = self.run.prices.cost(response.model or request.model, usage)
+        # Price by the configured name (what price overrides use); servers report variants.
+        cost = self.run.prices.cost(request.model or response.model, usage)
         over = reservation.settle(Charge(usage.total, cost, 1))
         self.steps += 1
         self.usage = self.usage + usage

@@ -1,0 +1,20 @@
+"""The benchmark cases, one module each; `CASES` maps a case name to its `bench(settings)`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchmarks._harness import Row, Settings
+from benchmarks.cases import chain, dsl, fanout, imports, latency, pipeline, skew
+
+Case = Callable[[Settings], list[Row]]
+
+CASES: dict[str, Case] = {
+    "fanout": fanout.bench,
+    "chain": chain.bench,
+    "skew": skew.bench,
+    "latency": latency.bench,
+    "pipeline": pipeline.bench,
+    "dsl": dsl.bench,
+    "import": imports.bench,
+}
