@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 Timings = dict[str, float]
-Probe = Callable[[], Awaitable[Timings]]
+Probe = Callable[[], Coroutine[Any, Any, Timings]]
 
 
 # -- settings -------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ class Settings:
     """How hard to push: sizes, repetitions and the latency scale of the simulated models."""
 
     name: str = "full"
-    runs: int = 7
+    runs: int = 9
     warmup: int = 2
     fanout_sizes: tuple[int, ...] = (100, 1_000, 10_000)
     memory_sizes: tuple[int, ...] = (1_000, 10_000)
@@ -136,7 +136,8 @@ async def timed(work: Awaitable[Any]) -> tuple[float, Any]:
 
 def alternate(swarmflow: Probe, baseline: Probe, settings: Settings) -> Paired:
     """Warm up, then run both probes `settings.runs` times each, alternating; medians."""
-    return run_async(_alternate(swarmflow, baseline, settings))
+    paired: Paired = run_async(_alternate(swarmflow, baseline, settings))
+    return paired
 
 
 async def _alternate(swarmflow: Probe, baseline: Probe, settings: Settings) -> Paired:
@@ -152,6 +153,29 @@ async def _alternate(swarmflow: Probe, baseline: Probe, settings: Settings) -> P
             if round_ >= settings.warmup:
                 sink.append(figures)
     return Paired(_medians(ours), _medians(theirs), len(ours))
+
+
+MIN_BASELINE_ITEMS = 20_000
+"""A baseline sample repeats its work until it covers this many items (branches or calls):
+raw asyncio finishes 1,000 items in well under a millisecond, where one context switch of a
+shared machine would swamp the figure."""
+
+
+def repeats_for(items: int) -> int:
+    """How many times to repeat a baseline of `items` items in one sample."""
+    return max(1, MIN_BASELINE_ITEMS // max(items, 1))
+
+
+def mean_of(work: Callable[[], Awaitable[Any]], repeats: int) -> Probe:
+    """A probe that awaits `work()` `repeats` times and reports the mean seconds as "wall"."""
+
+    async def probe() -> Timings:
+        started = time.perf_counter()
+        for _ in range(repeats):
+            await work()
+        return {"wall": (time.perf_counter() - started) / repeats}
+
+    return probe
 
 
 def _medians(samples: Sequence[Timings]) -> Timings:

@@ -16,7 +16,7 @@ import anyio
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused
-from swarmflow.core.events import EventBase, ModelCalled, ModelRetried, RunFinished, RunStarted
+from swarmflow.core.events import EventBase, ModelRetried, RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
 from swarmflow.core.pricing import Price, PriceTable
@@ -24,7 +24,7 @@ from swarmflow.core.states import EndReason
 from swarmflow.core.team import Agent, agent_invoker
 from swarmflow.runtime.calls import call_agent
 from swarmflow.runtime.context import RunContext, Scope, current_session, running
-from swarmflow.runtime.eventlog import EventLog, environment_secrets
+from swarmflow.runtime.eventlog import AgentUsage, EventLog, environment_secrets
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.graph import RunGraph
 from swarmflow.runtime.human import ConsoleHuman, NoHuman, ScriptedHuman
@@ -36,40 +36,6 @@ from swarmflow.testing import check_real_call_allowed
 DEFAULT_RUNS_ROOT = "runs"
 RUNS_ENV = "SWARMFLOW_RUNS"
 """Environment variable naming the folder that holds run directories (default `runs`)."""
-
-
-@dataclass
-class AgentUsage:
-    """One agent's spend in a run."""
-
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_cached: int = 0
-    cost: float = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return self.tokens_in + self.tokens_out
-
-
-class _UsageTally:
-    """A sink that adds up model calls per agent as they are recorded."""
-
-    def __init__(self) -> None:
-        self.by_agent: dict[str, AgentUsage] = {}
-
-    def write(self, event: EventBase, line: str) -> None:
-        if isinstance(event, ModelCalled):
-            usage = self.by_agent.setdefault(event.agent or "?", AgentUsage())
-            usage.calls += 1
-            usage.tokens_in += event.tokens_in
-            usage.tokens_out += event.tokens_out
-            usage.tokens_cached += event.tokens_cached
-            usage.cost += event.cost
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 @dataclass
@@ -153,8 +119,7 @@ async def run(
     run_dir = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     memory, sinks = _sinks(events, run_dir)
-    tally = _UsageTally()
-    log = EventLog(run_id, [*sinks, tally], secrets=environment_secrets(_model_keys(model)))
+    log = EventLog(run_id, sinks, secrets=environment_secrets(_model_keys(model)))
     limits = _merge_limits(flow.limits, Limits.coerce(budget))
     ctx = RunContext(
         run_id=run_id,
@@ -173,7 +138,7 @@ async def run(
         goals={k: tuple(v) for k, v in (goals or {}).items()},
         context_tokens=context_tokens,
     )
-    return await _execute(ctx, flow, inputs, memory, tally)
+    return await _execute(ctx, flow, inputs, memory)
 
 
 async def _execute(
@@ -181,7 +146,6 @@ async def _execute(
     flow: Flow[..., Any],
     inputs: dict[str, Any],
     memory: MemorySink | None,
-    tally: _UsageTally,
 ) -> RunResult:
     log = ctx.log
     log.emit(
@@ -223,7 +187,7 @@ async def _execute(
         status=status,
         run_id=ctx.run_id,
         run_dir=ctx.run_dir,
-        usage=tally.by_agent,
+        usage=log.usage,
         graph=RunGraphs(flow.team, ctx.graph),
         error=error,
         wall=ctx.ledger.elapsed(),
@@ -329,8 +293,15 @@ def _instrument(model: Model) -> Model:
 
 def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
     cache: dict[str, Model] = {}
+    per_agent: dict[int, Model] = {}  # by declaration: sub-flow teams may reuse a name
 
     def resolve(agent: Agent) -> Model:
+        known = per_agent.get(id(agent))
+        if known is None:
+            known = per_agent[id(agent)] = _resolve(agent)
+        return known
+
+    def _resolve(agent: Agent) -> Model:
         chosen = agent.model if agent.model is not None else model
         if chosen is None:
             raise ConfigError(
@@ -339,7 +310,9 @@ def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
         if callable(chosen) and not hasattr(chosen, "complete"):
             chosen = chosen(agent)
         if isinstance(chosen, str):
-            chosen = cache.setdefault(chosen, _openai_model(chosen))
+            if chosen not in cache:
+                cache[chosen] = _openai_model(chosen)
+            chosen = cache[chosen]
         check_real_call_allowed(chosen)
         return _instrument(chosen)  # type: ignore[arg-type]
 

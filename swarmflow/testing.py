@@ -73,7 +73,7 @@ def _as_step(reply: Reply) -> Step:
 
 def _respond(request: ModelRequest, step: Step, model: str) -> ModelResponse:
     usage = step.usage or Usage(
-        input=estimate_prompt(request.messages, request.tools),
+        input=request.estimated_prompt_tokens or estimate_prompt(request.messages, request.tools),
         output=estimate_tokens(step.text)
         + sum(estimate_tokens(c.arguments) for c in step.tool_calls),
     )
@@ -168,7 +168,7 @@ class FunctionModel:
         if self.record:
             self.requests.append(request)
         reply = self.fn(request)
-        if inspect.isawaitable(reply):
+        if type(reply) is not str and inspect.isawaitable(reply):
             reply = await reply
         step = _as_step(reply)
         if step.latency or step.error is not None:

@@ -28,3 +28,9 @@ def _runs_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     root = tmp_path_factory.mktemp("runs")
     monkeypatch.setenv("SWARMFLOW_RUNS", str(root))
     return root
+
+
+@pytest.fixture(autouse=True)
+def _validate_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Build and validate the pydantic model of every event, even for JSONL-only runs."""
+    monkeypatch.setenv("SWARMFLOW_VALIDATE_EVENTS", "1")

@@ -22,7 +22,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from benchmarks._harness import Paired, Probe, Row, Settings, Target, Timings, alternate
+from benchmarks._harness import (
+    Paired,
+    Probe,
+    Row,
+    Settings,
+    Target,
+    Timings,
+    alternate,
+    mean_of,
+    repeats_for,
+)
 from benchmarks.cases._common import (
     DONE,
     TEAM,
@@ -33,7 +43,7 @@ from benchmarks.cases._common import (
     runs_folder,
     zero_latency_model,
 )
-from swarmflow import Agent, Team, agent, agent_session, budget, compact, flow
+from swarmflow import Agent, Flow, Team, agent, agent_session, budget, compact, flow
 from swarmflow.core.messages import ModelRequest
 from swarmflow.runtime.ports import ToolContext, ToolResult
 from swarmflow.testing import FunctionModel, Step, tool_call
@@ -52,6 +62,15 @@ async def session_chain(calls: int) -> float:
         for i in range(calls):
             await session.send(f"step {i}")
         return time.perf_counter() - started
+
+
+@flow(team=TEAM)
+async def agent_chain(steps: int) -> float:
+    """`steps` one-call `agent()` sessions in sequence; returns the seconds they took."""
+    started = time.perf_counter()
+    for i in range(steps):
+        await agent(WORKER, f"step {i}")
+    return time.perf_counter() - started
 
 
 @flow(team=TEAM)
@@ -134,12 +153,7 @@ async def _operator_loop(steps: int) -> None:
 
 
 def _baseline(work: Callable[[int], Awaitable[None]], calls: int) -> Probe:
-    async def probe() -> Timings:
-        started = time.perf_counter()
-        await work(calls)
-        return {"wall": time.perf_counter() - started}
-
-    return probe
+    return mean_of(lambda: work(calls), repeats_for(calls))
 
 
 def _session_probe(calls: int, root: Path) -> Probe:
@@ -150,12 +164,20 @@ def _session_probe(calls: int, root: Path) -> Probe:
     return probe
 
 
-def _operators_probe(steps: int, root: Path) -> Probe:
+def steps_probe(target: Flow[..., float], steps: int, root: Path) -> Probe:
+    """Times one run of a chain flow; `inner` is the chain alone, without the run's set-up."""
+
     async def probe() -> Timings:
-        wall, result = await run_flow(operator_chain, zero_latency_model(), root, steps=steps)
+        wall, result = await run_flow(target, zero_latency_model(), root, steps=steps)
         return {"wall": wall, "inner": float(result.output)}
 
     return probe
+
+
+def agent_steps(steps: int, settings: Settings, root: Path) -> Paired:
+    """Medians for `steps` sequential `agent()` calls and for as many awaits of the fake."""
+    return alternate(steps_probe(agent_chain, steps, root),
+                     _baseline(_sequential_calls, steps), settings)
 
 
 def _tool_loop_probe(calls: int, root: Path) -> Probe:
@@ -187,11 +209,15 @@ def bench(settings: Settings) -> list[Row]:
                             settings)
         loop = alternate(_tool_loop_probe(calls, root), _baseline(_sequential_calls, calls),
                          settings)
-        ops = alternate(_operators_probe(calls, root), _baseline(_operator_loop, calls),
-                        settings)
+        agents = agent_steps(calls, settings, root)
+        ops = alternate(steps_probe(operator_chain, calls, root),
+                        _baseline(_operator_loop, calls), settings)
     rows = _per_call_rows(f"session x{calls:,}", calls, session, Target(OVERHEAD_TARGET_US))
     rows += _per_call_rows(f"tool loop x{calls:,}", calls, loop, None)
     us = 1e6 / calls
+    rows.append(Row(f"{CASE} agent() x{calls:,}", "per step", "us",
+                    agents.swarmflow["inner"] * us, agents.baseline["wall"] * us,
+                    note="a fresh one-call session each step"))
     rows.append(Row(f"{CASE} operators x{calls:,}", "per step", "us", ops.swarmflow["inner"] * us,
                     ops.baseline["wall"] * us, note="agent/compact/budget in turn"))
     return rows

@@ -23,7 +23,9 @@ from benchmarks._harness import (
     Target,
     Timings,
     alternate,
+    mean_of,
     peak_bytes,
+    repeats_for,
 )
 from benchmarks.cases._common import (
     TEAM,
@@ -70,12 +72,7 @@ def _swarmflow_probe(n: int, root: Path) -> Probe:
 
 
 def _baseline_probe(n: int) -> Probe:
-    async def probe() -> Timings:
-        started = time.perf_counter()
-        await _gather(n)
-        return {"wall": time.perf_counter() - started}
-
-    return probe
+    return mean_of(lambda: _gather(n), repeats_for(n))
 
 
 def time_fanout(n: int, settings: Settings, root: Path) -> Paired:

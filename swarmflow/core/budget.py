@@ -226,6 +226,17 @@ def all_ledgers(heads: Iterable[Ledger]) -> list[Ledger]:
     return list(seen.values())
 
 
+def reserve_on(ledgers: list[Ledger], charge: Charge) -> Reservation:
+    """`reserve` over a ledger list already expanded by `all_ledgers` (the hot path)."""
+    for ledger in ledgers:
+        _refuse_if_unfit(ledger, charge)
+    for ledger in ledgers:
+        ledger.reserved_tokens += charge.tokens
+        ledger.reserved_cost += charge.cost
+        ledger.reserved_calls += charge.calls
+    return Reservation(ledgers, charge)
+
+
 def reserve(heads: Iterable[Ledger], charge: Charge) -> Reservation:
     """Reserve `charge` against every ledger on the chains of `heads`, or refuse.
 
@@ -234,14 +245,7 @@ def reserve(heads: Iterable[Ledger], charge: Charge) -> Reservation:
             limit, "wall clock" when its time ran out, and "budget exhausted before model call"
             when the estimate would not fit. Nothing is reserved in that case.
     """
-    ledgers = all_ledgers(heads)
-    for ledger in ledgers:
-        _refuse_if_unfit(ledger, charge)
-    for ledger in ledgers:
-        ledger.reserved_tokens += charge.tokens
-        ledger.reserved_cost += charge.cost
-        ledger.reserved_calls += charge.calls
-    return Reservation(ledgers, charge)
+    return reserve_on(all_ledgers(heads), charge)
 
 
 def _refuse_if_unfit(ledger: Ledger, charge: Charge) -> None:

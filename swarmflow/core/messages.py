@@ -88,6 +88,8 @@ class ModelRequest:
     max_tokens: int = 4096
     tool_choice: Literal["auto", "required", "none"] | str = "auto"
     temperature: float | None = None
+    estimated_prompt_tokens: int = 0
+    """The session's running estimate of the prompt's tokens (0 when unknown)."""
 
     @property
     def prompt(self) -> str:

@@ -48,12 +48,20 @@ class PriceTable:
 
     def __init__(self, overrides: Mapping[str, Price | Mapping[str, float]] | None = None) -> None:
         self._prices: dict[str, Price] = dict(DEFAULT_PRICES)
+        self._resolved: dict[str, Price] = {}
         for name, price in (overrides or {}).items():
             self._prices[name] = price if isinstance(price, Price) else Price(**price)
 
     def price(self, model: str | None) -> Price:
         if not model:
             return FREE
+        found = self._resolved.get(model)
+        if found is None:
+            found = self._lookup(model)
+            self._resolved[model] = found
+        return found
+
+    def _lookup(self, model: str) -> Price:
         if model in self._prices:
             return self._prices[model]
         matches = [name for name in self._prices if model.startswith(name)]

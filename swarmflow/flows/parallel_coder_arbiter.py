@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.core.budget import BudgetSnapshot
@@ -29,10 +30,10 @@ from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
 from swarmflow.core.team import Agent, Team
-from swarmflow.flows.target_repo import test_command as default_test_command
+from swarmflow.flows.progress import RunLogSink
+from swarmflow.flows.target_repo import default_test_command
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.operators.session import SessionHandle
-from swarmflow.flows.progress import RunLogSink
 from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult, run
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow
@@ -47,7 +48,7 @@ EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / FLOW_NAME
 
 CODER_TOOLS = ("read_file", "list_files", "search", "edit", "write_file", "run_shell", "submit")
 REVIEWER_TOOLS = ("read_file", "run_shell")
-BUDGET = {"tokens": 2_000_000, "calls": 400}
+BUDGET: dict[str, float] = {"tokens": 2_000_000, "calls": 400}
 TOKENS_PER_CODER = 400_000
 CALLS_PER_CODER = 40
 CODER_SHARE = 0.75
@@ -55,16 +56,35 @@ CODER_SHARE = 0.75
 
 TEAM = Team(
     agents=[
-        Agent("coder", card="coder.md.j2", tools=CODER_TOOLS, workspace="worktree",
-              allowance=1_500_000, max_steps=CALLS_PER_CODER,
-              description="Writes one candidate fix in its own git worktree."),
-        Agent("reviewer", card="reviewer.md.j2", tools=REVIEWER_TOOLS, max_steps=12,
-              description="Runs the tests in one candidate's worktree and reports."),
-        Agent("arbiter", card="arbiter.md.j2", max_steps=40,
-              description="Weighs the candidates and reviews and picks one."),
+        Agent(
+            "coder",
+            card="coder.md.j2",
+            tools=CODER_TOOLS,
+            workspace="worktree",
+            allowance=1_500_000,
+            max_steps=CALLS_PER_CODER,
+            description="Writes one candidate fix in its own git worktree.",
+        ),
+        Agent(
+            "reviewer",
+            card="reviewer.md.j2",
+            tools=REVIEWER_TOOLS,
+            max_steps=12,
+            description="Runs the tests in one candidate's worktree and reports.",
+        ),
+        Agent(
+            "arbiter",
+            card="arbiter.md.j2",
+            max_steps=40,
+            description="Weighs the candidates and reviews and picks one.",
+        ),
     ],
-    edges=[("coder", "reviewer"), ("coder", "arbiter"), ("reviewer", "arbiter"),
-           ("arbiter", "human")],
+    edges=[
+        ("coder", "reviewer"),
+        ("coder", "arbiter"),
+        ("reviewer", "arbiter"),
+        ("arbiter", "human"),
+    ],
 )
 
 VERDICT_QUESTION = (
@@ -203,8 +223,14 @@ async def _code(task: str, index: int, coders: int, command: str) -> AgentOutput
 async def _review(candidate: Candidate, command: str) -> Reviewed:
     """One reviewer runs the tests in the candidate's worktree."""
     prompt = [f"Review candidate {candidate.index}. The coder's report and patch:", candidate.work]
-    out = await agent("reviewer", prompt, output=Review, workspace=candidate.work,
-                      candidate=candidate.index, test_command=command)
+    out = await agent(
+        "reviewer",
+        prompt,
+        output=Review,
+        workspace=candidate.work,
+        candidate=candidate.index,
+        test_command=command,
+    )
     return Reviewed(candidate, out)
 
 
@@ -223,8 +249,12 @@ def _arbiter_message(outcome: Outcome) -> list[Any]:
     if isinstance(outcome, Ok):
         done: Reviewed = outcome.value
         review = done.review.value if done.review.value is not None else done.review
-        return [f"Candidate {outcome.index}: the coder's work.", done.candidate.work,
-                f"Review of candidate {outcome.index}:", review]
+        return [
+            f"Candidate {outcome.index}: the coder's work.",
+            done.candidate.work,
+            f"Review of candidate {outcome.index}:",
+            review,
+        ]
     error = outcome.error if isinstance(outcome, Failed) else "no review"
     return [f"Candidate {outcome.index}: its review could not be completed ({error})."]
 
@@ -291,14 +321,21 @@ async def _apply(target: Path, patch: Patch, branch: str) -> str:
     sha = await apply_patch(target, patch, branch)
     run_ctx, scope = current_run("apply"), current_scope()
     # The flow itself moved a branch of the target, so the log says so like any workspace change.
-    run_ctx.log.emit(WorkspaceChanged, branch=scope.branch, workspace="repository", commit=sha,
-                     git_branch=branch, files=list(patch.files))
+    run_ctx.log.emit(
+        WorkspaceChanged,
+        branch=scope.branch,
+        workspace="repository",
+        commit=sha,
+        git_branch=branch,
+        files=list(patch.files),
+    )
     return sha
 
 
 async def _fix(
     task: str,
     target: str,
+    *,
     threshold: float = 0.7,
     max_coders: int = 3,
     test_command: str = "",
@@ -311,12 +348,22 @@ async def _fix(
     verdict = await _arbitrate(board, task, coders, threshold, command)
     if verdict is None:
         verdict = Verdict(choice=None, confidence=1.0, reason="no coder left a usable patch")
-        return FixResult(chosen=None, patch=None, verdict=verdict, decided_by="nobody",
-                         candidates=board.ordered())
+        return FixResult(
+            chosen=None,
+            patch=None,
+            verdict=verdict,
+            decided_by="nobody",
+            candidates=board.ordered(),
+        )
     chosen, decided_by = await _decide(verdict, threshold, board)
     patch = board.patches.get(chosen) if chosen is not None else None
-    result = FixResult(chosen=chosen if patch else None, patch=patch, verdict=verdict,
-                       decided_by=decided_by, candidates=board.ordered())
+    result = FixResult(
+        chosen=chosen if patch else None,
+        patch=patch,
+        verdict=verdict,
+        decided_by=decided_by,
+        candidates=board.ordered(),
+    )
     if patch is None:
         return result
     branch = output_branch or f"swarmflow/{current_run('fix').run_id}/result"
@@ -360,9 +407,26 @@ async def solve(
     `sinks` are extra event sinks (a live progress view); the run keeps its in-memory events
     and its `events.jsonl` either way.
     """
-    root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
-    events = [MemorySink(), RunLogSink(root), *sinks] if sinks else None
-    inputs = {"task": task, "target": str(target), "threshold": threshold,
-              "max_coders": max_coders, "test_command": test_command or default_test_command()}
-    return await run(make_flow(cards), model=model, human=human, events=events, repo=target,
-                     runs_root=root, keep_workspaces=keep, **inputs)
+    # Absolute, because git runs worktree commands in the target and would read a relative
+    # run directory against it rather than against ours.
+    root = Path(
+        await anyio.Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT).absolute()
+    )
+    events: list[EventSink] | None = [MemorySink(), RunLogSink(root), *sinks] if sinks else None
+    inputs: dict[str, Any] = {
+        "task": task,
+        "target": str(target),
+        "threshold": threshold,
+        "max_coders": max_coders,
+        "test_command": test_command or default_test_command(),
+    }
+    return await run(
+        make_flow(cards),
+        model=model,
+        human=human,
+        events=events,
+        repo=target,
+        runs_root=root,
+        keep_workspaces=keep,
+        **inputs,
+    )

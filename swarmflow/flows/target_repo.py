@@ -60,7 +60,7 @@ FILES: dict[str, str] = {
 }
 
 
-def test_command() -> str:
+def default_test_command() -> str:
     """The command that runs the target's tests with this interpreter (which has pytest)."""
     return f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
@@ -82,4 +82,3 @@ def _write_files(root: Path) -> None:
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-

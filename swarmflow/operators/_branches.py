@@ -41,17 +41,45 @@ def _starter(item: Any, operator: str) -> Maker:
         return item  # type: ignore[no-any-return]
     if not hasattr(item, "__await__"):
         raise ConfigError(f"{operator}() takes awaitables or a factory with n=, got {item!r}")
+    return _Awaiting(item)
 
-    async def wait() -> Any:
-        return await item
 
-    return wait
+class _Awaiting:
+    """A branch given as an awaitable; closed unawaited if the branch never starts."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+
+    async def __call__(self) -> Any:
+        return await self.item
+
+    def discard(self) -> None:
+        close = getattr(self.item, "close", None)
+        if close is not None:
+            close()
+
+
+def discard_unstarted(run: RunContext, makers: Sequence[Maker], paths: Sequence[str],
+                      results: list[Any]) -> list[Any]:
+    """Fill in branches cancelled before they started: record them and close their awaitables."""
+    out = []
+    for i, result in enumerate(results):
+        if result is None:
+            maker = makers[i]
+            if isinstance(maker, _Awaiting):
+                maker.discard()
+            result = Cancelled(i, paths[i], "cancelled before it started")
+            run.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
+        out.append(result)
+    return out
 
 
 def branch_ledgers(parent: Ledger, branches: Sequence[str], split: Split) -> list[Ledger]:
     """One child ledger per branch: shared pool, even shares, or explicit amounts."""
     if split == "shared":
-        return [parent.child(b) for b in branches]
+        return [parent] * len(branches)  # one pool: every branch draws on the parent directly
     if split == "even":
         share = _even_share(parent, len(branches))
         return [parent.child(b, share) for b in branches]

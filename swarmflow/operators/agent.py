@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from swarmflow.core.output import AgentOutput
 from swarmflow.runtime.calls import call_agent
-from swarmflow.runtime.context import Scope, current_run, current_scope, scoped
+from swarmflow.runtime.context import Scope, current_run, current_scope, reset_scope, set_scope
 
 
 async def agent(
@@ -36,10 +36,11 @@ async def agent(
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)
     status = "failed"
+    token = set_scope(Scope(parent.branch, parent.ledger, node))
     try:
-        with scoped(Scope(parent.branch, parent.ledger, node)):
-            result = await call_agent(name, prompt, output=output, workspace=workspace, **card_vars)
+        result = await call_agent(name, prompt, output=output, workspace=workspace, **card_vars)
         status = "ok"
         return result
     finally:
+        reset_scope(token)
         run.graph.close(node, status)

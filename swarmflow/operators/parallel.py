@@ -10,11 +10,19 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from swarmflow.core.ids import child_branch
-from swarmflow.core.outcomes import Cancelled, Ok, Outcome
-from swarmflow.operators._branches import BranchSet, Maker, Split, branch_ledgers, branch_makers
+from swarmflow.core.outcomes import Ok, Outcome
+from swarmflow.operators._branches import (
+    BranchSet,
+    Maker,
+    Split,
+    branch_ledgers,
+    branch_makers,
+    discard_unstarted,
+)
 from swarmflow.operators._node import operator_node
 from swarmflow.operators._stream import BackgroundStream
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
+from swarmflow.runtime.taskgroup import branch_group
 
 
 def _limiter(limit: int | None) -> anyio.CapacityLimiter | None:
@@ -79,7 +87,7 @@ async def _run_all(
     results: list[Outcome | None] = [None] * len(makers)
     paths = [child_branch(scope.branch, "parallel", i) for i in range(len(makers))]
     ledgers = branch_ledgers(scope.ledger, paths, split)
-    async with anyio.create_task_group() as tg:
+    async with branch_group() as tg:
         successes = 0
 
         def done(outcome: Outcome) -> None:
@@ -88,14 +96,12 @@ async def _run_all(
             if isinstance(outcome, Ok):
                 successes += 1
                 if first is not None and successes >= first:
-                    tg.cancel_scope.cancel()
+                    tg.cancel()
 
         branches = BranchSet(run, scope, "parallel", _limiter(limit), done)
         for i, make in enumerate(makers):
             tg.start_soon(branches.run_branch, i, paths[i], ledgers[i], make)
-    return [
-        r if r is not None else Cancelled(i, paths[i], "not started") for i, r in enumerate(results)
-    ]
+    return discard_unstarted(run, makers, paths, results)
 
 
 async def _run_into(
@@ -109,10 +115,20 @@ async def _run_into(
 ) -> None:
     paths = [child_branch(scope.branch, "parallel", i) for i in range(len(makers))]
     ledgers = branch_ledgers(scope.ledger, paths, split)
-    async with anyio.create_task_group() as tg:
-        branches = BranchSet(run, scope, "parallel", _limiter(limit), _sender(send))
-        for i, make in enumerate(makers):
-            tg.start_soon(branches.run_branch, i, paths[i], ledgers[i], make)
+    delivered: list[Outcome | None] = [None] * len(makers)
+    deliver = _sender(send)
+
+    def done(outcome: Outcome) -> None:
+        delivered[outcome.index] = outcome
+        deliver(outcome)
+
+    try:
+        async with branch_group() as tg:
+            branches = BranchSet(run, scope, "parallel", _limiter(limit), done)
+            for i, make in enumerate(makers):
+                tg.start_soon(branches.run_branch, i, paths[i], ledgers[i], make)
+    finally:
+        discard_unstarted(run, makers, paths, delivered)
 
 
 def _sender(send: MemoryObjectSendStream[Outcome]) -> Callable[[Outcome], None]:

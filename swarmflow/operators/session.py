@@ -27,14 +27,16 @@ class SessionHandle:
         self._node = self._run.graph.open("agent_session", parent.branch, parent.node, name)
         self._scope = Scope(parent.branch, parent.ledger, self._node)
         self._session: AgentSession | None = None
-        self._opening = anyio.Lock()
-        self._turns = anyio.Lock()
+        self._opening = anyio.Lock(fast_acquire=True)
+        self._turns = anyio.Lock(fast_acquire=True)
 
     @property
     def session(self) -> AgentSession | None:
         return self._session
 
     async def _open(self) -> AgentSession:
+        if self._session is not None:
+            return self._session
         async with self._opening:
             if self._session is None:
                 self._run.log.emit(
@@ -57,7 +59,7 @@ class SessionHandle:
         )
         session = await self._open()
         async with self._turns:
-            await session.turn(text)
+            await session.run_turn(text)  # this handle's lock already serialises its turns
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:

@@ -131,7 +131,7 @@ async def call_agent(
 
 async def _converse(session: AgentSession, text: str, output: type[BaseModel] | None) -> Any:
     if output is None:
-        await session.turn(text)
+        await session.run_turn(text)  # a fresh session has no other caller to serialise
         return None
     return await ask_structured(session, text, output)
 

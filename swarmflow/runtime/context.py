@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.fingerprint import FingerprintIndex
-from swarmflow.core.messages import Model
+from swarmflow.core.messages import Model, ToolSpec
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.runtime.eventlog import EventLog
@@ -64,6 +64,8 @@ class RunContext:
     human_answers: dict[str, Any] = field(default_factory=dict)
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
     goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    tool_specs: dict[str, tuple[list[ToolSpec], int]] = field(default_factory=dict)
+    """Each agent's tool schemas and their token estimate, computed once per run."""
     context_tokens: int | None = None
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""
@@ -113,6 +115,15 @@ def current_scope() -> Scope:
         run = current_run()
         return Scope("", run.ledger)
     return scope
+
+
+def set_scope(scope: Scope) -> Token[Scope | None]:
+    """Enter `scope`; pass the token to `reset_scope` (cheaper than the context manager)."""
+    return _current_scope.set(scope)
+
+
+def reset_scope(token: Token[Scope | None]) -> None:
+    _current_scope.reset(token)
 
 
 def enter_scope(scope: Scope) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+from pydantic_core import to_json
 
 from swarmflow.core.events import EventBase
 from swarmflow.runtime.ports import EventSink
@@ -19,6 +22,71 @@ Predicate = Callable[[EventBase], bool]
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET = 8
 REDACTED = "[redacted]"
+VALIDATE_ENV = "SWARMFLOW_VALIDATE_EVENTS"
+_ALL = "*"
+
+
+@dataclass(slots=True)
+class AgentUsage:
+    """One agent's spend in a run."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    type: str
+    envelope: dict[str, Any]
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type[EventBase]) -> _Shape:
+    """The type tag and the default fields of an event class, computed once per class."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = cls.model_fields
+        envelope = {"agent": None, "session": None, "branch": "", "type": fields["type"].default}
+        for name, info in fields.items():
+            if name not in envelope and name not in _STAMPED and not info.is_required():
+                envelope[name] = info.get_default(call_default_factory=True)
+        shape = _SHAPES[cls] = _Shape(envelope["type"], envelope)
+    return shape
+
+
+_STAMPED = frozenset({"run_id", "seq", "ts", "t"})
+
+
+def _wanted_types(sinks: list[EventSink]) -> frozenset[str]:
+    """Event types that some sink wants as objects; `*` stands for all."""
+    wanted: set[str] = set()
+    for sink in sinks:
+        if not getattr(sink, "wants_objects", True):
+            continue
+        types = getattr(sink, "event_types", None)
+        wanted.update(types if types is not None else {_ALL})
+    if _ALL in wanted:
+        return frozenset(_everything())
+    return frozenset(wanted)
+
+
+def _everything() -> set[str]:
+    from swarmflow.core import events
+
+    return {
+        cls.model_fields["type"].default
+        for cls in vars(events).values()
+        if isinstance(cls, type) and issubclass(cls, EventBase) and "type" in cls.model_fields
+    }
 
 
 def environment_secrets(extra: Iterable[str] = ()) -> list[str]:
@@ -46,6 +114,11 @@ class EventLog:
         self._seq = 0
         self._waiters: list[tuple[Predicate, anyio.Event, list[EventBase]]] = []
         self._history: list[EventBase] | None = None
+        self._wall0 = time.time()
+        self.usage: dict[str, AgentUsage] = {}
+        """Model calls and spend per agent, added up as `model_called` events are recorded."""
+        self._validate = os.environ.get(VALIDATE_ENV) == "1"
+        self._wanted = _wanted_types(self.sinks)
         words = [re.escape(s) for s in secrets]
         self._secret_re = re.compile("|".join(words)) if words else None
 
@@ -58,22 +131,46 @@ class EventLog:
         if self._history is None:
             self._history = []
 
-    def emit(self, cls: type[E], **fields: Any) -> E:
-        """Build, scrub, number and record one event."""
-        now = self._clock()
-        event = cls(run_id=self.run_id, seq=self._seq, ts=time.time(), t=now - self._t0, **fields)
+    def emit(self, cls: type[E], **fields: Any) -> E | None:
+        """Number, serialise, scrub and record one event.
+
+        The JSON line is built straight from the fields; the pydantic model is built only for
+        sinks that want objects (memory, usage tally, waiters), or always when
+        `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
+        """
+        shape = _shape(cls)
+        t = self._clock() - self._t0
+        data = {"run_id": self.run_id, "seq": self._seq, "ts": self._wall0 + t, "t": t}
+        data.update(shape.envelope)
+        data.update(fields)
         self._seq += 1
-        line = event.model_dump_json()
+        if shape.type == "model_called":
+            self._tally(data)
+        line = to_json(data, fallback=str).decode()
         if self._secret_re is not None and self._secret_re.search(line):
             line = self._secret_re.sub(REDACTED, line)
-            event = cls.model_validate_json(line)
+            data = json.loads(line)
+        event: E | None = None
+        if self._validate or shape.type in self._wanted or self._history is not None or self._waiters:
+            event = cls.model_validate(data)
         for sink in self.sinks:
-            sink.write(event, line)
-        if self._history is not None:
-            self._history.append(event)
-        if self._waiters:
-            self._wake(event)
+            sink.write(event, line)  # type: ignore[arg-type]
+        if event is not None:
+            if self._history is not None:
+                self._history.append(event)
+            if self._waiters:
+                self._wake(event)
         return event
+
+    def _tally(self, data: dict[str, Any]) -> None:
+        usage = self.usage.get(data["agent"] or "?")
+        if usage is None:
+            usage = self.usage[data["agent"] or "?"] = AgentUsage()
+        usage.calls += 1
+        usage.tokens_in += data["tokens_in"]
+        usage.tokens_out += data["tokens_out"]
+        usage.tokens_cached += data["tokens_cached"]
+        usage.cost += data["cost"]
 
     def _wake(self, event: EventBase) -> None:
         keep = []

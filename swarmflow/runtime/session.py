@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from swarmflow.core.budget import Charge, Ledger, Reservation, reserve
+from swarmflow.core.budget import Charge, Ledger, Reservation, all_ledgers, reserve_on
 from swarmflow.core.errors import BudgetExhausted, SwarmflowError
 from swarmflow.core.events import (
     AgentFinished,
@@ -76,6 +76,7 @@ class AgentSession:
         self.scope = scope
         self.workspace = workspace
         self.model = run.model_for(agent)
+        self._envelope = (agent.name, self.id, scope.branch)
         self.state = S.IDLE
         self.reason: EndReason | None = None
         self.detail = ""
@@ -88,9 +89,15 @@ class AgentSession:
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self._history_tokens = 0
-        self._lock = anyio.Lock()
-        self._heads = self._ledger_heads()
+        self._lock: anyio.Lock | None = None  # made on first `turn`; one-shot calls skip it
+        self._goals = run.goals.get(agent.name, ())
+        self._rails = bool(run.rails)
+        self._price = run.prices.price(getattr(self.model, "name", None))
+        self._ledgers = all_ledgers(self._ledger_heads())
         self._tools = ToolRunner(self, tool_specs)
+        self._model_name = getattr(self.model, "name", None)
+        system_tokens = estimate_tokens(system) + 4 if system else 0
+        self._fixed_tokens = system_tokens + self._tools.spec_tokens
         self._emit(SessionStarted, model=getattr(self.model, "name", None), tools=list(agent.tools))
         run.sessions.add(self)
 
@@ -108,9 +115,8 @@ class AgentSession:
         self._emit(cls, **fields)
 
     def _emit(self, cls: Any, **fields: Any) -> None:
-        self.run.log.emit(
-            cls, agent=self.agent.name, session=self.id, branch=self.scope.branch, **fields
-        )
+        fields["agent"], fields["session"], fields["branch"] = self._envelope
+        self.run.log.emit(cls, **fields)
 
     def _to(self, target: SessionState) -> None:
         check_transition(self.state, target)
@@ -133,8 +139,14 @@ class AgentSession:
 
     async def turn(self, content: str) -> str:
         """Run one turn on a user message; concurrent turns on one session are serialised."""
+        if self._lock is None:
+            self._lock = anyio.Lock(fast_acquire=True)
         async with self._lock:
             return await self._turn(content)
+
+    async def run_turn(self, content: str) -> str:
+        """Run one turn without taking the turn lock (for a caller that owns the session)."""
+        return await self._turn(content)
 
     async def _turn(self, content: str) -> str:
         if self.state.is_end:
@@ -143,7 +155,8 @@ class AgentSession:
         self._append(Message("user", content))
         token = current_session.set(self)
         try:
-            await self._rail(Hook.TURN_START, content)
+            if self._rails:
+                await self._rail(Hook.TURN_START, content)
             await self._outer_loop()
         except anyio.get_cancelled_exc_class():
             self._end(self._cancel_reason(), "cancelled from outside the session")
@@ -152,7 +165,8 @@ class AgentSession:
             await self._fault(exc)
         finally:
             current_session.reset(token)
-        await self._rail(Hook.TURN_END, self.last_text)
+        if self._rails:
+            await self._rail(Hook.TURN_END, self.last_text)
         self._emit(
             AgentFinished,
             produced_content=bool(self.last_text.strip()),
@@ -196,7 +210,7 @@ class AgentSession:
             self._append(Message("user", f"The goal is not met yet: {note}\nContinue."))
 
     def agent_goals(self) -> tuple[Any, ...]:
-        return tuple(self.run.goals.get(self.agent.name, ()))
+        return self._goals
 
     async def _judge(self, finish: Finish, rounds: int) -> tuple[Decision, str]:
         view = GoalView(self.agent.name, self.id, finish.text, tuple(self.history), rounds)
@@ -247,8 +261,9 @@ class AgentSession:
             messages=messages,
             tools=self._tools.specs,
             agent=self.agent.name,
-            model=getattr(self.model, "name", None),
+            model=self._model_name,
             max_tokens=self.agent.max_output_tokens,
+            estimated_prompt_tokens=self._prompt_estimate(),
         )
 
     def _compact(self, budget: int) -> None:
@@ -264,16 +279,19 @@ class AgentSession:
             ContextCompacted, level=level, messages_before=before, messages_after=len(history)
         )
 
+    def _prompt_estimate(self) -> int:
+        """Kept incrementally: re-estimating the whole history each step would be O(n^2)."""
+        return self._history_tokens + self._fixed_tokens
+
     def _estimate(self, request: ModelRequest) -> tuple[int, float]:
-        prompt = self._history_tokens + (estimate_tokens(self.system) + 4 if self.system else 0)
-        prompt += self._tools.spec_tokens
+        prompt = request.estimated_prompt_tokens
         usage = Usage(input=prompt, output=request.max_tokens)
-        return prompt + request.max_tokens, self.run.prices.cost(request.model, usage)
+        return prompt + request.max_tokens, self._price.cost(usage)
 
     def _reserve(self, request: ModelRequest) -> Reservation | None:
         tokens, cost = self._estimate(request)
         try:
-            return reserve(self._heads, Charge(tokens, cost, 1))
+            return reserve_on(self._ledgers, Charge(tokens, cost, 1))
         except BudgetExhausted as exc:
             self.error = exc
             self._end(EndReason(exc.reason), exc.message)
@@ -282,12 +300,13 @@ class AgentSession:
     async def _call_model(
         self, request: ModelRequest, reservation: Reservation
     ) -> ModelResponse | None:
-        try:
-            request = await self._rail(Hook.BEFORE_MODEL_CALL, request)
-        except _Vetoed as veto:
-            reservation.release()
-            self._end(EndReason.ERROR, veto.message)
-            return None
+        if self._rails:
+            try:
+                request = await self._rail(Hook.BEFORE_MODEL_CALL, request)
+            except _Vetoed as veto:
+                reservation.release()
+                self._end(EndReason.ERROR, veto.message)
+                return None
         started = time.perf_counter()
         try:
             response = await self.model.complete(request)
@@ -295,7 +314,8 @@ class AgentSession:
             reservation.release()
             raise
         latency = time.perf_counter() - started
-        response = await self._rail(Hook.AFTER_MODEL_CALL, response)
+        if self._rails:
+            response = await self._rail(Hook.AFTER_MODEL_CALL, response)
         return self._settle(request, response, reservation, latency)
 
     def _settle(
@@ -307,7 +327,11 @@ class AgentSession:
     ) -> ModelResponse | None:
         usage = response.usage
         # Price by the configured name (what price overrides use); servers report variants.
-        cost = self.run.prices.cost(request.model or response.model, usage)
+        cost = (
+            self._price.cost(usage)
+            if request.model
+            else self.run.prices.cost(response.model, usage)
+        )
         over = reservation.settle(Charge(usage.total, cost, 1))
         self.steps += 1
         self.usage = self.usage + usage

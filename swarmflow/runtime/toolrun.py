@@ -37,11 +37,11 @@ class ToolRunner:
     def __init__(self, session: AgentSession, specs: list[ToolSpec] | None) -> None:
         self.session = session
         self.allowed = frozenset(session.agent.tools)
-        self.specs = specs if specs is not None else self._specs()
-        self.spec_tokens = sum(
-            8 + estimate_tokens(s.description) + estimate_tokens(json.dumps(s.parameters))
-            for s in self.specs
-        )
+        cached = session.run.tool_specs.get(session.agent.name)
+        if specs is None and cached is None:
+            specs = self._specs()
+            cached = session.run.tool_specs[session.agent.name] = (specs, _spec_tokens(specs))
+        self.specs, self.spec_tokens = (specs, _spec_tokens(specs)) if specs else cached  # type: ignore[misc]
         self._repeats: list[tuple[str, str, str]] = []
 
     def _specs(self) -> list[ToolSpec]:
@@ -150,6 +150,13 @@ class ToolRunner:
             duration=duration,
         )
         return result
+
+
+def _spec_tokens(specs: list[ToolSpec]) -> int:
+    return sum(
+        8 + estimate_tokens(s.description) + estimate_tokens(json.dumps(s.parameters))
+        for s in specs
+    )
 
 
 def _parse(tool: Tool, call: ToolCall) -> BaseModel:

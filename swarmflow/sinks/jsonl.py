@@ -6,34 +6,29 @@ a file whose every line is a complete event.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
 import structlog
 
 from swarmflow.core.events import EventBase, parse_event
 
 
-def _render(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> bytes:
-    # The line is already serialised (and scrubbed) by the event log; structlog only writes it.
-    line: str = event_dict["event"]
-    return line.encode()
-
-
 class JsonlSink:
     """Appends events to a JSONL file."""
+
+    wants_objects = False  # it writes the serialised line only
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("ab")
-        self._logger = structlog.wrap_logger(
-            structlog.BytesLogger(self._fh), processors=[_render], cache_logger_on_first_use=True
-        )
+        # Unbuffered: each event is one write(2), so nothing sits in a user-space buffer.
+        self._fh = self.path.open("ab", buffering=0)
+        # The event log has already serialised and scrubbed the line, so structlog's processor
+        # chain has nothing left to do: its BytesLogger writes and flushes each line directly.
+        self._logger = structlog.BytesLogger(self._fh)
 
     def write(self, event: EventBase, line: str) -> None:
-        self._logger.msg(line)
+        self._logger.msg(line.encode())
 
     def close(self) -> None:
         if not self._fh.closed:

@@ -67,8 +67,10 @@ async def test_first_k_cancels_the_rest_and_records_them() -> None:
     result = await run_one([Agent("w")], body, FunctionModel(policy))
     assert [type(o) for o in result.output] == [Cancelled, Ok, Cancelled]
     ended = of_type(result, "session_ended")
-    assert sorted(e.reason for e in ended) == ["cancelled", "cancelled", "completed"]
-    assert all(e.state in ("stopped", "done") for e in ended)
+    assert sorted(e.reason for e in ended)[-1] == "completed"
+    assert all(e.reason == "cancelled" for e in ended[:-1] if e.state == "stopped")
+    branches = {e.branch: e.outcome for e in of_type(result, "branch_finished")}
+    assert branches == {"parallel[0]": "cancelled", "parallel[1]": "ok", "parallel[2]": "cancelled"}
 
 
 async def test_failing_branch_never_cancels_siblings() -> None:

@@ -1,0 +1,214 @@
+"""`swarmflow demo` (the flagship flow, end to end) and `swarmflow report RUN_DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from swarmflow.core.errors import ConfigError, SwarmflowError
+from swarmflow.core.messages import Model
+from swarmflow.flows.demo import BANNER, demo_model
+from swarmflow.flows.parallel_coder_arbiter import solve
+from swarmflow.flows.progress import ProgressSink
+from swarmflow.flows.report import render_report, report_from_dir
+from swarmflow.flows.target_repo import DEMO_TASK, create_target
+from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult
+from swarmflow.runtime.human import ConsoleHuman, ScriptedHuman
+from swarmflow.runtime.ports import HumanChannel
+from swarmflow.workspaces.git import git_succeeds
+
+USAGE_ERROR = 2
+
+
+def register(subparsers: Any) -> None:
+    """Add the `demo` and `report` commands."""
+    _register_demo(subparsers)
+    report = subparsers.add_parser(
+        "report",
+        help="print a run's summary from its event log",
+        description="Print the closing summary of a run, read from RUN_DIR/events.jsonl alone.",
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, e.g. runs/<run id>")
+    report.set_defaults(handler=report_command)
+
+
+def _register_demo(subparsers: Any) -> None:
+    """Add `demo` and its options."""
+    demo = subparsers.add_parser(
+        "demo",
+        help="run the parallel-coders-plus-arbiter flow end to end",
+        description="Parallel coders in git worktrees, reviewers that run the tests, an arbiter "
+        "and a human fallback. Without --model a scripted demo policy plays the model, offline.",
+    )
+    add = demo.add_argument
+    add(
+        "--model",
+        metavar="NAME",
+        help="a real model on the OpenAI-compatible endpoint in OPENAI_BASE_URL/OPENAI_API_KEY",
+    )
+    add("--repo", type=Path, metavar="PATH", help="a git repository to work on (needs --model)")
+    add("--task", metavar="TEXT", help="what the coders should do (needs --model)")
+    add(
+        "--test-command",
+        default="",
+        metavar="CMD",
+        help="how reviewers run the tests (default: this Python's `-m pytest -q`)",
+    )
+    add("--coders", type=int, default=3, metavar="N", help="at most N coders (default 3)")
+    add(
+        "--threshold",
+        type=float,
+        default=0.7,
+        help="below this arbiter confidence a human decides (default 0.7)",
+    )
+    add(
+        "--human",
+        choices=("console", "auto"),
+        default=None,
+        help="console: ask on the terminal; auto: approve the arbiter's pick (default: console "
+        "when stdin is a terminal, else auto)",
+    )
+    add("--keep", action="store_true", help="keep the coders' worktrees after the run")
+    add(
+        "--runs-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"where run directories go (default ${RUNS_ENV} or ./{DEFAULT_RUNS_ROOT})",
+    )
+    demo.set_defaults(handler=demo_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Print the summary of RUN_DIR from its event log."""
+    _tolerant_output()
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "events.jsonl").is_file():
+        print(f"swarmflow report: no events.jsonl in {run_dir}", file=sys.stderr)
+        return 1
+    print(report_from_dir(run_dir), end="")
+    return 0
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """Run the flagship flow and print its summary; 0 when the run finished ok."""
+    _tolerant_output()
+    problem = _usage_problem(args)
+    if problem:
+        print(f"swarmflow demo: {problem}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        result: RunResult = anyio.run(_demo, args)
+    except KeyboardInterrupt:
+        print("\nswarmflow demo: interrupted", file=sys.stderr)
+        return 130
+    except SwarmflowError as exc:
+        print(f"swarmflow demo: {exc}", file=sys.stderr)
+        return 1
+    print(render_report(result.events, result.run_dir), end="")
+    if args.keep:
+        print(f"worktrees kept in {result.run_dir / 'worktrees'}")
+    if result.error is not None:
+        print(f"swarmflow demo: the run failed: {result.error}", file=sys.stderr)
+    return 0 if result.status == "ok" else 1
+
+
+def _usage_problem(args: argparse.Namespace) -> str:
+    """Why these options cannot work together, or ''."""
+    if args.model is None and (args.repo is not None or args.task is not None):
+        return (
+            "--repo and --task need --model: the scripted demo policy only knows how to "
+            "fix the built-in demo repository"
+        )
+    if args.model and not (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
+        return "--model needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY if it wants one)"
+    if args.coders < 1:
+        return "--coders must be at least 1"
+    if not 0.0 <= args.threshold <= 1.0:
+        return "--threshold must be between 0 and 1"
+    return ""
+
+
+async def _demo(args: argparse.Namespace) -> RunResult:
+    """Prepare the target, model and human channel, then run the flow."""
+    runs_dir = args.runs_dir or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT
+    runs_root = Path(await anyio.Path(runs_dir).absolute())
+    target = await _target(args.repo, runs_root)
+    human = _human(args.human)
+    _say(BANNER if args.model is None else f"model: {args.model} at {_endpoint()}")
+    _say(f"target: {target}{'' if args.repo else ' (a fresh demo repository)'}")
+    note = " (approves the arbiter's pick)" if human.name == "auto" else ""
+    _say(f"human: {human.name}{note}")
+    if args.model is None:
+        return await _solve(args, target, runs_root, human, demo_model())
+    from swarmflow.models import OpenAIModel
+
+    # Our own client, so its connections are closed when the run is over.
+    async with OpenAIModel(args.model) as model:
+        return await _solve(args, target, runs_root, human, model)
+
+
+async def _solve(
+    args: argparse.Namespace, target: Path, runs_root: Path, human: HumanChannel, model: Model
+) -> RunResult:
+    """Run the flow with live progress on standard error."""
+    return await solve(
+        target,
+        args.task or DEMO_TASK,
+        model=model,
+        human=human,
+        sinks=[ProgressSink()],
+        runs_root=runs_root,
+        keep=args.keep,
+        threshold=args.threshold,
+        max_coders=args.coders,
+        test_command=args.test_command,
+    )
+
+
+async def _target(repo: Path | None, runs_root: Path) -> Path:
+    """The given repository (checked), or a fresh demo repository under the runs folder."""
+    if repo is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        return await create_target(runs_root / "targets" / f"calc-{stamp}-{os.getpid()}")
+    path = Path(await anyio.Path(repo).resolve())
+    has_commit = await anyio.Path(path).is_dir() and await git_succeeds(
+        path, "rev-parse", "--verify", "HEAD^{commit}"
+    )
+    if not has_commit:
+        raise ConfigError(f"--repo {repo}: not a git repository with at least one commit")
+    return path
+
+
+def _human(kind: str | None) -> HumanChannel:
+    """The human channel: the terminal, or a scripted approval so CI never blocks."""
+    if kind is None:
+        kind = "console" if sys.stdin.isatty() else "auto"
+    if kind == "console":
+        return ConsoleHuman()
+    channel = ScriptedHuman(lambda question, payload: "y", who="auto-approve")
+    channel.name = "auto"
+    return channel
+
+
+def _endpoint() -> str:
+    """The model endpoint, as the OpenAI-compatible adapter will find it."""
+    return os.environ.get("OPENAI_BASE_URL") or "the default OpenAI endpoint"
+
+
+def _say(text: str) -> None:
+    """A line of the run's preamble, flushed so it precedes the progress on stderr."""
+    print(text, flush=True)
+
+
+def _tolerant_output() -> None:
+    """Never crash on a terminal that cannot show the summary's few non-ASCII symbols."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")

@@ -1,0 +1,357 @@
+"""From lark's parse tree to the pydantic syntax tree in ast.py.
+
+Problems found while building (an unknown unit, a broken string template) are collected as
+diagnostics instead of stopping, so that one run reports them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from lark import Token, Transformer, Tree
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.diagnostics import Diagnostic
+from swarmflow.dsl.templates import split_template
+from swarmflow.dsl.units import UnitError, parse_quantity
+
+# Binding strength of binary operators; higher binds tighter. `not` sits between 2 and 3.
+_PRECEDENCE = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+               "+": 4, "-": 4, "*": 5, "/": 5, "//": 5, "%": 5}
+_NOT_PRECEDENCE = 3
+_COMPARISON = 3
+
+HoleParser = Callable[[str, int, int], Any]
+
+
+def _at(first: Any, last: Any | None = None) -> dict[str, int]:
+    """Position fields spanning from `first` to `last` (tokens or nodes)."""
+    last = first if last is None else last
+    return {
+        "line": first.line, "column": first.column,
+        "end_line": last.end_line or last.line, "end_column": last.end_column or last.column,
+    }
+
+
+class _Args:
+    """The inside of a call's parentheses, before it is spread into a node."""
+
+    __slots__ = ("args", "keywords")
+
+    def __init__(self, args: list[Any], keywords: list[ast.Keyword]) -> None:
+        self.args = args
+        self.keywords = keywords
+
+
+_NO_ARGS = _Args([], [])
+
+
+@dataclass
+class BuildState:
+    """What one parse collects while lark calls the builder."""
+
+    filename: str
+    parse_hole: HoleParser
+    problems: list[Diagnostic] = field(default_factory=list)
+    bare_not: set[int] = field(default_factory=set)
+
+    def problem(self, message: str, where: Any, code: str = "syntax") -> None:
+        self.problems.append(Diagnostic(
+            severity="error", code=code, message=message, line=where.line,
+            column=where.column, end_line=where.end_line or where.line,
+            end_column=where.end_column or where.column + 1, file=self.filename,
+        ))
+
+
+build_state: ContextVar[BuildState] = ContextVar("swarm_build_state")
+
+
+class AstBuilder(Transformer[Token, Any]):
+    """Rule callbacks, one per grammar rule; each builds one node.
+
+    lark calls them while it parses (no parse tree is built), so the state of the parse in
+    progress lives in `build_state`.
+    """
+
+    # -- declarations ------------------------------------------------------------------
+
+    def start(self, items: list[Any]) -> ast.Module:
+        groups: dict[str, list[Any]] = {
+            "flows": [], "uses": [], "budget": [], "agents": [], "edges": [], "steps": []
+        }
+        for key, value in items:
+            groups[key].extend(value if isinstance(value, list) else [value])
+        return ast.Module(line=1, column=1, end_line=1, end_column=1, **groups)
+
+    def flow_decl(self, c: list[Any]) -> tuple[str, ast.FlowDecl]:
+        params = [p for p in c if isinstance(p, ast.Param)]
+        returns = c[-1] if isinstance(c[-1], ast.TypeRef) else None
+        name = self._name(c[1])
+        return "flows", ast.FlowDecl(name=name, params=params, returns=returns,
+                                     **_at(c[0], returns or name))
+
+    def param(self, c: list[Any]) -> ast.Param:
+        name, type_ref, default = self._name(c[0]), c[1], c[2]
+        return ast.Param(name=name, type=type_ref, default=default,
+                         **_at(c[0], default or type_ref))
+
+    def type_ref(self, c: list[Any]) -> ast.TypeRef:
+        args = [a for a in c[1:] if isinstance(a, ast.TypeRef)]
+        return ast.TypeRef(name=str(c[0]), args=args, **_at(c[0], args[-1] if args else c[0]))
+
+    def use_decl(self, c: list[Any]) -> tuple[str, ast.UseDecl]:
+        names = [n for n in c if isinstance(n, ast.UseName)]
+        module: ast.Name = c[-1]
+        return "uses", ast.UseDecl(names=names, module=module.id, **_at(c[0], module))
+
+    def use_name(self, c: list[Any]) -> ast.UseName:
+        alias = self._name(c[2]) if c[2] is not None else None
+        name = self._name(c[0])
+        return ast.UseName(name=name, alias=alias, **_at(name, alias or name))
+
+    def dotted(self, c: list[Token]) -> ast.Name:
+        return ast.Name(id=".".join(c), **_at(c[0], c[-1]))
+
+    def budget_decl(self, c: list[Any]) -> tuple[str, list[ast.BudgetItem]]:
+        return "budget", [i for i in c[1:] if isinstance(i, ast.BudgetItem)]
+
+    def budget_item(self, c: list[Token]) -> ast.BudgetItem:
+        return ast.BudgetItem(key=self._name(c[0]), value=self._number(c[1]), **_at(c[0], c[1]))
+
+    def agent_decl(self, c: list[Any]) -> tuple[str, ast.AgentDecl]:
+        fields = [f for f in c[2:] if isinstance(f, ast.AgentField)]
+        name = self._name(c[1])
+        return "agents", ast.AgentDecl(name=name, fields=fields, **_at(c[0], name))
+
+    def agent_field(self, c: list[Any]) -> ast.AgentField:
+        key, raw = self._name(c[0]), c[1]
+        value = raw if isinstance(raw, ast.NameList) else self._field_value(raw)
+        return ast.AgentField(key=key, value=value, **_at(key, value))
+
+    def _field_value(self, token: Token) -> Any:
+        if token.type in ("STRING", "LONG_STRING"):
+            return self._string(token)
+        if token.type in ("NUMBER", "COST"):
+            return self._number(token)
+        return self._name(token)
+
+    def name_list(self, c: list[Any]) -> ast.NameList:
+        items = [self._name(t) for t in c[1:] if t is not None]
+        return ast.NameList(items=items, **_at(c[0], items[-1] if items else c[0]))
+
+    def edges_decl(self, c: list[Any]) -> tuple[str, list[ast.EdgeChain]]:
+        return "edges", [x for x in c[1:] if isinstance(x, ast.EdgeChain)]
+
+    def chain(self, c: list[Token]) -> ast.EdgeChain:
+        return ast.EdgeChain(names=[self._name(t) for t in c], **_at(c[0], c[-1]))
+
+    def steps_decl(self, c: list[Any]) -> tuple[str, ast.Block]:
+        return "steps", c[1]
+
+    # -- statements --------------------------------------------------------------------
+
+    def block(self, c: list[Any]) -> ast.Block:
+        stmts = c[1:-1]
+        return ast.Block(stmts=stmts, **_at(c[0], c[-1]))
+
+    def assign(self, c: list[Any]) -> ast.Assign:
+        return ast.Assign(target=self._name(c[0]), value=c[1], **_at(c[0], c[1]))
+
+    def expr_stmt(self, c: list[Any]) -> ast.ExprStmt:
+        return ast.ExprStmt(value=c[0], **_at(c[0]))
+
+    def return_stmt(self, c: list[Any]) -> ast.Return:
+        return ast.Return(value=c[1], **_at(c[0], c[1] or c[0]))
+
+    def if_stmt(self, c: list[Any]) -> ast.If:
+        orelse = c[4]
+        if isinstance(orelse, ast.If):
+            orelse = ast.Block(stmts=[orelse], **_at(orelse))
+        return ast.If(cond=c[1], then=c[2], orelse=orelse, **_at(c[0], orelse or c[2]))
+
+    def session_stmt(self, c: list[Any]) -> ast.Session:
+        args = c[2] or _NO_ARGS
+        return ast.Session(agent=self._name(c[1]), args=args.args, keywords=args.keywords,
+                           body=c[3], **_at(c[0], c[3]))
+
+    # -- expressions -------------------------------------------------------------------
+
+    def binary(self, c: list[Any]) -> Any:
+        return self._climb(self._flatten(c), 0)[0]
+
+    def ask(self, c: list[Any]) -> ast.Ask:
+        while c[-1] is None:
+            c = c[:-1]
+        output = None
+        if isinstance(c[-2], Token) and c[-2].type == "AS":
+            output, c = self._name(c[-1]), c[:-2]
+        prompt = self._climb(self._flatten(c[1:]), 0)[0]
+        return ast.Ask(prompt=prompt, output=output, **_at(c[0], output or prompt))
+
+    def send(self, c: list[Any]) -> ast.Send:
+        value = self._climb(self._flatten(c[2:]), 0)[0]
+        return ast.Send(value=value, each=c[1] is not None, **_at(c[0], value))
+
+    def not_op(self, c: list[Any]) -> ast.Unary:
+        node = ast.Unary(op="not", operand=c[1], **_at(c[0], c[1]))
+        build_state.get().bare_not.add(id(node))
+        return node
+
+    def neg(self, c: list[Any]) -> Any:
+        operand = c[1]
+        if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
+            return operand.model_copy(update={"value": -operand.value, "column": c[0].column,
+                                              "text": "-" + operand.text})
+        return ast.Unary(op="-", operand=operand, **_at(c[0], operand))
+
+    def name(self, c: list[Token]) -> ast.Name:
+        return self._name(c[0])
+
+    def number(self, c: list[Token]) -> ast.Number:
+        return self._number(c[0])
+
+    cost = number
+
+    def string(self, c: list[Token]) -> ast.Str:
+        return self._string(c[0])
+
+    long_string = string
+
+    def true(self, c: list[Token]) -> ast.Const:
+        return ast.Const(value=True, **_at(c[0]))
+
+    def false(self, c: list[Token]) -> ast.Const:
+        return ast.Const(value=False, **_at(c[0]))
+
+    def none(self, c: list[Token]) -> ast.Const:
+        return ast.Const(value=None, **_at(c[0]))
+
+    def group(self, c: list[Any]) -> Any:
+        build_state.get().bare_not.discard(id(c[1]))  # `(not a) == b` keeps its parentheses
+        return c[1]
+
+    def list_(self, c: list[Any]) -> ast.ListExpr:
+        items = [x for x in c[1:] if x is not None]
+        return ast.ListExpr(items=items, **_at(c[0], items[-1] if items else c[0]))
+
+    def attribute(self, c: list[Any]) -> ast.Attribute:
+        return ast.Attribute(value=c[0], attr=str(c[1]), **_at(c[0], c[1]))
+
+    def index(self, c: list[Any]) -> ast.Index:
+        return ast.Index(value=c[0], index=c[2], **_at(c[0], c[2]))
+
+    def call(self, c: list[Any]) -> ast.Call:
+        args: _Args = c[1] or _NO_ARGS
+        lambdas = [x for x in c[3:] if isinstance(x, ast.Lambda)]
+        return ast.Call(func=self._name(c[0]), args=args.args, keywords=args.keywords,
+                        lambdas=lambdas, **_at(c[0], lambdas[-1] if lambdas else c[2]))
+
+    def parallel(self, c: list[Any]) -> ast.Parallel:
+        args: _Args = c[1] or _NO_ARGS
+        body = c[-1]
+        if isinstance(body, ast.Block):
+            body = ast.Lambda(params=[], body=body, **_at(body))
+        return ast.Parallel(args=args.args, keywords=args.keywords, body=body,
+                            **_at(c[0], body))
+
+    def budget_call(self, c: list[Any]) -> ast.BudgetCall:
+        args: _Args = c[1] or _NO_ARGS
+        return ast.BudgetCall(args=args.args, keywords=args.keywords, **_at(c[0], c[2]))
+
+    def lambda_(self, c: list[Any]) -> ast.Lambda:
+        params = [self._name(t) for t in c[1:-1] if isinstance(t, Token)]
+        return ast.Lambda(params=params, body=c[-1], **_at(c[0], c[-1]))
+
+    def arguments(self, c: list[Any]) -> _Args:
+        args = [x for x in c if x is not None and not isinstance(x, ast.Keyword)]
+        return _Args(args, [x for x in c if isinstance(x, ast.Keyword)])
+
+    def keyword(self, c: list[Any]) -> ast.Keyword:
+        return ast.Keyword(name=str(c[0]), value=c[1], **_at(c[0], c[1]))
+
+    def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
+        return Tree(data, children, meta)  # helper rules that lark inlines itself
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _name(self, token: Token) -> ast.Name:
+        return ast.Name(id=str(token), **_at(token))
+
+    def _number(self, token: Token) -> ast.Number:
+        try:
+            value, dimension, unit = parse_quantity(str(token))
+        except UnitError as exc:
+            build_state.get().problem(str(exc), token, "unit")
+            value, dimension, unit = 0.0, "count", ""
+        return ast.Number(value=value, text=str(token), dimension=dimension, unit=unit,
+                          **_at(token))
+
+    def _string(self, token: Token) -> ast.Str:
+        texts, holes, problems = split_template(token)
+        for message, line, column in problems:
+            build_state.get().problem(message, _Spot(line, column))
+        parse_hole = build_state.get().parse_hole
+        values = [parse_hole(text, line, column) for text, line, column in holes]
+        values = [v for v in values if v is not None]
+        if len(values) != len(texts) - 1:  # a hole failed to parse: keep the text only
+            texts, values = ["".join(texts)], []
+        return ast.Str(texts=texts, values=values, **_at(token))
+
+    def _flatten(self, items: list[Any]) -> list[Any]:
+        """Operands and operators in order; a bare `not x` becomes a `not` marker and `x`."""
+        out: list[Any] = []
+        bare_not = build_state.get().bare_not
+        for item in items:
+            while isinstance(item, ast.Unary) and id(item) in bare_not:
+                out.append(_NotMark(item))
+                item = item.operand
+            out.append(item)
+        return out
+
+    def _climb(self, items: list[Any], pos: int, min_prec: int = 1) -> tuple[Any, int]:
+        """Precedence climbing over `operand op operand ...`; returns (node, next position)."""
+        left, pos = self._prefix(items, pos)
+        while pos < len(items) and isinstance(items[pos], Token):
+            op = str(items[pos])
+            prec = _PRECEDENCE[op]
+            if prec < min_prec:
+                break
+            right, nxt = self._climb(items, pos + 1, prec + 1)
+            if prec == _COMPARISON and isinstance(left, ast.Binary) and _is_comparison(left):
+                build_state.get().problem("comparisons cannot be chained; write a < b and b < c",
+                             items[pos], "syntax")
+            left, pos = ast.Binary(op=op, left=left, right=right, **_at(left, right)), nxt
+        return left, pos
+
+    def _prefix(self, items: list[Any], pos: int) -> tuple[Any, int]:
+        item = items[pos]
+        if isinstance(item, _NotMark):
+            operand, pos = self._climb(items, pos + 1, _NOT_PRECEDENCE)
+            return ast.Unary(op="not", operand=operand, **_at(item.node, operand)), pos
+        return item, pos + 1
+
+
+def _is_comparison(node: ast.Binary) -> bool:
+    return _PRECEDENCE.get(node.op) == _COMPARISON
+
+
+class _NotMark:
+    """A `not` prefix waiting for its operand during precedence climbing."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ast.Unary) -> None:
+        self.node = node
+
+
+class _Spot:
+    """A bare position, for problems found inside a token."""
+
+    def __init__(self, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+        self.end_line = line
+        self.end_column = column + 1

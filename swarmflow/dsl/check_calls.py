@@ -1,0 +1,341 @@
+"""Checks of calls: agents, the operators, built-in functions and imported callables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.check_context import BUILTIN_FUNCTIONS, HUMAN, OPERATORS, Context
+from swarmflow.dsl.check_scope import Scope, Spend
+from swarmflow.dsl.diagnostics import did_you_mean, suggest
+from swarmflow.dsl.units import show_quantity
+from swarmflow.dsl.values import (
+    AGENT,
+    CALLABLE,
+    LIST,
+    MODEL,
+    NOT_SEQUENCES,
+    NUMBER,
+    OUTCOMES,
+    OUTPUT,
+    STRING,
+    UNKNOWN,
+    Value,
+    number,
+    sources_of,
+)
+
+AGENT_KEYWORDS = ("output", "workspace")
+PARALLEL_KEYWORDS = ("limit", "split", "first")
+PIPELINE_KEYWORDS = ("limit", "buffer")
+HUMAN_KEYWORDS = ("timeout", "on_timeout", "default", "output")
+
+
+class CheckerBase:
+    """State shared by the expression and statement checks."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.scope = Scope()
+        self.spends: list[Spend] = [Spend()]
+
+    def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
+        raise NotImplementedError
+
+    def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
+        raise NotImplementedError
+
+    def handoff(self, value: Value, target: str, node: Any, via: str) -> None:
+        """The handoff rule, statically: every source of `value` needs an edge to `target`."""
+        for source in sorted(value.sources):
+            if not self.ctx.allows(source, target):
+                self.ctx.error(
+                    "handoff",
+                    f"{source}'s output reaches {target} here ({via}), but no edge "
+                    f"{source} -> {target} is declared; add `edges {source} -> {target}` "
+                    f"(declared edges: {self.ctx.shown_edges()})",
+                    node,
+                )
+
+    def model_ref(self, node: Any, what: str) -> None:
+        """`output: Model` and `as Model` name a pydantic model imported with `use`."""
+        if not isinstance(node, ast.Name):
+            self.ctx.error("misuse", f"{what} takes the name of a model imported with `use`",
+                           node)
+        elif node.id not in self.ctx.imports:
+            self.ctx.error("unknown-name", f"unknown model '{node.id}'"
+                           f"{did_you_mean(node.id, self.ctx.imports)}; import it with "
+                           f"`use {node.id} from package.module`", node)
+
+    def keywords(self, node: Any, allowed: tuple[str, ...], where: str) -> dict[str, Value]:
+        """Check keyword names against `allowed`; returns their values."""
+        out: dict[str, Value] = {}
+        for kw in node.keywords:
+            if kw.name in out:
+                self.ctx.error("misuse", f"'{kw.name}' is given twice", kw)
+            elif kw.name not in allowed:
+                self.ctx.error("misuse", f"{where} has no option '{kw.name}'"
+                               f"{did_you_mean(kw.name, allowed)}; options: "
+                               f"{', '.join(allowed)}", kw)
+            out[kw.name] = self.infer(kw.value, callable_ok=kw.name == "keep")
+        return out
+
+    def no_lambdas(self, node: ast.Call, why: str) -> None:
+        for lam in node.lambdas:
+            self.ctx.error("misuse", why, lam)
+
+
+class CallChecker(CheckerBase):
+    """One method per kind of call."""
+
+    def call(self, node: ast.Call) -> Value:
+        name = node.func.id
+        if self.scope.lookup(name) is not None or name in self.ctx.params:
+            self.ctx.error("misuse", f"'{name}' is a value, not something to call", node.func)
+            return Value()
+        if name in self.ctx.agents:
+            return self.agent_call(node, name)
+        if name in self.ctx.imports:
+            return self.python_call(node)
+        handler = _BUILTINS.get(name)
+        if handler is not None:
+            return handler(self, node)
+        return self.unknown_call(node)
+
+    def unknown_call(self, node: ast.Call) -> Value:
+        name = node.func.id
+        candidates = {*self.ctx.agents, *self.ctx.imports, *_BUILTINS, *OPERATORS}
+        close = suggest(name, candidates)
+        if close in OPERATORS:
+            self.ctx.error("unknown-operator", f"unknown operator '{name}'; did you mean "
+                           f"'{close}'?", node.func)
+        elif close in self.ctx.agents:
+            self.ctx.error("unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?",
+                           node.func)
+        else:
+            hint = f"; did you mean '{close}'?" if close else ""
+            self.ctx.error("unknown-name", f"unknown function '{name}'{hint} (call an agent, "
+                           "an operator, a built-in, or a Python callable imported with `use`)",
+                           node.func)
+        self._infer_all(node)
+        return Value()
+
+    def _infer_all(self, node: ast.Call) -> frozenset[str]:
+        values = [self.infer(a, callable_ok=True) for a in node.args]
+        values += [self.infer(k.value, callable_ok=True) for k in node.keywords]
+        values += [self.lambda_value(lam, [Value()] * len(lam.params)) for lam in node.lambdas]
+        return sources_of(*values)
+
+    def agent_call(self, node: ast.Call, agent: str) -> Value:
+        self.ctx.used_agents.add(agent)
+        self.no_lambdas(node, f"an agent call takes no |x| {{ ... }} body; to run {agent} "
+                        "per item use pipeline(items) |x| { ... }")
+        if len(node.args) > 1:
+            self.ctx.error("misuse", f"{agent}(...) takes one prompt; pass other values as card "
+                           f"variables: {agent}(prompt, name: value)", node.args[1])
+        for arg in node.args:
+            self.handoff(self.infer(arg), agent, arg, "prompt")
+        for kw in node.keywords:
+            self._agent_keyword(kw, agent)
+        self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
+        return Value(OUTPUT, frozenset({agent}))
+
+    def _agent_keyword(self, kw: ast.Keyword, agent: str) -> None:
+        if kw.name == "output":
+            self.model_ref(kw.value, "output:")
+            return
+        value = self.infer(kw.value)
+        if kw.name != "workspace":  # lending a workspace is not handing a value over
+            self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
+
+    def python_call(self, node: ast.Call) -> Value:
+        return Value(UNKNOWN, self._infer_all(node))
+
+    def human_call(self, node: ast.Call) -> Value:
+        self.no_lambdas(node, "human(...) takes no |x| { ... } body")
+        if not node.args:
+            self.ctx.error("misuse", 'human(...) needs a question: human("Approve?", payload)',
+                           node.func)
+        if len(node.args) > 2:
+            self.ctx.error("misuse", "human(question, payload) takes two values; put more in a "
+                           "list", node.args[2])
+        for i, arg in enumerate(node.args):
+            value = self.infer(arg)
+            if i == 0 and value.type in (NUMBER, "bool", "none", OUTCOMES, LIST):
+                self.ctx.error("misuse", f"the question must be text, not {value.describe()}",
+                               arg)
+            self.handoff(value, HUMAN, arg, "question" if i == 0 else "payload")
+        options = self.keywords(node, HUMAN_KEYWORDS, "human()")
+        self._human_options(node)
+        default = options.get("default", Value())
+        return Value(MODEL if "output" in options else UNKNOWN, default.sources)
+
+    def _human_options(self, node: ast.Call) -> None:
+        given = {kw.name: kw.value for kw in node.keywords}
+        policy = given.get("on_timeout")
+        if policy is not None and not (isinstance(policy, ast.Str) and not policy.values
+                                       and "".join(policy.texts) in ("default", "fail")):
+            self.ctx.error("misuse", 'on_timeout is "default" or "fail"', policy)
+        if isinstance(policy, ast.Str) and "".join(policy.texts) == "default" and \
+                "default" not in given:
+            self.ctx.error("misuse", 'on_timeout: "default" needs default: value', policy)
+        if "output" in given:
+            self.model_ref(given["output"], "output:")
+
+    def compact_call(self, node: ast.Call) -> Value:
+        self.no_lambdas(node, "compact takes keep: a predicate or model imported with `use`, "
+                        "not a |x| { ... } body")
+        if len(node.args) != 1:
+            self.ctx.error("misuse", "compact(outcomes) takes one list", node.func)
+            return Value(LIST)
+        source = self.sequence(node.args[0], "compact")
+        options = self.keywords(node, ("keep",), "compact()")
+        keep = next((k.value for k in node.keywords if k.name == "keep"), None)
+        if keep is not None and not (isinstance(keep, ast.Name) and keep.id in self.ctx.imports):
+            self.ctx.error("misuse", "keep: takes a predicate or pydantic model imported with "
+                           "`use`", keep)
+        del options
+        return Value(LIST, source.sources, item=source.element())
+
+    def sequence(self, node: Any, operator: str) -> Value:
+        """A value an operator iterates over; anything but a sequence is misuse."""
+        value = self.infer(node)
+        if value.type in NOT_SEQUENCES:
+            self.ctx.error("misuse", f"{operator}(...) needs a list (or the outcomes of parallel "
+                           f"or pipeline), but this is {value.describe()}", node)
+        return value
+
+    def pipeline_call(self, node: ast.Call) -> Value:
+        if not node.args:
+            self.ctx.error("misuse", "pipeline needs a source: pipeline(items) |x| { ... }",
+                           node.func)
+            return Value(OUTCOMES)
+        source = self._pipeline_source(node.args[0])
+        item = source.element()
+        stages = [*node.args[1:], *node.lambdas]
+        if not stages:
+            self.ctx.error("misuse", "pipeline needs at least one stage: pipeline(items) "
+                           "|x| { ... } or pipeline(items, reviewer)", node.func)
+        for stage in stages:
+            item = self._stage(stage, item)
+        self.keywords(node, PIPELINE_KEYWORDS, "pipeline()")
+        return Value(OUTCOMES, item.sources, item=item)
+
+    def _pipeline_source(self, node: Any) -> Value:
+        if isinstance(node, ast.Parallel) and any(k.name == "first" for k in node.keywords):
+            self.ctx.error("misuse", "first: cannot be used when parallel feeds a pipeline "
+                           "(its branches stream into the first stage)", node)
+        return self.sequence(node, "pipeline")
+
+    def _stage(self, stage: Any, item: Value) -> Value:
+        if isinstance(stage, ast.Lambda):
+            if len(stage.params) != 1:
+                self.ctx.error("misuse", "a pipeline stage takes one item: |x| { ... }", stage)
+            return self.lambda_value(stage, [item] * len(stage.params))
+        if isinstance(stage, ast.Name) and stage.id in self.ctx.agents:
+            self.ctx.used_agents.add(stage.id)
+            self.handoff(item, stage.id, stage, "pipeline stage")
+            self.spends[-1].add_call(stage.id, self.ctx.agents[stage.id].allowance)
+            return Value(OUTPUT, frozenset({stage.id}))
+        if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
+            return Value(UNKNOWN, item.sources)
+        self.ctx.error("misuse", "a pipeline stage is an agent, a Python callable imported with "
+                       "`use`, or |x| { ... }", stage)
+        self.infer(stage)
+        return Value()
+
+    def min_max(self, node: ast.Call) -> Value:
+        name = node.func.id
+        self._plain_builtin(node)
+        if not node.args:
+            self.ctx.error("misuse", f"{name}(...) needs at least one value", node.func)
+            return number()
+        values = [self._numeric(a, name) for a in node.args]
+        bounds = [v.bound for v in values if v.bound is not None]
+        exact = all(v.exact for v in values) and len(bounds) == len(values)
+        if name == "min":
+            return number(min(bounds) if bounds else None, exact)
+        return number(max(bounds) if len(bounds) == len(values) else None, exact)
+
+    def clamp(self, node: ast.Call) -> Value:
+        self._plain_builtin(node)
+        if len(node.args) != 3:
+            self.ctx.error("misuse", "clamp(value, low, high) takes three numbers", node.func)
+            return number()
+        x, low, high = (self._numeric(a, "clamp") for a in node.args)
+        if low.exact and high.exact and low.bound is not None and high.bound is not None \
+                and low.bound > high.bound:
+            self.ctx.error("misuse", "clamp's low is above its high", node.args[1])
+        if x.exact and low.exact and high.exact and None not in (x.bound, low.bound, high.bound):
+            return number(min(max(x.bound, low.bound), high.bound), True)  # type: ignore[type-var]
+        return number(high.bound)
+
+    def _numeric(self, node: Any, where: str) -> Value:
+        value = self.infer(node)
+        if value.type not in (NUMBER, UNKNOWN, LIST, OUTCOMES):
+            self.ctx.error("misuse", f"{where}(...) works on numbers; this is "
+                           f"{value.describe()}", node)
+        return value
+
+    def _plain_builtin(self, node: ast.Call) -> None:
+        self.no_lambdas(node, f"{node.func.id}(...) takes no |x| {{ ... }} body")
+        for kw in node.keywords:
+            self.ctx.error("misuse", f"{node.func.id}(...) takes no options", kw)
+
+    def one_arg(self, node: ast.Call) -> Value:
+        name = node.func.id
+        self._plain_builtin(node)
+        if len(node.args) != 1:
+            self.ctx.error("misuse", f"{name}(...) takes one value", node.func)
+            return Value(STRING if name == "str" else NUMBER)
+        value = self.infer(node.args[0])
+        if name == "str":
+            return Value(STRING, value.sources)
+        if name == "len":
+            if value.type in (NUMBER, "bool", "none", OUTPUT, "snapshot"):
+                self.ctx.error("misuse", f"len(...) needs a list or text; this is "
+                               f"{value.describe()}", node.args[0])
+            return number()
+        return number(value.bound, value.exact)
+
+    def budget_feasible(self, node: ast.Parallel, n: Value, inner: Spend) -> None:
+        """A fan-out of n branches must fit the flow's budget, at the allowances declared."""
+        if n.bound is None or n.bound <= 0:
+            return
+        tokens, calls = self.ctx.budget.get("tokens"), self.ctx.budget.get("calls")
+        if tokens is not None and not inner.unbounded_tokens and inner.tokens * n.bound > tokens:
+            self._infeasible(node, n, inner, "tokens", inner.tokens * n.bound, tokens)
+        if calls is not None and inner.calls * n.bound > calls:
+            self._infeasible(node, n, inner, "calls", inner.calls * n.bound, calls)
+
+    def _infeasible(self, node: ast.Parallel, n: Value, inner: Spend, what: str, need: float,
+                    have: float) -> None:
+        count = f"{n.bound:g}"
+        who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
+        if what == "tokens":
+            each = ", ".join(f"{a} {show_quantity(self.ctx.agents[a].allowance or 0, 'count')}"
+                             for a in sorted(inner.agents))
+            detail = f"at allowances of {each}"
+        else:
+            detail = "at one model call per agent call"
+        message = (f"parallel({count}) may need {show_quantity(need, 'count')} {what} ({who} per "
+                   f"branch, {detail}) but the flow's budget is {show_quantity(have, 'count')} "
+                   f"{what}; lower the fan-out or the allowance, or raise the budget")
+        if n.exact:
+            self.ctx.error("budget", message, node)
+        else:
+            self.ctx.warning("budget", f"{message} (n is at most {count} here)", node)
+
+
+_BUILTINS: dict[str, Callable[[CallChecker, ast.Call], Value]] = {
+    "compact": CallChecker.compact_call,
+    "pipeline": CallChecker.pipeline_call,
+    "human": CallChecker.human_call,
+    "min": CallChecker.min_max,
+    "max": CallChecker.min_max,
+    "clamp": CallChecker.clamp,
+    **{name: CallChecker.one_arg for name in ("len", "str", "int", "float", "round")},
+}
+assert set(BUILTIN_FUNCTIONS) <= set(_BUILTINS)
+_ = (AGENT, CALLABLE)

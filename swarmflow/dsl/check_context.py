@@ -1,0 +1,74 @@
+"""What the checker's passes share: declarations, the diagnostics so far, and reporting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.diagnostics import Diagnostic, Severity
+
+HUMAN = "human"
+OPERATORS = ("budget", "parallel", "compact", "pipeline", "session", "human")
+"""The six operators, as the language spells them."""
+BUILTIN_FUNCTIONS = ("min", "max", "clamp", "len", "str", "int", "float", "round")
+CALLABLE_BUILTINS = frozenset({*BUILTIN_FUNCTIONS, "compact", "pipeline", "human"})
+BUILTIN_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
+KNOWN_TOOLS = ("read_file", "list_files", "search", "write_file", "edit", "run_shell", "submit",
+               "message_agent")
+
+
+@dataclass
+class AgentInfo:
+    """One declared agent, as the steps check needs it."""
+
+    decl: ast.AgentDecl
+    allowance: float | None = None
+    tools: tuple[str, ...] = ()
+
+
+@dataclass
+class Context:
+    """Shared state of one check."""
+
+    filename: str
+    base_dir: str | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    agents: dict[str, AgentInfo] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+    imports: dict[str, ast.UseName] = field(default_factory=dict)
+    params: dict[str, ast.Param] = field(default_factory=dict)
+    budget: dict[str, float] = field(default_factory=dict)
+    used_agents: set[str] = field(default_factory=set)
+    tools: tuple[str, ...] = KNOWN_TOOLS
+    assigned_at: dict[str, int] = field(default_factory=dict)
+    reported: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def report(self, severity: Severity, code: str, message: str, node: Any) -> None:
+        """Record a diagnostic at `node` (anything with line/column), once per place."""
+        key = (code, message, node.line, node.column)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        end_line = getattr(node, "end_line", node.line) or node.line
+        end_column = getattr(node, "end_column", node.column + 1) or node.column + 1
+        self.diagnostics.append(Diagnostic(
+            severity=severity, code=code, message=message, line=node.line, column=node.column,
+            end_line=end_line, end_column=end_column, file=self.filename,
+        ))
+
+    def error(self, code: str, message: str, node: Any) -> None:
+        self.report("error", code, message, node)
+
+    def warning(self, code: str, message: str, node: Any) -> None:
+        self.report("warning", code, message, node)
+
+    def allows(self, source: str, target: str) -> bool:
+        return source == target or (source, target) in self.edges
+
+    def shown_edges(self) -> str:
+        return ", ".join(f"{a} -> {b}" for a, b in sorted(self.edges)) or "none"
+
+    def known_names(self) -> set[str]:
+        """Every name a step may refer to, before its own variables."""
+        return {*self.params, *self.imports, *self.agents, *CALLABLE_BUILTINS}

@@ -1,0 +1,278 @@
+"""Checks of the declarations: signature, imports, budget, agents and edges."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.check_context import (
+    BUILTIN_TYPES,
+    CALLABLE_BUILTINS,
+    HUMAN,
+    OPERATORS,
+    AgentInfo,
+    Context,
+)
+from swarmflow.dsl.diagnostics import did_you_mean, listing
+from swarmflow.dsl.units import show_quantity
+
+BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
+AGENT_FIELDS = ("card", "model", "tools", "workspace", "allowance", "steps", "description",
+                "output_tokens")
+WORKSPACES = ("none", "local", "worktree", "shared")
+CARD_SUFFIXES = (".j2", ".jinja", ".jinja2", ".md")
+
+
+def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = False) -> None:
+    """Every check that needs no steps; fills `ctx` for the steps check."""
+    _check_header(module, ctx)
+    _check_uses(module, ctx, resolve)
+    _check_params(module, ctx)
+    _check_budget(module, ctx)
+    for decl in module.agents:
+        _check_agent(decl, ctx)
+    _check_edges(module, ctx)
+    if len(module.steps) > 1:
+        ctx.error("duplicate", "a flow has one `steps { ... }` block; merge these into the "
+                  "first one", module.steps[1])
+
+
+def _check_header(module: ast.Module, ctx: Context) -> None:
+    if not module.flows:
+        ctx.error("missing-flow", "a .swarm file declares its signature first, e.g. "
+                  "`flow fix(task: str) -> str`", _Spot(1, 1))
+    for extra in module.flows[1:]:
+        ctx.error("duplicate", f"a file declares one flow; '{extra.name.id}' is a second one",
+                  extra)
+    if not module.steps:
+        ctx.error("missing-steps", "this flow has no `steps { ... }` block, so it does nothing",
+                  module.flows[0] if module.flows else _Spot(1, 1))
+
+
+def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
+    taken = {d.name.id for d in module.agents} | set(CALLABLE_BUILTINS) | set(OPERATORS)
+    for use in module.uses:
+        if resolve:
+            _resolve_module(use, ctx)
+        for item in use.names:
+            local = item.local
+            if local.id in ctx.imports or local.id in taken:
+                ctx.error("duplicate", f"'{local.id}' is already defined; import it under "
+                          f"another name: `use {item.name.id} as other from {use.module}`",
+                          local)
+                continue
+            ctx.imports[local.id] = item
+
+
+def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
+    try:
+        found = importlib.util.find_spec(use.module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        ctx.error("unknown-module", f"cannot find Python module '{use.module}'; check the "
+                  "spelling, and that its package is installed or on PYTHONPATH", use)
+
+
+def _check_params(module: ast.Module, ctx: Context) -> None:
+    if not module.flows:
+        return
+    flow = module.flows[0]
+    types = {*BUILTIN_TYPES, *ctx.imports}
+    for param in flow.params:
+        name = param.name.id
+        if name in ctx.params:
+            ctx.error("duplicate", f"input '{name}' is declared twice", param.name)
+        elif name in ctx.agents or name in ctx.imports:
+            ctx.error("duplicate", f"input '{name}' has the name of an agent or import; rename "
+                      "it", param.name)
+        ctx.params[name] = param
+        _check_type(param.type, types, ctx)
+        if param.default is not None and not _is_literal(param.default):
+            ctx.error("bad-default", f"the default of '{name}' must be a plain value such as "
+                      '3, "text", true or none', param.default)
+    if flow.returns is not None:
+        _check_type(flow.returns, types, ctx)
+
+
+def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
+    if ref.name not in types:
+        ctx.error("unknown-type", f"unknown type '{ref.name}'{did_you_mean(ref.name, types)}; "
+                  f"use {', '.join(BUILTIN_TYPES)} or a model imported with `use`", ref)
+    for arg in ref.args:
+        _check_type(arg, types, ctx)
+
+
+def _is_literal(node: ast.Expr) -> bool:
+    if isinstance(node, ast.Str):
+        return not node.values
+    if isinstance(node, ast.ListExpr):
+        return all(_is_literal(i) for i in node.items)
+    return isinstance(node, ast.Number | ast.Const)
+
+
+def _check_budget(module: ast.Module, ctx: Context) -> None:
+    for item in module.budget:
+        key = item.key.id
+        if key not in BUDGET_KEYS:
+            ctx.error("budget", f"unknown budget '{key}'{did_you_mean(key, BUDGET_KEYS)}; use "
+                      "tokens, calls, cost or time", item.key)
+            continue
+        if key in ctx.budget:
+            ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
+            continue
+        if _budget_value_ok(key, item.value, ctx):
+            ctx.budget[key] = item.value.value
+
+
+def _budget_value_ok(key: str, value: ast.Number, ctx: Context) -> bool:
+    want = BUDGET_KEYS[key]
+    examples = {"count": "2M or 400", "cost": "$5", "duration": "30m or 90s"}
+    if value.dimension != want:
+        ctx.error("unit", f"budget '{key}' takes {_dimension_words(want)} such as "
+                  f"{examples[want]}, not {value.text}", value)
+        return False
+    if value.value <= 0:
+        ctx.error("budget", f"budget '{key}' must be more than zero", value)
+        return False
+    if want == "count" and not float(value.value).is_integer():
+        ctx.error("budget", f"budget '{key}' must be a whole number, not {value.text}", value)
+        return False
+    return True
+
+
+def _dimension_words(dimension: str) -> str:
+    return {"count": "a count", "cost": "a cost", "duration": "a duration"}[dimension]
+
+
+def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
+    name = decl.name.id
+    if name == HUMAN:
+        ctx.error("reserved", "'human' is the built-in person node; choose another agent name",
+                  decl.name)
+        return
+    if name in ctx.agents:
+        ctx.error("duplicate", f"agent '{name}' is declared twice", decl.name)
+        return
+    if name in CALLABLE_BUILTINS or name in OPERATORS:
+        ctx.error("reserved", f"'{name}' is a built-in; choose another agent name", decl.name)
+        return
+    info = AgentInfo(decl)
+    seen: set[str] = set()
+    for fld in decl.fields:
+        key = fld.key.id
+        if key in seen:
+            ctx.error("duplicate", f"field '{key}' is given twice in agent '{name}'", fld.key)
+        seen.add(key)
+        _check_field(fld, info, ctx)
+    ctx.agents[name] = info
+
+
+def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
+    key, value = fld.key.id, fld.value
+    if key not in AGENT_FIELDS:
+        ctx.error("agent-field", f"unknown agent field '{key}'{did_you_mean(key, AGENT_FIELDS)}"
+                  f"; fields are {', '.join(AGENT_FIELDS)}", fld.key)
+    elif key in ("card", "description"):
+        _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
+        if key == "card" and isinstance(value, ast.Str):
+            _check_card(value, ctx)
+    elif key == "model":
+        _want(isinstance(value, ast.Str | ast.Name), 'model takes a name such as "gpt-4o-mini"',
+              value, ctx)
+    elif key == "tools":
+        _check_tools(value, info, ctx)
+    elif key == "workspace":
+        _check_workspace(value, ctx)
+    else:
+        _check_count(key, value, info, ctx)
+
+
+def _want(ok: bool, message: str, node: ast.Node, ctx: Context) -> None:
+    if not ok:
+        ctx.error("agent-field", message, node)
+
+
+def _check_card(value: ast.Str, ctx: Context) -> None:
+    text = "".join(value.texts)
+    if ctx.base_dir is None or not text.endswith(CARD_SUFFIXES) or "\n" in text:
+        return
+    if not (Path(ctx.base_dir) / text).exists() and not Path(text).exists():
+        ctx.warning("card", f"card file '{text}' is not next to this file nor in the current "
+                    "folder; the run will fail to load it", value)
+
+
+def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
+    if not isinstance(value, ast.NameList):
+        ctx.error("agent-field", "tools takes a list such as [read_file, edit]", value)
+        return
+    for tool in value.items:
+        if tool.id not in ctx.tools:
+            ctx.error("unknown-tool", f"unknown tool '{tool.id}'{did_you_mean(tool.id, ctx.tools)}"
+                      f"; tools are {listing(sorted(ctx.tools))}", tool)
+    info.tools = tuple(t.id for t in value.items)
+
+
+def _check_workspace(value: ast.FieldValue, ctx: Context) -> None:
+    if isinstance(value, ast.Const) and value.value is None:
+        return
+    word = value.id if isinstance(value, ast.Name) else ""
+    if word not in WORKSPACES:
+        ctx.error("agent-field", f"unknown workspace '{word or 'value'}'"
+                  f"{did_you_mean(word, WORKSPACES) if word else ''}; use none, local, "
+                  "worktree or shared", value)
+
+
+def _check_count(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
+    if not isinstance(value, ast.Number) or value.dimension != "count":
+        ctx.error("agent-field", f"{key} takes a count such as 400k or 30", value)
+        return
+    if value.value <= 0 or not float(value.value).is_integer():
+        ctx.error("agent-field", f"{key} must be a whole number above zero", value)
+        return
+    if key == "allowance":
+        info.allowance = value.value
+        _check_allowance(info, value, ctx)
+
+
+def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
+    tokens = ctx.budget.get("tokens")
+    if tokens is not None and value.value > tokens:
+        ctx.warning("budget", f"agent '{info.decl.name.id}' may spend "
+                    f"{show_quantity(value.value, 'count')} tokens but the whole flow has "
+                    f"{show_quantity(tokens, 'count')}", value)
+
+
+def _check_edges(module: ast.Module, ctx: Context) -> None:
+    known = [*ctx.agents, HUMAN]
+    for chain in module.edges:
+        ends_ok = True
+        for node in chain.names:
+            if node.id not in known:
+                ends_ok = False
+                ctx.error("unknown-agent", f"unknown agent '{node.id}' in edges"
+                          f"{did_you_mean(node.id, known)}; declared agents: "
+                          f"{listing(sorted(ctx.agents))}", node)
+        if ends_ok:
+            _add_edges(chain, ctx)
+
+
+def _add_edges(chain: ast.EdgeChain, ctx: Context) -> None:
+    for a, b in chain.pairs():
+        if a.id == b.id:
+            ctx.warning("edge", f"edge {a.id} -> {b.id} is not needed: an agent may always "
+                        "use its own output", b)
+        elif (a.id, b.id) in ctx.edges:
+            ctx.warning("edge", f"edge {a.id} -> {b.id} is declared twice", b)
+        ctx.edges.add((a.id, b.id))
+
+
+class _Spot:
+    """A place with no node: the start of the file."""
+
+    def __init__(self, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+        self.end_line = line
+        self.end_column = column + 1

@@ -1,0 +1,165 @@
+"""Text to syntax tree: lark's LALR parser over grammar.lark, then `AstBuilder`.
+
+The lark parser is built once, on first use, and shared. A syntax error becomes one located
+`Diagnostic` written for people (see syntax_errors.py); nothing from lark escapes.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token
+from lark.exceptions import LarkError, UnexpectedInput
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.builder import AstBuilder, BuildState, build_state
+from swarmflow.dsl.diagnostics import Diagnostic, DslError
+from swarmflow.dsl.lexer import LexError, Origin, SwarmLexer, origin, scan
+from swarmflow.dsl.syntax_errors import describe_lex_error, describe_unexpected
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_parser: Lark | None = None
+_STACK_FLOOR = 4000
+"""Recursion headroom while building trees; the lexer already bounds how deep a step nests."""
+
+
+def get_parser() -> Lark:
+    """The shared LALR parser, built on first use."""
+    global _parser
+    if _parser is None:
+        _parser = Lark(
+            _GRAMMAR.read_text(encoding="utf-8"),
+            parser="lalr",
+            lexer=SwarmLexer,
+            start=["start", "expr"],
+            maybe_placeholders=True,
+            transformer=AstBuilder(),
+        )
+    return _parser
+
+
+def parse_module(source: str, filename: str = "<string>") -> tuple[ast.Module | None, list[Diagnostic]]:
+    """The syntax tree and the problems found; the tree is None after a syntax error."""
+    state = BuildState(filename, _parse_hole)
+    token = build_state.set(state)
+    try:
+        with _deep_stack(), _no_gc():
+            module, problem = _parse(source, "start", filename, Origin())
+    finally:
+        build_state.reset(token)
+    if problem is not None:
+        return None, [*state.problems, problem]
+    end = _end_of(source)
+    module = module.model_copy(update={"end_line": end[0], "end_column": end[1]})
+    return module, state.problems
+
+
+def parse(source: str, filename: str = "<string>") -> ast.Module:
+    """The syntax tree of `source`; raises `DslError` with located diagnostics on errors."""
+    module, problems = parse_module(source, filename)
+    if module is None or any(p.is_error for p in problems):
+        raise DslError(problems, source)
+    return module
+
+
+def _parse(source: str, start: str, filename: str, where: Origin) -> tuple[Any, Diagnostic | None]:
+    token = origin.set(where)
+    try:
+        return get_parser().parse(source, start=start), None
+    except LexError as exc:
+        return None, describe_lex_error(exc, filename)
+    except UnexpectedInput as exc:
+        return None, describe_unexpected(exc, source, filename, where)
+    except (LarkError, RecursionError) as exc:  # anything else lark raises: still located
+        return None, _fallback(exc, filename, where)
+    finally:
+        origin.reset(token)
+
+
+def _parse_hole(text: str, line: int, column: int) -> Any:
+    """Parse one `{expr}` of a string template, placed where it sits in the file."""
+    simple = _SIMPLE_HOLE.fullmatch(text)
+    if simple is not None:  # most holes are a name or a dotted path: skip the parser
+        return _dotted(simple.group(1), line, column + simple.start(1))
+    state = build_state.get()
+    node, problem = _parse(text, "expr", state.filename, Origin(line, column, in_parens=True))
+    if problem is not None:
+        state.problems.append(problem)
+        return None
+    return node
+
+
+_SIMPLE_HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*)\s*")
+
+
+def _dotted(path: str, line: int, column: int) -> ast.Expr:
+    parts = path.split(".")
+    if parts[0] in _KEYWORDS:
+        return ast.Const(value=_KEYWORDS[parts[0]], line=line, column=column, end_line=line,
+                         end_column=column + len(parts[0]))
+    node: ast.Expr = ast.Name(id=parts[0], line=line, column=column, end_line=line,
+                              end_column=column + len(parts[0]))
+    end = column + len(parts[0])
+    for part in parts[1:]:
+        end += len(part) + 1
+        node = ast.Attribute(value=node, attr=part, line=line, column=column, end_line=line,
+                             end_column=end)
+    return node
+
+
+_KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "none": None}
+
+
+def _fallback(exc: BaseException, filename: str, where: Origin) -> Diagnostic:
+    line = getattr(exc, "line", None) or where.line
+    column = getattr(exc, "column", None) or where.column
+    message = "this file nests too deeply to read; split long expressions into steps"
+    if not isinstance(exc, RecursionError):
+        message = f"cannot read this: {exc}"
+    return Diagnostic(severity="error", code="syntax", message=message, line=int(line),
+                      column=int(column), file=filename)
+
+
+def _end_of(source: str) -> tuple[int, int]:
+    lines = source.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic collector while thousands of acyclic nodes are allocated."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@contextmanager
+def _deep_stack() -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    if old < _STACK_FLOOR:
+        sys.setrecursionlimit(_STACK_FLOOR)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def tokens(source: str) -> list[Token]:
+    """Every token of `source` up to the first unreadable character (for error hints)."""
+    names = SwarmLexer(get_parser().lexer_conf).names
+    out: list[Token] = []
+    try:
+        out.extend(scan(source, names))
+    except LexError:
+        pass
+    return out

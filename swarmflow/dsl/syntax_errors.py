@@ -1,0 +1,253 @@
+"""Syntax errors written for people: what was found, what would fit, and the likely fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cache
+
+from lark import Token
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+
+from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
+from swarmflow.dsl.lexer import LexError, Origin, scan, unclosed_brackets
+
+_EXPRESSION_STARTS = frozenset({"NAME", "NUMBER", "COST", "STRING", "LONG_STRING", "TRUE",
+                                "FALSE", "NONE", "LPAR", "LSQB", "MINUS", "NOT", "PARALLEL",
+                                "BUDGET", "ASK", "SEND"})
+_STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
+_DECLARATION_STARTS = frozenset({"FLOW", "USE", "BUDGET", "AGENT", "EDGES", "STEPS"})
+_NAMED = {
+    "NAME": "a name", "NUMBER": "a number", "COST": "a cost such as $5", "STRING": "a string",
+    "LONG_STRING": "a string", "_NL": "a new line", "$END": "the end of the file",
+    "COMP_OP": "a comparison", "MUL_OP": "'*', '/', '//' or '%'",
+}
+_OPERATORS = ("parallel", "pipeline", "compact", "budget", "human", "session")
+_PYTHON_HABITS = {
+    "def": "steps are written inside `steps { ... }`; there are no function definitions",
+    "for": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
+    "while": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
+    "import": "import Python callables with `use name from package.module`",
+    "elif": "write `else if`",
+    "lambda": "write a body as |x| { ... }",
+    "async": "every step is already concurrent; drop `async`",
+    "await": "steps are awaited for you; drop `await`",
+    "with": "write `session agent { ... }` for a conversation",
+}
+
+
+@cache
+def _literals() -> dict[str, str]:
+    from swarmflow.dsl.parser import get_parser
+
+    return {t.name: t.pattern.value for t in get_parser().terminals if t.pattern.type == "str"}
+
+
+def _names() -> dict[str, str]:
+    return {value: name for name, value in _literals().items()}
+
+
+def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
+    """A tokenizer error as a diagnostic."""
+    return Diagnostic(severity="error", code="syntax", message=exc.message, line=exc.line,
+                      column=exc.column, end_line=exc.line, end_column=exc.column + exc.width,
+                      file=filename)
+
+
+def describe_unexpected(
+    exc: UnexpectedInput, source: str, filename: str, where: Origin
+) -> Diagnostic:
+    """A parser error as a diagnostic with the most useful message we can give."""
+    if not isinstance(exc, UnexpectedToken):
+        return _diag(filename, exc.line, exc.column, 1, f"cannot read this: {exc}")
+    token: Token = exc.token
+    before = _tokens_before(source, where, token)
+    if token.type == "$END":
+        return _at_end(exc, source, filename, where, before)
+    message = _explain(token, _acceptable(exc), before)
+    return _diag(filename, token.line or where.line, token.column or where.column,
+                 max(1, len(str(token))), message)
+
+
+def _diag(filename: str, line: int, column: int, width: int, message: str) -> Diagnostic:
+    return Diagnostic(severity="error", code="syntax", message=message, line=line,
+                      column=column, end_line=line, end_column=column + width, file=filename)
+
+
+def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
+    out: list[Token] = []
+    stop = token.start_pos if token.type != "$END" else None
+    try:
+        for tok in scan(source, _names(), where):
+            if stop is not None and tok.start_pos is not None and tok.start_pos >= stop:
+                break
+            out.append(tok)
+    except LexError:
+        pass
+    return out
+
+
+def _at_end(
+    exc: UnexpectedToken, source: str, filename: str, where: Origin, before: list[Token]
+) -> Diagnostic:
+    if where == Origin():
+        opened = unclosed_brackets(source)
+        if opened:
+            char, line, column = opened[-1]
+            closer = {"(": ")", "[": "]", "{": "}"}[char]
+            return _diag(filename, line, column, 1,
+                         f"this '{char}' is never closed; add '{closer}' to close it")
+    last = before[-1] if before else None
+    line = last.end_line if last is not None and last.end_line else where.line
+    column = last.end_column if last is not None and last.end_column else where.column
+    wanted = _expected(_acceptable(exc))
+    message = f"the file ends too early; expected {wanted}"
+    if where != Origin():
+        message = f"this template expression ends too early; expected {wanted}"
+    return _diag(filename, line, column, 1, message)
+
+
+def _acceptable(exc: UnexpectedToken) -> set[str]:
+    """Tokens that would really be accepted here (LALR's lookahead sets over-approximate)."""
+    try:
+        accepts = exc.accepts
+    except Exception:  # the simulation is only a refinement; fall back to lark's own set
+        accepts = None
+    return set(accepts or exc.expected)
+
+
+def _explain(token: Token, expected: set[str], before: list[Token]) -> str:
+    for hint in _HINTS:
+        message = hint(token, expected, before)
+        if message:
+            return message
+    return f"unexpected {describe_token(token)}; expected {_expected(expected)}"
+
+
+def _unknown_operator(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    if token.type != "LBRACE" or not before or before[-1].type != "RPAR":
+        return None
+    name = _callee(before)
+    if name is None:
+        return "only parallel(...) takes a { block } after its parentheses; a per-item body is written |x| { ... }"
+    close = suggest(name, _OPERATORS)
+    if close == "parallel" or name == "parallel":
+        return f"unknown operator '{name}'; did you mean 'parallel'? (parallel(n) {{ ... }})"
+    return (f"{name}(...) cannot take a {{ block }}; give it a body as |x| {{ ... }}"
+            f"{did_you_mean(name, _OPERATORS) if close else ''}")
+
+
+def _callee(before: list[Token]) -> str | None:
+    depth = 0
+    for i in range(len(before) - 1, 0, -1):
+        kind = before[i].type
+        depth += kind == "RPAR"
+        depth -= kind == "LPAR"
+        if depth == 0:
+            prev = before[i - 1]
+            return str(prev) if prev.type == "NAME" else None
+    return None
+
+
+def _lambda_body(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    if token.type != "LBRACE" and expected == {"LBRACE"} and before and before[-1].type == "VBAR":
+        return "a body is written in braces: |x| { ... }"
+    return None
+
+
+def _keyword_equals(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    if token.type == "EQUAL" and _inside_parentheses(before):
+        return "keyword arguments are written name: value, not name = value"
+    if token.type == "EQUAL" and before and before[-1].type in ("RPAR", "RSQB", "NAME"):
+        return "only a plain name can be assigned: write `name = value` on its own line"
+    return None
+
+
+def _inside_parentheses(before: list[Token]) -> bool:
+    depth = 0
+    for tok in reversed(before):
+        if tok.type in ("RPAR", "RSQB", "RBRACE"):
+            depth += 1
+        elif tok.type in ("LPAR", "LSQB", "LBRACE"):
+            if depth == 0:
+                return tok.type == "LPAR"
+            depth -= 1
+    return False
+
+
+def _python_habit(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    for tok in (token, *(before[-1:] if before else ())):
+        if tok.type == "NAME" and str(tok) in _PYTHON_HABITS:
+            return f"'{tok}' is Python, not .swarm: {_PYTHON_HABITS[str(tok)]}"
+    if token.type == "COLON" and before and any(t.type == "IF" for t in before[-6:]):
+        return "blocks are written in braces: if condition { ... }"
+    return None
+
+
+def _reserved_word(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    literal = _literals().get(token.type, "")
+    if "NAME" in expected and literal.isidentifier():
+        return f"'{literal}' is a reserved word and cannot be used as a name; choose another name"
+    return None
+
+
+def _early_line_end(token: Token, expected: set[str], before: list[Token]) -> str | None:
+    if token.type == "_NL":
+        return f"this line ends too early; expected {_expected(expected)}"
+    if token.type == "RBRACE" and not _has_opener(before, "LBRACE", "RBRACE"):
+        return "unmatched '}': there is no '{' for it to close"
+    if token.type == "RPAR" and not _has_opener(before, "LPAR", "RPAR"):
+        return "unmatched ')': there is no '(' for it to close"
+    return None
+
+
+def _has_opener(before: list[Token], opener: str, closer: str) -> bool:
+    depth = sum(1 if t.type == opener else -1 if t.type == closer else 0 for t in before)
+    return depth > 0
+
+
+_HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
+    _unknown_operator, _lambda_body, _keyword_equals, _python_habit, _reserved_word, _early_line_end,
+)
+
+
+def describe_token(token: Token) -> str:
+    """How to name a token in a message."""
+    kind = token.type
+    if kind == "NAME":
+        return f"name '{token}'"
+    if kind in ("STRING", "LONG_STRING"):
+        return "string"
+    if kind in ("NUMBER", "COST"):
+        return f"number {token}"
+    if kind == "_NL":
+        return "end of line"
+    if kind in _NAMED:
+        return _NAMED[kind].removeprefix("a ").removeprefix("the ")
+    literal = _literals().get(kind, str(token))
+    return f"keyword '{literal}'" if literal.isidentifier() else f"'{literal}'"
+
+
+def _expected(expected: Iterable[str]) -> str:
+    chosen = set(expected) - {"SEMICOLON"}
+    words: list[str] = []
+    if _DECLARATION_STARTS <= chosen:
+        words.append("a declaration (flow, use, budget, agent, edges or steps)")
+        chosen -= _DECLARATION_STARTS
+    if _STATEMENT_STARTS <= chosen:
+        words.append("a statement")
+        chosen -= _STATEMENT_STARTS
+    if {"NAME", "NUMBER", "STRING"} <= chosen:
+        words.append("an expression")
+        chosen -= _EXPRESSION_STARTS
+    words.extend(sorted({_describe_terminal(t) for t in chosen}))
+    if not words:
+        return "something else"
+    if len(words) > 6:
+        words = [*words[:6], "..."]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _NAMED:
+        return _NAMED[name]
+    return f"'{_literals().get(name, name.lower())}'"

@@ -1,0 +1,75 @@
+"""What the checker knows about a value without running the flow.
+
+A `Value` has a coarse type, the agents it came from (its static provenance, for the handoff
+rule), and, for numbers, an upper bound when one is known (for the budget check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# Coarse types: enough to catch operator misuse, not a type system.
+NUMBER, STRING, BOOL, NONE = "number", "string", "bool", "none"
+LIST, OUTCOMES = "list", "outcomes"
+OUTPUT, SNAPSHOT, MODEL = "output", "snapshot", "model"
+CALLABLE, AGENT, UNKNOWN = "callable", "agent", "unknown"
+
+SEQUENCES = frozenset({LIST, OUTCOMES, UNKNOWN})
+NOT_SEQUENCES = frozenset({NUMBER, BOOL, NONE, OUTPUT, SNAPSHOT, STRING})
+
+DESCRIPTIONS = {
+    NUMBER: "a number", STRING: "a string", BOOL: "true or false", NONE: "none",
+    LIST: "a list", OUTCOMES: "a list of outcomes", OUTPUT: "an agent's output",
+    SNAPSHOT: "a budget snapshot", MODEL: "a structured answer", CALLABLE: "a Python callable",
+    AGENT: "an agent", UNKNOWN: "a value",
+}
+
+SNAPSHOT_FIELDS = {"tokens": "tokens", "cost": "cost", "calls": "calls", "seconds": "time",
+                   "spent_tokens": "", "spent_cost": "", "spent_calls": ""}
+OUTPUT_FIELDS = {"text": STRING, "value": UNKNOWN, "patch": UNKNOWN, "agent": STRING,
+                 "session": STRING, "state": STRING, "reason": STRING, "ok": BOOL,
+                 "detail": STRING, "usage": UNKNOWN}
+OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
+"""Fields of an agent output that carry what the agent wrote (and so its provenance)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A value as the checker sees it."""
+
+    type: str = UNKNOWN
+    sources: frozenset[str] = frozenset()
+    bound: float | None = None
+    exact: bool = False
+    item: Value | None = None
+
+    def describe(self) -> str:
+        return DESCRIPTIONS.get(self.type, "a value")
+
+    def with_sources(self, sources: frozenset[str]) -> Value:
+        return replace(self, sources=self.sources | sources)
+
+    def element(self) -> Value:
+        """What one item of this sequence is (its provenance included)."""
+        base = self.item or Value()
+        return base.with_sources(self.sources)
+
+
+def number(bound: float | None = None, exact: bool = False) -> Value:
+    return Value(NUMBER, bound=bound, exact=exact)
+
+
+def merge(a: Value, b: Value) -> Value:
+    """The value of a name after an `if`: either branch's value."""
+    same = a.type == b.type
+    bound = max(a.bound, b.bound) if a.bound is not None and b.bound is not None else None
+    return Value(a.type if same else UNKNOWN, a.sources | b.sources, bound,
+                 same and a.exact and b.exact and a.bound == b.bound,
+                 a.item if same else None)
+
+
+def sources_of(*values: Value) -> frozenset[str]:
+    found: frozenset[str] = frozenset()
+    for v in values:
+        found |= v.sources
+    return found
