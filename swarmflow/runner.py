@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from swarmflow.core.budget import Ledger, Limits
-from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused
+from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused, SwarmflowError
 from swarmflow.core.events import EventBase, ModelRetried, RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
@@ -101,6 +101,8 @@ async def run(
     budget: Limits | dict[str, float] | None = None,
     human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None = None,
     events: str | Iterable[EventSink] | None = None,
+    sinks: Iterable[EventSink] = (),
+    run_id: str | None = None,
     repo: str | Path | None = None,
     runs_root: str | Path | None = None,
     tools: Any = None,
@@ -111,23 +113,30 @@ async def run(
     context_tokens: int | None = None,
     **inputs: Any,
 ) -> RunResult:
-    """Execute `flow` with `inputs`; returns a `RunResult` whatever the flow's fate."""
+    """Execute `flow` with `inputs`; returns a `RunResult` whatever the flow's fate.
+
+    `events` picks the built-in sinks ("both", "jsonl", "memory", or your own list); `sinks`
+    adds more beside them (a progress display, say). `run_id` names the run directory.
+    """
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     _check_inputs(flow, inputs)
-    run_id = new_run_id()
-    run_dir = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT) / run_id
+    run_id = run_id or new_run_id()
+    root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
+    run_dir = (root / run_id).resolve()  # worktrees and tools must not depend on the cwd
     run_dir.mkdir(parents=True, exist_ok=True)
-    memory, sinks = _sinks(events, run_dir)
+    memory, chosen = _sinks(events, run_dir)
+    sinks = [*chosen, *sinks]
     log = EventLog(run_id, sinks, secrets=environment_secrets(_model_keys(model)))
     limits = _merge_limits(flow.limits, Limits.coerce(budget))
+    resolver = _ModelResolver(model)
     ctx = RunContext(
         run_id=run_id,
         run_dir=run_dir,
         team=flow.team,
         log=log,
         ledger=Ledger("run", limits),
-        model_for=_model_resolver(model),
+        model_for=resolver,
         tools=tools or _default_tools(),
         human=_human_channel(human),
         workspaces=_workspaces(flow, run_dir, repo),
@@ -181,7 +190,7 @@ async def _execute(
                 nursery.cancel_scope.cancel()
     finally:
         agent_invoker.reset(invoker)
-    await _close(ctx, log, status, error)
+    status, error = await _close(ctx, log, status, error)
     return RunResult(
         output=output,
         status=status,
@@ -209,13 +218,21 @@ async def _within_wall_clock(ctx: RunContext, flow: Flow[..., Any], inputs: dict
         ) from None
 
 
-async def _close(ctx: RunContext, log: EventLog, status: str, error: BaseException | None) -> None:
+async def _close(
+    ctx: RunContext, log: EventLog, status: str, error: BaseException | None
+) -> tuple[str, BaseException | None]:
+    """End every session, release workspaces and clients, record the run's end."""
     for session in list(ctx.sessions):
         session.close()
     for closer in ctx.on_close:
         closer()
-    if ctx.workspaces is not None:
-        await ctx.workspaces.close(keep=ctx.keep_workspaces)
+    try:
+        if ctx.workspaces is not None:
+            await ctx.workspaces.close(keep=ctx.keep_workspaces)
+    except SwarmflowError as exc:  # the run's work is done; say what could not be cleaned up
+        status, error = "failed", error or exc
+    await _close_models(ctx)
+    _write_graphs(ctx)
     ledger = ctx.ledger
     log.emit(
         RunFinished,
@@ -227,6 +244,22 @@ async def _close(ctx: RunContext, log: EventLog, status: str, error: BaseExcepti
         seconds=ledger.elapsed(),
     )
     log.close()
+    return status, error
+
+
+async def _close_models(ctx: RunContext) -> None:
+    closer = getattr(ctx.model_for, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+def _write_graphs(ctx: RunContext) -> None:
+    """Keep the declared topology and the executed graph beside the event log."""
+    text = f"{ctx.team.mermaid()}\n\n{ctx.graph.mermaid()}\n"
+    try:
+        (ctx.run_dir / "graph.mmd").write_text(text)
+    except OSError:
+        pass  # a read-only or vanished run directory must not fail the run
 
 
 def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:
@@ -291,18 +324,22 @@ def _instrument(model: Model) -> Model:
     return model
 
 
-def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
-    cache: dict[str, Model] = {}
-    per_agent: dict[int, Model] = {}  # by declaration: sub-flow teams may reuse a name
+class _ModelResolver:
+    """Finds each agent's model once per run, and closes the clients it built itself."""
 
-    def resolve(agent: Agent) -> Model:
-        known = per_agent.get(id(agent))
+    def __init__(self, model: ModelSpec) -> None:
+        self.default = model
+        self.built: dict[str, Model] = {}
+        self.per_agent: dict[int, Model] = {}  # by declaration: sub-flow teams may reuse names
+
+    def __call__(self, agent: Agent) -> Model:
+        known = self.per_agent.get(id(agent))
         if known is None:
-            known = per_agent[id(agent)] = _resolve(agent)
+            known = self.per_agent[id(agent)] = self._resolve(agent)
         return known
 
-    def _resolve(agent: Agent) -> Model:
-        chosen = agent.model if agent.model is not None else model
+    def _resolve(self, agent: Agent) -> Model:
+        chosen = agent.model if agent.model is not None else self.default
         if chosen is None:
             raise ConfigError(
                 f"agent {agent.name!r} has no model; pass model= to run()", agent=agent.name
@@ -310,13 +347,17 @@ def _model_resolver(model: ModelSpec) -> Callable[[Agent], Model]:
         if callable(chosen) and not hasattr(chosen, "complete"):
             chosen = chosen(agent)
         if isinstance(chosen, str):
-            if chosen not in cache:
-                cache[chosen] = _openai_model(chosen)
-            chosen = cache[chosen]
+            if chosen not in self.built:
+                self.built[chosen] = _openai_model(chosen)
+            chosen = self.built[chosen]
         check_real_call_allowed(chosen)
         return _instrument(chosen)  # type: ignore[arg-type]
 
-    return resolve
+    async def aclose(self) -> None:
+        for model in self.built.values():
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def _openai_model(name: str) -> Model:

@@ -26,24 +26,48 @@ def _no_lookup(value: Any) -> frozenset[str]:
 
 def collect(value: Any, lookup: Lookup = _no_lookup) -> frozenset[str]:
     """Every agent that contributed to `value`, searching containers and models."""
-    found: set[str] = set()
-    _walk(value, lookup, found, set(), 0)
-    return frozenset(found)
+    return trace(value, lookup)[0]
 
 
-def _walk(value: Any, lookup: Lookup, found: set[str], seen: set[int], depth: int) -> None:
-    # Atoms carry nothing, except a str subclass (an agent's text) with its attribute.
-    if depth > _MAX_DEPTH or (type(value) in _ATOMS and type(value) is not SourcedStr):
+def trace(value: Any, lookup: Lookup = _no_lookup) -> tuple[frozenset[str], list[str]]:
+    """The declared provenance inside `value`, and the plain strings that carry none.
+
+    A tagged value (an agent's output, or a product the run registered) speaks for its whole
+    content: an agent may relay what it was given, so only untagged text, written by the flow
+    itself, needs its fingerprints checked.
+    """
+    walk = _Walk(lookup)
+    walk.visit(value, 0)
+    return frozenset(walk.found), walk.plain
+
+
+class _Walk:
+    """One traversal: what it found, and which objects it has seen (cycles end there)."""
+
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
+        self.found: set[str] = set()
+        self.plain: list[str] = []
+        self.seen: set[int] = set()
+
+    def visit(self, value: Any, depth: int) -> None:
+        _walk(self, value, depth)
+
+
+def _walk(walk: _Walk, value: Any, depth: int) -> None:
+    kind = type(value)
+    if kind is str:
+        walk.plain.append(value)
         return
-    if id(value) in seen:
+    if depth > _MAX_DEPTH or (kind in _ATOMS and kind is not SourcedStr) or id(value) in walk.seen:
         return
-    seen.add(id(value))
-    own = getattr(value, "__swarmflow_provenance__", None)
+    walk.seen.add(id(value))
+    own = getattr(value, "__swarmflow_provenance__", None) or walk.lookup(value)
     if own:
-        found.update(own)
-    found.update(lookup(value))
+        walk.found.update(own)
+        return
     for child in _children(value):
-        _walk(child, lookup, found, seen, depth + 1)
+        _walk(walk, child, depth + 1)
 
 
 def _children(value: Any) -> list[Any]:

@@ -15,7 +15,7 @@ from lark import Token, Transformer, Tree
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.diagnostics import Diagnostic
-from swarmflow.dsl.templates import split_template
+from swarmflow.dsl.templates import plain_text, split_template
 from swarmflow.dsl.units import UnitError, parse_quantity
 
 # Binding strength of binary operators; higher binds tighter. `not` sits between 2 and 3.
@@ -133,7 +133,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     def _field_value(self, token: Token) -> Any:
         if token.type in ("STRING", "LONG_STRING"):
-            return self._string(token)
+            text, problems = plain_text(token)
+            for message, line, column in problems:
+                build_state.get().problem(message, _Spot(line, column))
+            return ast.Str(texts=[text], **_at(token))
+        if token.type == "NONE":
+            return ast.Const(value=None, **_at(token))
         if token.type in ("NUMBER", "COST"):
             return self._number(token)
         return self._name(token)

@@ -6,13 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import BUILTIN_FUNCTIONS, HUMAN, OPERATORS, Context
+from swarmflow.dsl.check_context import HUMAN, OPERATORS
+from swarmflow.dsl.check_context import Context
 from swarmflow.dsl.check_scope import Scope, Spend
 from swarmflow.dsl.diagnostics import did_you_mean, suggest
 from swarmflow.dsl.units import show_quantity
 from swarmflow.dsl.values import (
-    AGENT,
-    CALLABLE,
     LIST,
     MODEL,
     NOT_SEQUENCES,
@@ -64,9 +63,9 @@ class CheckerBase:
             self.ctx.error("misuse", f"{what} takes the name of a model imported with `use`",
                            node)
         elif node.id not in self.ctx.imports:
-            self.ctx.error("unknown-name", f"unknown model '{node.id}'"
-                           f"{did_you_mean(node.id, self.ctx.imports)}; import it with "
-                           f"`use {node.id} from package.module`", node)
+            self.ctx.error("unknown-name", f"unknown model '{node.id}' (import it with "
+                           f"`use {node.id} from package.module`)"
+                           f"{did_you_mean(node.id, self.ctx.imports)}", node)
 
     def keywords(self, node: Any, allowed: tuple[str, ...], where: str) -> dict[str, Value]:
         """Check keyword names against `allowed`; returns their values."""
@@ -75,9 +74,8 @@ class CheckerBase:
             if kw.name in out:
                 self.ctx.error("misuse", f"'{kw.name}' is given twice", kw)
             elif kw.name not in allowed:
-                self.ctx.error("misuse", f"{where} has no option '{kw.name}'"
-                               f"{did_you_mean(kw.name, allowed)}; options: "
-                               f"{', '.join(allowed)}", kw)
+                self.ctx.error("misuse", f"{where} has no option '{kw.name}' (options: "
+                               f"{', '.join(allowed)}){did_you_mean(kw.name, allowed)}", kw)
             out[kw.name] = self.infer(kw.value, callable_ok=kw.name == "keep")
         return out
 
@@ -190,12 +188,11 @@ class CallChecker(CheckerBase):
             self.ctx.error("misuse", "compact(outcomes) takes one list", node.func)
             return Value(LIST)
         source = self.sequence(node.args[0], "compact")
-        options = self.keywords(node, ("keep",), "compact()")
+        self.keywords(node, ("keep",), "compact()")
         keep = next((k.value for k in node.keywords if k.name == "keep"), None)
         if keep is not None and not (isinstance(keep, ast.Name) and keep.id in self.ctx.imports):
             self.ctx.error("misuse", "keep: takes a predicate or pydantic model imported with "
                            "`use`", keep)
-        del options
         return Value(LIST, source.sources, item=source.element())
 
     def sequence(self, node: Any, operator: str) -> Value:
@@ -337,5 +334,3 @@ _BUILTINS: dict[str, Callable[[CallChecker, ast.Call], Value]] = {
     "clamp": CallChecker.clamp,
     **{name: CallChecker.one_arg for name in ("len", "str", "int", "float", "round")},
 }
-assert set(BUILTIN_FUNCTIONS) <= set(_BUILTINS)
-_ = (AGENT, CALLABLE)

@@ -98,8 +98,8 @@ def _check_params(module: ast.Module, ctx: Context) -> None:
 
 def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
     if ref.name not in types:
-        ctx.error("unknown-type", f"unknown type '{ref.name}'{did_you_mean(ref.name, types)}; "
-                  f"use {', '.join(BUILTIN_TYPES)} or a model imported with `use`", ref)
+        ctx.error("unknown-type", f"unknown type '{ref.name}' (use {', '.join(BUILTIN_TYPES)} "
+                  f"or a model imported with `use`){did_you_mean(ref.name, types)}", ref)
     for arg in ref.args:
         _check_type(arg, types, ctx)
 
@@ -116,8 +116,8 @@ def _check_budget(module: ast.Module, ctx: Context) -> None:
     for item in module.budget:
         key = item.key.id
         if key not in BUDGET_KEYS:
-            ctx.error("budget", f"unknown budget '{key}'{did_you_mean(key, BUDGET_KEYS)}; use "
-                      "tokens, calls, cost or time", item.key)
+            ctx.error("budget", f"unknown budget '{key}' (use tokens, calls, cost or time)"
+                      f"{did_you_mean(key, BUDGET_KEYS)}", item.key)
             continue
         if key in ctx.budget:
             ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
@@ -172,8 +172,8 @@ def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
 def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
     key, value = fld.key.id, fld.value
     if key not in AGENT_FIELDS:
-        ctx.error("agent-field", f"unknown agent field '{key}'{did_you_mean(key, AGENT_FIELDS)}"
-                  f"; fields are {', '.join(AGENT_FIELDS)}", fld.key)
+        ctx.error("agent-field", f"unknown agent field '{key}' (fields: "
+                  f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}", fld.key)
     elif key in ("card", "description"):
         _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
         if key == "card" and isinstance(value, ast.Str):
@@ -209,8 +209,8 @@ def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
         return
     for tool in value.items:
         if tool.id not in ctx.tools:
-            ctx.error("unknown-tool", f"unknown tool '{tool.id}'{did_you_mean(tool.id, ctx.tools)}"
-                      f"; tools are {listing(sorted(ctx.tools))}", tool)
+            ctx.error("unknown-tool", f"unknown tool '{tool.id}' (tools: "
+                      f"{listing(sorted(ctx.tools))}){did_you_mean(tool.id, ctx.tools)}", tool)
     info.tools = tuple(t.id for t in value.items)
 
 
@@ -219,9 +219,8 @@ def _check_workspace(value: ast.FieldValue, ctx: Context) -> None:
         return
     word = value.id if isinstance(value, ast.Name) else ""
     if word not in WORKSPACES:
-        ctx.error("agent-field", f"unknown workspace '{word or 'value'}'"
-                  f"{did_you_mean(word, WORKSPACES) if word else ''}; use none, local, "
-                  "worktree or shared", value)
+        ctx.error("agent-field", f"unknown workspace '{word or 'value'}' (use none, local, "
+                  f"worktree or shared){did_you_mean(word, WORKSPACES) if word else ''}", value)
 
 
 def _check_count(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
@@ -251,9 +250,8 @@ def _check_edges(module: ast.Module, ctx: Context) -> None:
         for node in chain.names:
             if node.id not in known:
                 ends_ok = False
-                ctx.error("unknown-agent", f"unknown agent '{node.id}' in edges"
-                          f"{did_you_mean(node.id, known)}; declared agents: "
-                          f"{listing(sorted(ctx.agents))}", node)
+                ctx.error("unknown-agent", f"unknown agent '{node.id}' in edges (declared: "
+                          f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}", node)
         if ends_ok:
             _add_edges(chain, ctx)
 

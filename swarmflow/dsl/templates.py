@@ -104,3 +104,15 @@ def _escape(cursor: _Cursor, problems: list[Problem]) -> str:
     problems.append((f"unknown escape '\\{ch}'; use \\n, \\t, \\\" or \\\\ (two backslashes "
                      "for one)", line, column))
     return ch
+
+
+def plain_text(token: Any) -> tuple[str, list[Problem]]:
+    """A string with escapes resolved and braces kept (agent cards are Jinja templates)."""
+    raw = str(token)
+    quote = 3 if raw.startswith('"""') else 1
+    cursor = _Cursor(raw[quote:-quote], token.line, token.column + quote)
+    problems: list[Problem] = []
+    out: list[str] = []
+    while not cursor.done:
+        out.append(_escape(cursor, problems) if cursor.peek() == "\\" else cursor.take())
+    return "".join(out), problems

@@ -92,6 +92,7 @@ VERDICT_QUESTION = (
     "is the smallest correct fix. Use null if none is acceptable. Give your confidence from 0 "
     "to 1 and a short reason in your own words."
 )
+HUMAN_TRIES = 3
 HUMAN_QUESTION = (
     "The arbiter is not confident enough. Apply its choice? Answer y to approve, a candidate "
     "number to apply that candidate instead, or n to apply nothing."
@@ -279,8 +280,19 @@ async def _decide(verdict: Verdict, threshold: float, board: Board) -> tuple[int
     valid = verdict.choice is None or verdict.choice in board.patches
     if valid and verdict.confidence >= threshold:
         return verdict.choice, "arbiter"
-    answer = await human(HUMAN_QUESTION, payload=verdict)
-    return interpret_answer(answer, verdict), "human"
+    return await _ask_person(verdict), "human"
+
+
+async def _ask_person(verdict: Verdict) -> int | None:
+    """Ask a person about the verdict until the answer can be read (three tries)."""
+    question = HUMAN_QUESTION
+    for _ in range(HUMAN_TRIES - 1):
+        answer = await human(question, payload=verdict)
+        try:
+            return interpret_answer(answer, verdict)
+        except ConfigError as exc:
+            question = f"{exc.message}.\n{HUMAN_QUESTION}"
+    return interpret_answer(await human(question, payload=verdict), verdict)
 
 
 def interpret_answer(answer: Any, verdict: Verdict) -> int | None:
@@ -301,7 +313,7 @@ def interpret_answer(answer: Any, verdict: Verdict) -> int | None:
         return verdict.choice
     if text in ("n", "no", "none", "reject", "rejected"):
         return None
-    raise ConfigError(f"cannot read the answer {answer!r}: use y, n or a candidate number")
+    raise ConfigError(f"cannot read the answer {answer!r}; use y, n or a candidate number")
 
 
 async def _arbitrate(
@@ -358,7 +370,7 @@ async def _fix(
     chosen, decided_by = await _decide(verdict, threshold, board)
     patch = board.patches.get(chosen) if chosen is not None else None
     result = FixResult(
-        chosen=chosen if patch else None,
+        chosen=chosen if patch is not None else None,
         patch=patch,
         verdict=verdict,
         decided_by=decided_by,

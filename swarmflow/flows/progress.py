@@ -1,7 +1,8 @@
 """Live progress of a run: one line per agent with its state, tokens spent and current tool.
 
 On a terminal the lines are redrawn in place (ANSI), with flow notes scrolling above them;
-elsewhere (CI logs, pipes) each change is appended as a plain line.
+elsewhere (CI logs, pipes) each change is appended as a plain line. `RunLogSink` keeps the run's
+`events.jsonl` in place when a caller adds sinks of its own.
 """
 
 from __future__ import annotations

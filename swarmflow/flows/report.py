@@ -405,8 +405,11 @@ def _result_line(d: Digest) -> str:
         return "nothing applied"
     files = ", ".join(d.applied.files) or "no files"
     chosen = chosen_index(d)
-    which = "" if chosen is None else f"candidate {chosen} "
-    return f"{which}applied to branch {d.applied.git_branch} at {d.applied.commit[:10]} ({files})"
+    which = "the chosen patch" if chosen is None else f"candidate {chosen}"
+    return (
+        f"{which} applied to branch {d.applied.git_branch}\n"
+        f"         commit {d.applied.commit[:10]}: {files}"
+    )
 
 
 def _usage(d: Digest) -> str:

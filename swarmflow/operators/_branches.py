@@ -61,18 +61,20 @@ class _Awaiting:
             close()
 
 
-def discard_unstarted(run: RunContext, makers: Sequence[Maker], paths: Sequence[str],
-                      results: list[Any]) -> list[Any]:
+def discard_unstarted(
+    run: RunContext, makers: Sequence[Maker], paths: Sequence[str], results: list[Any]
+) -> list[Any]:
     """Fill in branches cancelled before they started: record them and close their awaitables."""
     out = []
     for i, result in enumerate(results):
-        if result is None:
-            maker = makers[i]
-            if isinstance(maker, _Awaiting):
-                maker.discard()
-            result = Cancelled(i, paths[i], "cancelled before it started")
-            run.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
-        out.append(result)
+        if result is not None:
+            out.append(result)
+            continue
+        maker = makers[i]
+        if isinstance(maker, _Awaiting):
+            maker.discard()
+        out.append(Cancelled(i, paths[i], "cancelled before it started"))
+        run.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
     return out
 
 

@@ -38,8 +38,7 @@ async def human(
     if on_timeout == "default" and default is _NO_DEFAULT:
         raise ConfigError('human(on_timeout="default") needs default=')
     run, scope = current_run("human()"), current_scope()
-    text = f"{question}\n{render_prompt(payload)}" if payload is not None else question
-    check_handoff(run, HUMAN, [question, payload], via="human", text=text)
+    check_handoff(run, HUMAN, [question, payload], via="human")
     chosen = channel or run.human
     if chosen is None:
         raise HumanError("this run has no human channel")

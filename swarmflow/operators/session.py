@@ -54,9 +54,7 @@ class SessionHandle:
     async def send(self, message: Any) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         text = render_prompt(message)
-        check_handoff(
-            self._run, self.name, message, via="session message", text=text, agent=self.name
-        )
+        check_handoff(self._run, self.name, message, via="session message", agent=self.name)
         session = await self._open()
         async with self._turns:
             await session.run_turn(text)  # this handle's lock already serialises its turns
@@ -70,9 +68,7 @@ class SessionHandle:
         if output is None:
             return await self.send(prompt)
         text = render_prompt(prompt)
-        check_handoff(
-            self._run, self.name, prompt, via="session message", text=text, agent=self.name
-        )
+        check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
         session = await self._open()
         async with self._turns:  # a re-ask must follow its own question, not another sender's
             value = await ask_structured(session, text, output)

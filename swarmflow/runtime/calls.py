@@ -119,7 +119,7 @@ async def call_agent(
     """Run one fresh session of agent `name` to completion."""
     run = current_run(f"agent({name!r})")
     text = render_prompt(prompt)
-    check_handoff(run, name, prompt, via="prompt", text=text, agent=name)
+    check_handoff(run, name, prompt, via="prompt", agent=name)
     session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
     try:
         value = await _converse(session, text, output)
@@ -292,9 +292,7 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
         sender._emit(SpawnRefused, requested=to, reason=reason)
         raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
     try:
-        check_handoff(
-            run, to, SourcedStr(text, frozenset({me})), via="message_agent", text=text, agent=me
-        )
+        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent", agent=me)
     except TopologyError as exc:
         raise ToolError(f"refused: {exc.message}") from None
     sender._emit(MessageSent, source=me, target=to, text=text[:2000])

@@ -123,6 +123,10 @@ class EventLog:
         self._secret_re = re.compile("|".join(words)) if words else None
 
     @property
+    def _observed(self) -> bool:
+        return self._history is not None or bool(self._waiters)
+
+    @property
     def count(self) -> int:
         return self._seq
 
@@ -151,7 +155,7 @@ class EventLog:
             line = self._secret_re.sub(REDACTED, line)
             data = json.loads(line)
         event: E | None = None
-        if self._validate or shape.type in self._wanted or self._history is not None or self._waiters:
+        if self._validate or shape.type in self._wanted or self._observed:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)  # type: ignore[arg-type]

@@ -6,23 +6,27 @@ from typing import Any
 
 from swarmflow.core.errors import TopologyError
 from swarmflow.core.events import HandoffRefused, MessageRefused
-from swarmflow.core.provenance import collect
+from swarmflow.core.provenance import trace
 from swarmflow.runtime.context import RunContext, current_scope
 
 
-def sources_of(run: RunContext, values: Any, text: str = "") -> frozenset[str]:
-    """The agents that contributed to `values`, plus those whose output `text` contains."""
-    found = collect(values, run.product_sources)
-    if text and len(run.fingerprints):
-        found = found | run.fingerprints.sources(text)
+def sources_of(run: RunContext, values: Any) -> frozenset[str]:
+    """The agents behind `values`: declared provenance, plus the agents whose fingerprinted
+    output appears in the plain (untagged) strings among them."""
+    found, plain = trace(values, run.product_sources)
+    if plain and len(run.fingerprints):
+        extra: set[str] = set()
+        for text in plain:
+            extra |= run.fingerprints.sources(text)
+        found = found | extra
     return found
 
 
 def check_handoff(
-    run: RunContext, target: str, values: Any, *, via: str, text: str = "", agent: str | None = None
+    run: RunContext, target: str, values: Any, *, via: str, agent: str | None = None
 ) -> frozenset[str]:
     """Refuse (event + `TopologyError`) if any source of `values` lacks an edge to `target`."""
-    sources = sources_of(run, values, text)
+    sources = sources_of(run, values)
     for source in sorted(sources):
         if not run.team.allows(source, target):
             _refuse(run, source, target, via, agent)

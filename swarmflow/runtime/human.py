@@ -104,7 +104,8 @@ class DeferredHuman:
         if token in self.answers:
             return self.answers[token], self.who
         raise RunPaused(
-            f"run paused for a human answer to {question!r}; resume with answers={{{token!r}: ...}}",
+            f"run paused for a human answer to {question!r}; "
+            f"resume with DeferredHuman({{{token!r}: answer}})",
             token=token,
             question=question,
         )

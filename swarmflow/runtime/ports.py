@@ -20,7 +20,10 @@ from swarmflow.core.patch import Patch
 class EventSink(Protocol):
     """Receives every event, in order. `line` is the event's scrubbed JSON."""
 
-    def write(self, event: EventBase, line: str) -> None: ...
+    def write(self, event: EventBase | None, line: str) -> None:
+        """`event` is None for sinks that declare `wants_objects = False` or that list the
+        `event_types` they want and this is not one of them."""
+        ...
 
     def close(self) -> None: ...
 

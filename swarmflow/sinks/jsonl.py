@@ -27,7 +27,7 @@ class JsonlSink:
         # chain has nothing left to do: its BytesLogger writes and flushes each line directly.
         self._logger = structlog.BytesLogger(self._fh)
 
-    def write(self, event: EventBase, line: str) -> None:
+    def write(self, event: EventBase | None, line: str) -> None:
         self._logger.msg(line.encode())
 
     def close(self) -> None:

@@ -11,8 +11,9 @@ class MemorySink:
     def __init__(self) -> None:
         self.events: list[EventBase] = []
 
-    def write(self, event: EventBase, line: str) -> None:
-        self.events.append(event)
+    def write(self, event: EventBase | None, line: str) -> None:
+        if event is not None:  # always an object: this sink wants objects (the default)
+            self.events.append(event)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -146,7 +146,7 @@ def test_the_event_log_is_complete(demo_run: RunResult) -> None:
 
 
 def test_a_verdict_below_the_threshold_goes_to_the_human(tmp_path: Path) -> None:
-    person = ScriptedHuman(["n"])
+    person = ScriptedHuman(["perhaps", "n"])  # the first answer cannot be read: asked again
     result = run_demo(tmp_path, human=person, threshold=0.95)
     out = result.output
     assert [q for q, _ in person.asked] and isinstance(person.asked[0][1], Verdict)
@@ -154,8 +154,9 @@ def test_a_verdict_below_the_threshold_goes_to_the_human(tmp_path: Path) -> None
     assert (out.decided_by, out.chosen, out.output_branch) == ("human", None, None)
     asked = [e for e in result.events if isinstance(e, HumanRequested)]
     answered = [e for e in result.events if isinstance(e, HumanAnswered)]
-    assert len(asked) == 1 and asked[0].payload["choice"] == 0
-    assert [(e.answer, e.answered_by) for e in answered] == [("n", "scripted")]
+    assert len(asked) == 2 and asked[0].payload["choice"] == 0
+    assert "cannot read the answer 'perhaps'" in asked[1].question
+    assert [(e.answer, e.answered_by) for e in answered] == [("perhaps", "scripted"), ("n", "scripted")]
     assert not [e for e in result.events if isinstance(e, WorkspaceChanged) and e.agent is None]
 
 

@@ -153,3 +153,27 @@ def test_team_check_reports_unknown_agents_and_unreachable() -> None:
     assert any(d.code == "unreachable" and "'c'" in d.message for d in diags)
     g = team.graph()
     assert set(g.nodes) == {"a", "b", "c", "human", "ghost"} and g.has_edge("a", "b")
+
+
+async def test_an_agent_may_relay_what_it_was_given() -> None:
+    """The arbiter quotes the coder; its answer is the arbiter's product, so arbiter -> human
+    suffices. The flow pasting the coder's text itself would need coder -> human."""
+    team = [Agent("coder"), Agent("arbiter")]
+    edges = [("coder", "arbiter"), ("arbiter", "human")]
+
+    def policy(req: ModelRequest) -> str:
+        return CODE if req.agent == "coder" else f"I pick this: {req.prompt}"
+
+    async def relayed() -> object:
+        verdict = await agent("arbiter", await agent("coder", "x"))
+        return await human("ok?", payload=verdict)
+
+    result = await run_one(team, relayed, FunctionModel(policy), edges=edges, human=["yes"])
+    assert result.output == "yes"
+
+    async def pasted() -> object:
+        code = await agent("coder", "x")
+        return await human(f"ok? {code.text}")
+
+    result = await run_one(team, pasted, FunctionModel(policy), edges=edges, human=["yes"])
+    assert isinstance(result.error, TopologyError) and result.error.source == "coder"

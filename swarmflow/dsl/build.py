@@ -1,0 +1,125 @@
+"""IR to `swarmflow.Flow`: the team, the budget, the imports, and a coroutine that runs the IR."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from swarmflow.core.team import Agent, Team
+from swarmflow.dsl.diagnostics import Diagnostic, DslError
+from swarmflow.dsl.executor import execute
+from swarmflow.dsl.ir import ImportSpec, ParamSpec, Program
+from swarmflow.runtime.flow import Flow
+
+_CONVERTERS: dict[str, Any] = {"int": int, "float": float, "bool": None, "str": str}
+_TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
+
+
+def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
+    """A `Flow` that runs `program`; imports are resolved now, with located errors."""
+    imports = resolve_imports(program)
+    team = Team([_agent(a) for a in program.agents], edges=program.edges)
+
+    async def run_steps(**inputs: Any) -> Any:
+        return await execute(program, imports, _inputs(program, inputs))
+
+    run_steps.__signature__ = _signature(program)  # type: ignore[attr-defined]
+    run_steps.__name__ = run_steps.__qualname__ = program.name
+    run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
+    here = str(Path(base_dir).resolve()) if base_dir is not None else "."
+    made: Flow[..., Any] = Flow(run_steps, team=team, budget=dict(program.limits),
+                                name=program.name, card_path=(here, "."))
+    made.program = program  # type: ignore[attr-defined]
+    return made
+
+
+def _agent(spec: Any) -> Agent:
+    options: dict[str, Any] = {
+        "card": spec.card, "model": spec.model, "tools": spec.tools,
+        "workspace": spec.workspace, "allowance": spec.allowance, "max_steps": spec.max_steps,
+        "description": spec.description,
+    }
+    if spec.output_tokens is not None:
+        options["max_output_tokens"] = spec.output_tokens
+    return Agent(spec.name, **options)
+
+
+def _signature(program: Program) -> inspect.Signature:
+    params = [
+        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=p.type,
+                          default=p.default if p.has_default else inspect.Parameter.empty)
+        for p in program.params
+    ]
+    return inspect.Signature(params, return_annotation=program.returns or inspect.Signature.empty)
+
+
+def _inputs(program: Program, given: dict[str, Any]) -> dict[str, Any]:
+    """Fill defaults and convert text from the command line to the declared type."""
+    values: dict[str, Any] = {}
+    for param in program.params:
+        if param.name in given:
+            values[param.name] = convert_input(param, given[param.name])
+        elif param.has_default:
+            values[param.name] = param.default
+    return values
+
+
+def convert_input(param: ParamSpec, value: Any) -> Any:
+    """`"3"` for an `int` input is 3; a value of the right type passes unchanged."""
+    if not isinstance(value, str) or param.type not in _CONVERTERS or param.type == "str":
+        return value
+    if param.type == "bool":
+        word = value.strip().lower()
+        if word in _TRUE | _FALSE:
+            return word in _TRUE
+        raise ValueError(f"input '{param.name}' is a bool: use true or false, not {value!r}")
+    try:
+        return _CONVERTERS[param.type](value)
+    except ValueError:
+        raise ValueError(f"input '{param.name}' is {param.type}: {value!r} is not one") from None
+
+
+def resolve_imports(program: Program) -> dict[str, Any]:
+    """Import every `use`d name; a missing module or name is a located diagnostic."""
+    found: dict[str, Any] = {}
+    problems: list[Diagnostic] = []
+    for spec in program.imports:
+        try:
+            found[spec.local] = _import(spec)
+        except _ImportProblem as exc:
+            problems.append(_diag(program, spec.line, spec.column, str(exc)))
+    for name, line, column in program.models:
+        model = found.get(name)
+        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+            problems.append(_diag(program, line, column, f"'{name}' is not a pydantic model, so "
+                                  "it cannot validate an answer; import a BaseModel subclass"))
+    if problems:
+        raise DslError(problems, program.source)
+    return found
+
+
+class _ImportProblem(Exception):
+    """An import that failed, with a message for people."""
+
+
+def _import(spec: ImportSpec) -> Any:
+    try:
+        module = importlib.import_module(spec.module)
+    except ModuleNotFoundError as exc:
+        raise _ImportProblem(f"cannot import module '{spec.module}': {exc}") from None
+    except Exception as exc:  # the module itself failed while loading; say how
+        raise _ImportProblem(f"importing '{spec.module}' failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+    try:
+        return getattr(module, spec.name)
+    except AttributeError:
+        raise _ImportProblem(f"module '{spec.module}' has no '{spec.name}'") from None
+
+
+def _diag(program: Program, line: int, column: int, message: str) -> Diagnostic:
+    return Diagnostic(severity="error", code="import", message=message, line=line,
+                      column=column, file=program.filename)

@@ -1,0 +1,170 @@
+"""Calls at run time: agents, the operators, built-ins and imported Python callables.
+
+Each maps onto the Python API one to one (`coder(x)` is `await agent("coder", x)`,
+`parallel(n) |i| {...}` is `await parallel(factory, n=n)`, ...), so a DSL flow and its Python
+twin record the same events.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from swarmflow.dsl import ast
+from swarmflow.operators import agent, compact, human, parallel, pipeline
+
+if TYPE_CHECKING:
+    from swarmflow.dsl.evaluate import Evaluator
+
+Handler = Callable[["Evaluator", ast.Call], Awaitable[Any]]
+
+
+async def call(ev: Evaluator, node: ast.Call) -> Any:
+    """Run one call expression."""
+    name = node.func.id
+    if name in ev.rt.agents:
+        return await agent_call(ev, node)
+    if name in ev.rt.imports:
+        return await python_call(ev, node)
+    return await _HANDLERS[name](ev, node)
+
+
+async def agent_call(ev: Evaluator, node: ast.Call) -> Any:
+    prompt = await ev.evaluate(node.args[0]) if node.args else ""
+    options: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.name == "output":
+            options["output"] = model_of(ev, kw.value)
+        else:
+            options[kw.name] = await ev.evaluate(kw.value)
+    return await agent(node.func.id, prompt, **options)
+
+
+def model_of(ev: Evaluator, node: Any) -> Any:
+    return ev.rt.imports[node.id] if isinstance(node, ast.Name) else None
+
+
+async def python_call(ev: Evaluator, node: ast.Call) -> Any:
+    fn = ev.rt.imports[node.func.id]
+    args = [await argument(ev, a) for a in node.args]
+    args += [ev.lambda_callable(lam) for lam in node.lambdas]
+    kwargs = {kw.name: await argument(ev, kw.value) for kw in node.keywords}
+    result = fn(*args, **kwargs)
+    return await result if inspect.isawaitable(result) else result
+
+
+async def argument(ev: Evaluator, node: Any) -> Any:
+    """An argument's value; an agent named bare is passed as an async callable."""
+    if isinstance(node, ast.Name) and node.id not in ev.values:
+        return ev.callable_of(node)
+    return await ev.evaluate(node)
+
+
+async def compact_call(ev: Evaluator, node: ast.Call) -> Any:
+    outcomes = await ev.evaluate(node.args[0])
+    keep = next((model_of(ev, k.value) for k in node.keywords if k.name == "keep"), None)
+    return compact(outcomes, keep=keep)
+
+
+async def human_call(ev: Evaluator, node: ast.Call) -> Any:
+    args = [await ev.evaluate(a) for a in node.args]
+    options: dict[str, Any] = {}
+    for kw in node.keywords:
+        options[kw.name] = model_of(ev, kw.value) if kw.name == "output" else \
+            await ev.evaluate(kw.value)
+    return await human(*args, **options)
+
+
+async def pipeline_call(ev: Evaluator, node: ast.Call) -> list[Any]:
+    """`pipeline(items, stages...) |x| {...}`: collected into a list of outcomes."""
+    first = node.args[0]
+    if isinstance(first, ast.Parallel):  # stream branches into the first stage as they finish
+        source = await run_parallel(ev, first, stream=True)
+    else:
+        source = await ev.evaluate(first)
+    stages = [stage(ev, a) for a in node.args[1:]]
+    stages += [ev.lambda_callable(lam) for lam in node.lambdas]
+    options = {kw.name: await ev.evaluate(kw.value) for kw in node.keywords}
+    stream = pipeline(source, *stages, **options)
+    try:
+        return await stream.collect()
+    finally:
+        await stream.aclose()
+
+
+def stage(ev: Evaluator, node: Any) -> Callable[[Any], Awaitable[Any]]:
+    """A pipeline stage: an agent or an imported callable, awaited when it is async."""
+    if isinstance(node, ast.Name) and node.id in ev.rt.agents:
+        return functools.partial(agent, node.id)
+    fn = ev.rt.imports[node.id]
+
+    async def run(item: Any) -> Any:
+        result = fn(item)
+        return await result if inspect.isawaitable(result) else result
+
+    return run
+
+
+async def run_parallel(ev: Evaluator, node: ast.Parallel, *, stream: bool) -> Any:
+    """`parallel(n) |i| { ... }`: n branches of the body, or the streaming form."""
+    n = await _branch_count(ev, node)
+    options = {kw.name: await ev.evaluate(kw.value) for kw in node.keywords}
+    body = node.body
+
+    def factory(i: int) -> Awaitable[Any]:
+        return ev.run_lambda(body, [i] if body.params else [])
+
+    if stream:
+        options.pop("first", None)
+        return parallel.stream(factory, n=n, **options)
+    return await parallel(factory, n=n, **options)
+
+
+async def _branch_count(ev: Evaluator, node: ast.Parallel) -> int:
+    value = await ev.evaluate(node.args[0])
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) \
+            or value < 0:
+        raise ev.rt.fail(node.args[0], f"parallel(n) needs a number of branches, 0 or more; "
+                         f"got {value!r}")
+    return int(value)  # a fractional count rounds down
+
+
+async def _min_max(ev: Evaluator, node: ast.Call) -> Any:
+    values = [await ev.evaluate(a) for a in node.args]
+    fn = min if node.func.id == "min" else max
+    try:
+        return fn(values[0]) if len(values) == 1 else fn(values)
+    except (TypeError, ValueError) as exc:
+        raise ev.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
+
+
+async def _clamp(ev: Evaluator, node: ast.Call) -> Any:
+    x, low, high = [await ev.evaluate(a) for a in node.args]
+    try:
+        return min(max(x, low), high)
+    except TypeError as exc:
+        raise ev.rt.fail(node, f"clamp(...) needs numbers: {exc}") from None
+
+
+async def _one(ev: Evaluator, node: ast.Call) -> Any:
+    value = await ev.evaluate(node.args[0])
+    fn: Callable[[Any], Any] = {"len": len, "str": str, "int": int, "float": float,
+                                "round": round}[node.func.id]
+    try:
+        return fn(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ev.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
+
+
+_HANDLERS: dict[str, Handler] = {
+    "compact": compact_call,
+    "human": human_call,
+    "pipeline": pipeline_call,
+    "min": _min_max,
+    "max": _min_max,
+    "clamp": _clamp,
+    **{name: _one for name in ("len", "str", "int", "float", "round")},
+}

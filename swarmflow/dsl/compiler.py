@@ -1,0 +1,332 @@
+"""AST to IR: each statement becomes a step; its reads and writes become dependency edges.
+
+Names are resolved statically: a step reads a name from the step that last wrote it before
+(or from outside its block), so re-assigning a name never races with a reader of the old
+value. A `session` block becomes an opening step, its turns chained in source order, and a
+closing step. A step that may `return` waits for every step before it and holds back every
+step after it. IR to `Flow` lives in build.py (`build_flow`), re-exported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN
+from swarmflow.dsl.ir import (
+    VALUE,
+    AgentSpec,
+    ImportSpec,
+    ParamSpec,
+    Position,
+    Program,
+    Step,
+    StepGraph,
+    StepKind,
+)
+
+_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human"})
+
+
+def compile_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
+    """The IR of a checked module (compile only what `check` passed: it assumes no errors)."""
+    flow = module.flows[0]
+    imports = [ImportSpec(n.local.id, n.name.id, use.module, n.line, n.column)
+               for use in module.uses for n in use.names]
+    agents = [_agent_spec(a) for a in module.agents]
+    compiler = _Compiler(source, {a.name for a in agents}, {i.local for i in imports})
+    steps = compiler.graph(module.steps[0].stmts if module.steps else [], "s", ())
+    return Program(
+        name=flow.name.id, filename=filename, source=source,
+        params=[_param_spec(p) for p in flow.params],
+        returns=flow.returns.show() if flow.returns else None,
+        agents=agents,
+        edges=[(a.id, b.id) for chain in module.edges for a, b in chain.pairs()],
+        limits={_LIMIT_KEYS[i.key.id]: i.value.value for i in module.budget},
+        imports=imports, steps=steps, lambdas=compiler.lambdas, sessions=compiler.sessions,
+        models=compiler.models,
+    )
+
+
+_LIMIT_KEYS = {"tokens": "tokens", "calls": "calls", "cost": "cost", "time": "seconds"}
+
+
+def _param_spec(param: ast.Param) -> ParamSpec:
+    if param.default is None:
+        return ParamSpec(param.name.id, param.type.show())
+    return ParamSpec(param.name.id, param.type.show(), literal_value(param.default), True)
+
+
+def literal_value(node: Any) -> Any:
+    """The Python value of a literal (defaults are literals; the checker makes sure)."""
+    if isinstance(node, ast.Number):
+        return int(node.value) if node.is_integer else node.value
+    if isinstance(node, ast.Str):
+        return "".join(node.texts)
+    if isinstance(node, ast.ListExpr):
+        return [literal_value(i) for i in node.items]
+    return node.value if isinstance(node, ast.Const) else None
+
+
+def _agent_spec(decl: ast.AgentDecl) -> AgentSpec:
+    fields: dict[str, Any] = {}
+    for fld in decl.fields:
+        value = fld.value
+        if isinstance(value, ast.NameList):
+            fields[fld.key.id] = tuple(n.id for n in value.items)
+        elif isinstance(value, ast.Str):
+            fields[fld.key.id] = "".join(value.texts)
+        elif isinstance(value, ast.Name):
+            fields[fld.key.id] = value.id
+        elif isinstance(value, ast.Number):
+            fields[fld.key.id] = int(value.value)
+        else:
+            fields[fld.key.id] = "none"
+    return AgentSpec(
+        name=decl.name.id, card=fields.get("card"), model=fields.get("model"),
+        tools=fields.get("tools", ()), workspace=fields.get("workspace", "none"),
+        allowance=fields.get("allowance"), max_steps=fields.get("steps"),
+        output_tokens=fields.get("output_tokens"), description=fields.get("description", ""),
+    )
+
+
+class _Builder:
+    """Steps of one block, added in source order."""
+
+    def __init__(self, prefix: str, bound: Iterable[str]) -> None:
+        self.prefix = prefix
+        self.graph = StepGraph()
+        self.writers: dict[str, str] = {}
+        self.bound = set(bound)
+        self.outer: dict[str, None] = {}
+        self.turns: dict[str, str] = {}
+        self.barrier: str | None = None
+        self.count = 0
+
+    def new_id(self) -> str:
+        self.count += 1
+        return f"{self.prefix}{self.count - 1}"
+
+    def resolve(self, names: Iterable[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for name in sorted(names):
+            writer = self.writers.get(name)
+            if writer is None and name not in self.bound:
+                self.outer.setdefault(name)
+            out[name] = writer
+        return out
+
+    def add(self, step: Step, handles: set[str]) -> None:
+        after = set(step.after)
+        for handle in handles:  # turns on one session keep their source order
+            if handle in self.turns:
+                after.add(self.turns[handle])
+            self.turns[handle] = step.id
+        if step.returns:
+            after.update(self.graph.steps)
+        elif self.barrier is not None:
+            after.add(self.barrier)
+        step.after = tuple(sorted(after - {step.id}))
+        self.graph.add(step)
+        for name in step.writes:
+            self.writers[name] = step.id
+        if step.returns:
+            self.barrier = step.id
+
+
+class _Compiler:
+    """Walks statements and expressions, building step graphs."""
+
+    def __init__(self, source: str, agents: set[str], imports: set[str]) -> None:
+        self.lines = source.splitlines()
+        self.globals = agents | imports | set(CALLABLE_BUILTINS) | {HUMAN}
+        self.lambdas: dict[Position, StepGraph] = {}
+        self.sessions: dict[Position, str] = {}
+        self.models: list[tuple[str, int, int]] = []
+        self.open_sessions: list[str] = []
+        self.agents = agents
+
+    def graph(self, stmts: list[ast.Stmt], prefix: str, bound: Iterable[str]) -> StepGraph:
+        builder = _Builder(prefix, bound)
+        self._statements(builder, stmts)
+        graph = builder.graph
+        graph.outer = tuple(builder.outer)
+        graph.finals = dict(builder.writers)
+        last = stmts[-1] if stmts else None
+        if isinstance(last, ast.ExprStmt) and graph.steps:
+            graph.value_step = next(reversed(graph.steps))
+        return graph
+
+    def _statements(self, builder: _Builder, stmts: list[ast.Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.Session):
+                self._session(builder, stmt)
+            else:
+                self._statement(builder, stmt)
+            if isinstance(stmt, ast.Return):
+                break  # anything after it is unreachable (the checker said so)
+
+    def _statement(self, builder: _Builder, stmt: ast.Stmt) -> None:
+        sid = builder.new_id()
+        reads: set[str] = set()
+        handles: set[str] = set()
+        step = Step(id=sid, kind="expr", label=self._label(stmt), line=stmt.line,
+                    column=stmt.column, stmt=stmt)
+        if isinstance(stmt, ast.If):
+            self._if(stmt, step, reads, handles, builder)
+        else:
+            value = stmt.value
+            if value is not None:
+                self._expr(value, reads, handles, sid)
+            step.kind, step.agent = self._kind(stmt, value)
+            step.writes = _writes(stmt)
+            step.returns = isinstance(stmt, ast.Return)
+        step.reads = builder.resolve(reads | handles)
+        builder.add(step, handles)
+
+    def _if(self, stmt: ast.If, step: Step, reads: set[str], handles: set[str],
+            builder: _Builder) -> None:
+        self._expr(stmt.cond, reads, handles, step.id)
+        then = self.graph(stmt.then.stmts, f"{step.id}.t", ())
+        orelse = self.graph(stmt.orelse.stmts, f"{step.id}.e", ()) if stmt.orelse else None
+        for branch in (then, orelse):
+            if branch is not None:
+                reads.update(n for n in branch.outer if n not in self.globals)
+                handles.update(n for n in branch.outer if n.startswith("@"))
+        writes = sorted({*then.finals, *(orelse.finals if orelse else {})} - {VALUE})
+        step.kind, step.branches, step.writes = "if", (then, orelse), tuple(writes)
+        step.returns = _may_return(then) or (orelse is not None and _may_return(orelse))
+        step.priors = _priors(builder, writes)
+
+    def _session(self, builder: _Builder, stmt: ast.Session) -> None:
+        handle = f"@session:{stmt.line}:{stmt.column}"
+        reads: set[str] = set()
+        for kw in stmt.keywords:
+            self._expr(kw.value, reads, set(), handle)
+        opening = Step(id=builder.new_id(), kind="session", label=f"session {stmt.agent.id}",
+                       line=stmt.line, column=stmt.column, stmt=stmt, writes=(handle,),
+                       session=handle, agent=stmt.agent.id)
+        opening.reads = builder.resolve(reads)
+        builder.add(opening, {handle})
+        self.open_sessions.append(handle)
+        try:
+            self._statements(builder, stmt.body.stmts)
+        finally:
+            self.open_sessions.pop()
+        closing = Step(id=builder.new_id(), kind="session_end", label=f"end {stmt.agent.id}",
+                       line=stmt.body.end_line, column=stmt.body.end_column - 1, stmt=None,
+                       session=handle, agent=stmt.agent.id)
+        closing.reads = builder.resolve({handle})
+        builder.add(closing, {handle})
+
+    def _kind(self, stmt: ast.Stmt, value: Any) -> tuple[StepKind, str | None]:
+        if isinstance(stmt, ast.Return):
+            return "return", None
+        if isinstance(value, ast.Call):
+            name = value.func.id
+            if name in self.agents:
+                return "agent", name
+            if name in _OPERATOR_CALLS:
+                return "operator", None
+            return ("call", None) if name not in CALLABLE_BUILTINS else ("expr", None)
+        if isinstance(value, ast.Parallel | ast.BudgetCall | ast.Ask | ast.Send):
+            return "operator", None
+        return "expr", None
+
+    def _expr(self, node: Any, reads: set[str], handles: set[str], owner: str) -> None:
+        """Collect the names an expression reads; compile the bodies inside it."""
+        stack: list[Any] = [node]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, ast.Name):
+                if item.id not in self.globals:
+                    reads.add(item.id)
+            elif isinstance(item, ast.Lambda):
+                self._lambda(item, reads, handles)
+            elif isinstance(item, ast.Ask | ast.Send):
+                self._turn(item, handles)
+                stack.append(item.prompt if isinstance(item, ast.Ask) else item.value)
+            else:
+                if isinstance(item, ast.Call):
+                    self._output_models(item)
+                stack.extend(_children(item))
+
+    def _turn(self, node: ast.Ask | ast.Send, handles: set[str]) -> None:
+        if self.open_sessions:
+            handle = self.open_sessions[-1]
+            self.sessions[(node.line, node.column)] = handle
+            handles.add(handle)
+        if isinstance(node, ast.Ask) and node.output is not None:
+            self.models.append((node.output.id, node.output.line, node.output.column))
+
+    def _output_models(self, call: ast.Call) -> None:
+        for kw in call.keywords:
+            if kw.name == "output" and isinstance(kw.value, ast.Name):
+                self.models.append((kw.value.id, kw.value.line, kw.value.column))
+
+    def _lambda(self, lam: ast.Lambda, reads: set[str], handles: set[str]) -> None:
+        params = [p.id for p in lam.params]
+        prefix = f"L{lam.line}_{lam.column}.s"
+        body = self.graph(lam.body.stmts, prefix, params)
+        self.lambdas[(lam.line, lam.column)] = body
+        for name in body.outer:
+            if name.startswith("@"):
+                handles.add(name)
+            elif name not in self.globals:
+                reads.add(name)
+
+    def _label(self, stmt: ast.Stmt) -> str:
+        if not 1 <= stmt.line <= len(self.lines):
+            return type(stmt).__name__.lower()
+        text = self.lines[stmt.line - 1][stmt.column - 1:].strip()
+        more = stmt.end_line > stmt.line
+        if len(text) > 60:
+            text, more = text[:57], True
+        return text + (" …" if more else "")
+
+
+def _priors(builder: _Builder, names: Iterable[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in names:
+        writer = builder.writers.get(name)
+        if writer is None and name not in builder.bound:
+            builder.outer.setdefault(name)
+        out[name] = writer
+    return out
+
+
+def _may_return(graph: StepGraph) -> bool:
+    return any(step.returns for step in graph.steps.values())
+
+
+def _writes(stmt: ast.Stmt) -> tuple[str, ...]:
+    if isinstance(stmt, ast.Assign):
+        return (stmt.target.id,)
+    if isinstance(stmt, ast.ExprStmt):
+        return (VALUE,)
+    return ()
+
+
+def _children(node: Any) -> list[Any]:
+    """Sub-expressions (and lambdas) of an expression node, in any order."""
+    if isinstance(node, ast.Call):
+        out: list[Any] = [*node.args, *(k.value for k in node.keywords), *node.lambdas]
+        return out
+    if isinstance(node, ast.Parallel):
+        return [*node.args, *(k.value for k in node.keywords), node.body]
+    if isinstance(node, ast.BudgetCall):
+        return [*node.args, *(k.value for k in node.keywords)]
+    if isinstance(node, ast.Binary):
+        return [node.left, node.right]
+    if isinstance(node, ast.Unary):
+        return [node.operand]
+    if isinstance(node, ast.Attribute):
+        return [node.value]
+    if isinstance(node, ast.Index):
+        return [node.value, node.index]
+    if isinstance(node, ast.ListExpr):
+        return list(node.items)
+    if isinstance(node, ast.Str):
+        return list(node.values)
+    return []

@@ -1,0 +1,161 @@
+"""The dataflow executor: each step starts as soon as the steps it depends on are done.
+
+Ready steps start in source order inside one anyio task group, so independent steps run
+concurrently. A failing step cancels the others and its exception (not an exception group)
+is what the flow raises, so `RunPaused`, `TopologyError` and the rest reach the runner as
+themselves. Sessions a block opened are closed when it ends, however it ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.evaluate import UNSET, Evaluator, Runtime
+from swarmflow.dsl.ir import VALUE, Program, Step, StepGraph
+from swarmflow.operators import agent_session
+from swarmflow.operators.session import SessionHandle
+
+
+@dataclass(frozen=True, slots=True)
+class Returned:
+    """A `return` ran: the block (and any block waiting on it) ends with this value."""
+
+    value: Any
+
+
+@dataclass
+class GraphResult:
+    """How a block ended: with `return`, or by running out of steps."""
+
+    returned: bool
+    value: Any
+    finals: dict[str, Any] = field(default_factory=dict)
+
+
+async def execute(program: Program, imports: dict[str, Any], inputs: dict[str, Any]) -> Any:
+    """Run the flow's steps with `inputs`; the value of its `return` (or None)."""
+    rt = Runtime(program, imports, _run_graph_value)
+    result = await run_graph(rt, program.steps, inputs)
+    return result.value
+
+
+async def _run_graph_value(rt: Runtime, graph: StepGraph, env: dict[str, Any]) -> Any:
+    return (await run_graph(rt, graph, env)).value
+
+
+async def run_graph(rt: Runtime, graph: StepGraph, env: dict[str, Any]) -> GraphResult:
+    """Run one block to its end."""
+    return await _GraphRun(rt, graph, env).run()
+
+
+class _GraphRun:
+    """The state of one block while it runs."""
+
+    def __init__(self, rt: Runtime, graph: StepGraph, env: dict[str, Any]) -> None:
+        self.rt = rt
+        self.graph = graph
+        self.env = env
+        self.order = graph.order()
+        self.waiting = {sid: graph.graph.in_degree(sid) for sid in graph.steps}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.returned: Returned | None = None
+        self.error: BaseException | None = None
+        self.handles: list[SessionHandle] = []
+
+    async def run(self) -> GraphResult:
+        try:
+            async with anyio.create_task_group() as tg:
+                for sid, count in self.waiting.items():
+                    if count == 0:
+                        tg.start_soon(self._step, sid, tg)
+        finally:
+            await self._close_sessions()
+        if self.error is not None:
+            raise self.error
+        return self._result()
+
+    def _result(self) -> GraphResult:
+        if self.returned is not None:
+            return GraphResult(True, self.returned.value)
+        finals = {n: self.results[w][n] for n, w in self.graph.finals.items() if w in self.results}
+        value = None
+        if self.graph.value_step is not None:
+            value = self.results.get(self.graph.value_step, {}).get(VALUE)
+        return GraphResult(False, value, finals)
+
+    async def _step(self, sid: str, tg: TaskGroup) -> None:
+        step = self.graph.steps[sid]
+        try:
+            out = await self._execute(step)
+        except Exception as exc:  # the first failure ends the block; it is re-raised in run()
+            if self.error is None:
+                self.error = exc
+            tg.cancel_scope.cancel()
+            return
+        if isinstance(out, Returned):
+            self.returned = out
+            return  # every later step waits on this one, so none of them starts
+        self.results[sid] = out
+        for nxt in sorted(self.graph.graph.successors(sid), key=self.order.__getitem__):
+            self.waiting[nxt] -= 1
+            if self.waiting[nxt] == 0:
+                tg.start_soon(self._step, nxt, tg)
+
+    def _scope(self, step: Step) -> dict[str, Any]:
+        values = {name: self._lookup(name, writer) for name, writer in step.reads.items()}
+        for name, writer in step.priors.items():
+            values.setdefault(name, self._lookup(name, writer))
+        return values
+
+    def _lookup(self, name: str, writer: str | None) -> Any:
+        if writer is None:
+            return self.env.get(name, UNSET)
+        return self.results[writer].get(name, UNSET)
+
+    async def _execute(self, step: Step) -> dict[str, Any] | Returned:
+        values = self._scope(step)
+        ev = Evaluator(self.rt, values)
+        stmt = step.stmt
+        if step.kind == "session_end":
+            await self._close(values[step.session or ""])
+            return {}
+        if isinstance(stmt, ast.Session):
+            return await self._open(step, stmt, ev)
+        if isinstance(stmt, ast.If):
+            return await self._if(step, stmt, ev)
+        if isinstance(stmt, ast.Return):
+            return Returned(await ev.evaluate(stmt.value) if stmt.value is not None else None)
+        assert isinstance(stmt, ast.Assign | ast.ExprStmt)
+        value = await ev.evaluate(stmt.value)
+        return {step.writes[0]: value}
+
+    async def _open(self, step: Step, stmt: ast.Session, ev: Evaluator) -> dict[str, Any]:
+        card_vars = {kw.name: await ev.evaluate(kw.value) for kw in stmt.keywords}
+        handle = agent_session(stmt.agent.id, **card_vars)
+        self.handles.append(handle)
+        return {step.writes[0]: handle}
+
+    async def _close(self, handle: SessionHandle) -> None:
+        if handle in self.handles:
+            self.handles.remove(handle)
+        await handle.__aexit__(None, None, None)
+
+    async def _close_sessions(self) -> None:
+        with anyio.CancelScope(shield=True):
+            while self.handles:
+                await self._close(self.handles[-1])
+
+    async def _if(self, step: Step, stmt: ast.If, ev: Evaluator) -> dict[str, Any] | Returned:
+        chosen = step.branches[0] if await ev.evaluate(stmt.cond) else step.branches[1]
+        finals: dict[str, Any] = {}
+        if chosen is not None:
+            result = await run_graph(self.rt, chosen, ev.values)
+            if result.returned:
+                return Returned(result.value)
+            finals = result.finals
+        return {name: finals.get(name, ev.values.get(name, UNSET)) for name in step.writes}
