@@ -25,6 +25,7 @@ AGENTS_PER_LINE = 8
 FILENAME = "generated.swarm"
 AGENT_LINES = 6
 UNIT_LINES = 8
+SESSION_EVERY = 10
 
 
 # -- the generated flow ---------------------------------------------------------------------
@@ -51,7 +52,7 @@ def _edges(agents: int) -> list[str]:
 def _steps_unit(k: int) -> list[str]:
     """Eight lines that pass the work from agent k to agent k+1, along their edge."""
     return [
-        f"    drafts{k} = parallel(n: 2) |j| {{ a{k}(work) }}",
+        f"    drafts{k} = parallel(2) {{ a{k}(work) }}",
         f"    kept{k} = compact(drafts{k})",
         f"    if kept{k} {{",
         f"        work = a{k + 1}(kept{k})",
@@ -59,6 +60,20 @@ def _steps_unit(k: int) -> list[str]:
         f"        work = a{k + 1}(work)",
         "    }",
         f"    left{k} = budget()",
+    ]
+
+
+def _session_unit(k: int) -> list[str]:
+    """Eight lines that hand the work to agent k+1 in a session, then ask it a question."""
+    return [
+        f"    session a{k + 1} {{",
+        "        send work",
+        f'        note{k} = ask "Summarise step {k + 1} so far."',
+        f"        work = ask note{k}",
+        "    }",
+        "    if not work {",
+        f"        work = a{k + 1}(task)",
+        "    }",
     ]
 
 
@@ -75,7 +90,8 @@ def generate(lines: int) -> str:
     head.extend(_edges(agents))
     body = ["steps {", "    work = a0(task)"]
     for k in range(agents - 1):
-        body.extend(_steps_unit(k))
+        body.extend(_session_unit(k) if k % SESSION_EVERY == SESSION_EVERY - 1 else
+                    _steps_unit(k))
     body.extend(["    return work", "}"])
     return "\n".join(head + body) + "\n"
 
@@ -93,8 +109,9 @@ def _module(name: str) -> Any:
 def _entry_points() -> tuple[Callable[[str], Any] | None, Callable[[str, Path], Any] | None]:
     """`parse(text)` and a `check(text, path)` adapter, whichever the DSL offers.
 
-    The public names on `swarmflow.dsl` come first; `swarmflow.dsl.parser.parse` is the
-    fallback for parsing while the package's front door is still being written.
+    The public names on `swarmflow.dsl` come first; `swarmflow.dsl.parser.parse` and
+    `swarmflow.dsl.checker.check_source` are the fallbacks while the package's front door
+    (`swarmflow/dsl/__init__.py`) is still being written.
     """
     dsl = _module("swarmflow.dsl")
     if dsl is None:
@@ -102,11 +119,13 @@ def _entry_points() -> tuple[Callable[[str], Any] | None, Callable[[str, Path], 
     parse = getattr(dsl, "parse", None)
     if parse is None:
         parse = getattr(_module("swarmflow.dsl.parser"), "parse", None)
+    front = dsl if hasattr(dsl, "check_source") or hasattr(dsl, "check_file") else None
+    front = front or _module("swarmflow.dsl.checker")
     check: Callable[[str, Path], Any] | None = None
-    if hasattr(dsl, "check_source"):
-        check = lambda text, path: dsl.check_source(text, str(path))  # noqa: E731
-    elif hasattr(dsl, "check_file"):
-        check = lambda text, path: dsl.check_file(path)  # noqa: E731
+    if hasattr(front, "check_source"):
+        check = lambda text, path: front.check_source(text, str(path))  # noqa: E731
+    elif hasattr(front, "check_file"):
+        check = lambda text, path: front.check_file(path)  # noqa: E731
     return parse, check
 
 
@@ -125,7 +144,11 @@ def _problems(report: Any) -> str:
     items = getattr(report, "diagnostics", report)
     if isinstance(items, list | tuple):
         errors = [d for d in items if getattr(d, "severity", "error") == "error"]
-        return f"{len(errors)} error(s) reported" if errors else "clean"
+        if not errors:
+            return f"clean, {len(items)} warning(s)" if items else "clean"
+        first = errors[0]
+        where = f"line {getattr(first, 'line', '?')}: {getattr(first, 'message', first)}"
+        return f"{len(errors)} error(s), first {where}"[:140]
     return "clean" if not getattr(report, "errors", None) else "errors reported"
 
 

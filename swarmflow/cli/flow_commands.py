@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from swarmflow.core.errors import ConfigError, SwarmflowError
+from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
 from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
@@ -138,32 +138,34 @@ async def _demo(args: argparse.Namespace) -> RunResult:
     """Prepare the target, model and human channel, then run the flow."""
     runs_dir = args.runs_dir or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT
     runs_root = Path(await anyio.Path(runs_dir).absolute())
-    target = await _target(args.repo, runs_root)
+    run_id = new_run_id()
+    target = await _target(args.repo, runs_root / run_id)
     human = _human(args.human)
     _say(BANNER if args.model is None else f"model: {args.model} at {_endpoint()}")
     _say(f"target: {target}{'' if args.repo else ' (a fresh demo repository)'}")
     note = " (approves the arbiter's pick)" if human.name == "auto" else ""
     _say(f"human: {human.name}{note}")
     if args.model is None:
-        return await _solve(args, target, runs_root, human, demo_model())
+        return await _solve(args, target, runs_root / run_id, human, demo_model())
     from swarmflow.models import OpenAIModel
 
     # Our own client, so its connections are closed when the run is over.
     async with OpenAIModel(args.model) as model:
-        return await _solve(args, target, runs_root, human, model)
+        return await _solve(args, target, runs_root / run_id, human, model)
 
 
 async def _solve(
-    args: argparse.Namespace, target: Path, runs_root: Path, human: HumanChannel, model: Model
+    args: argparse.Namespace, target: Path, run_dir: Path, human: HumanChannel, model: Model
 ) -> RunResult:
-    """Run the flow with live progress on standard error."""
+    """Run the flow with live progress on standard error, in `run_dir`."""
     return await solve(
         target,
         args.task or DEMO_TASK,
         model=model,
         human=human,
         sinks=[ProgressSink()],
-        runs_root=runs_root,
+        runs_root=run_dir.parent,
+        run_id=run_dir.name,
         keep=args.keep,
         threshold=args.threshold,
         max_coders=args.coders,
@@ -171,11 +173,10 @@ async def _solve(
     )
 
 
-async def _target(repo: Path | None, runs_root: Path) -> Path:
-    """The given repository (checked), or a fresh demo repository under the runs folder."""
+async def _target(repo: Path | None, run_dir: Path) -> Path:
+    """The given repository (checked), or a fresh demo repository in the run directory."""
     if repo is None:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        return await create_target(runs_root / "targets" / f"calc-{stamp}-{os.getpid()}")
+        return await create_target(run_dir / "target")
     path = Path(await anyio.Path(repo).resolve())
     has_commit = await anyio.Path(path).is_dir() and await git_succeeds(
         path, "rev-parse", "--verify", "HEAD^{commit}"

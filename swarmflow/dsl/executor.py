@@ -1,8 +1,9 @@
 """The dataflow executor: each step starts as soon as the steps it depends on are done.
 
-Ready steps start in source order inside one anyio task group, so independent steps run
-concurrently. A failing step cancels the others and its exception (not an exception group)
-is what the flow raises, so `RunPaused`, `TopologyError` and the rest reach the runner as
+A chain of steps runs in the caller's task, exactly as the same awaits written in Python
+would. Once two steps are ready at once, they run concurrently in an anyio task group (started
+in source order; each task carries on with a step it made ready). A failing step cancels the
+others and its exception (not an exception group) is what the flow raises, so `RunPaused`, `TopologyError` and the rest reach the runner as
 themselves. Sessions a block opened are closed when it ends, however it ends.
 """
 
@@ -69,15 +70,54 @@ class _GraphRun:
 
     async def run(self) -> GraphResult:
         try:
-            async with anyio.create_task_group() as tg:
-                for sid, count in self.waiting.items():
-                    if count == 0:
-                        tg.start_soon(self._step, sid, tg)
+            await self._drive()
         finally:
             await self._close_sessions()
         if self.error is not None:
             raise self.error
         return self._result()
+
+    async def _drive(self) -> None:
+        """Run a chain in this task; open a task group only once two steps are ready."""
+        ready = [sid for sid, count in self.waiting.items() if count == 0]
+        while len(ready) == 1:
+            ready = await self._run_one(ready[0])
+        if not ready:
+            return
+        async with anyio.create_task_group() as tg:
+            for sid in ready[1:]:
+                tg.start_soon(self._task, sid, tg)
+            await self._task(ready[0], tg)
+
+    async def _task(self, sid: str, tg: TaskGroup) -> None:
+        """Run a step, then carry on with one of the steps it made ready (start the rest)."""
+        while True:
+            try:
+                ready = await self._run_one(sid)
+            except Exception as exc:  # the first failure ends the block; run() re-raises it
+                if self.error is None:
+                    self.error = exc
+                tg.cancel_scope.cancel()
+                return
+            if not ready:
+                return
+            sid = ready[0]
+            for other in ready[1:]:
+                tg.start_soon(self._task, other, tg)
+
+    async def _run_one(self, sid: str) -> list[str]:
+        """Run one step; the steps that became ready because of it, in source order."""
+        out = await self._execute(self.graph.steps[sid])
+        if isinstance(out, Returned):
+            self.returned = out
+            return []  # every later step waits on this one, so none of them starts
+        self.results[sid] = out
+        ready = []
+        for nxt in sorted(self.graph.graph.successors(sid), key=self.order.__getitem__):
+            self.waiting[nxt] -= 1
+            if self.waiting[nxt] == 0:
+                ready.append(nxt)
+        return ready
 
     def _result(self) -> GraphResult:
         if self.returned is not None:
@@ -87,24 +127,6 @@ class _GraphRun:
         if self.graph.value_step is not None:
             value = self.results.get(self.graph.value_step, {}).get(VALUE)
         return GraphResult(False, value, finals)
-
-    async def _step(self, sid: str, tg: TaskGroup) -> None:
-        step = self.graph.steps[sid]
-        try:
-            out = await self._execute(step)
-        except Exception as exc:  # the first failure ends the block; it is re-raised in run()
-            if self.error is None:
-                self.error = exc
-            tg.cancel_scope.cancel()
-            return
-        if isinstance(out, Returned):
-            self.returned = out
-            return  # every later step waits on this one, so none of them starts
-        self.results[sid] = out
-        for nxt in sorted(self.graph.graph.successors(sid), key=self.order.__getitem__):
-            self.waiting[nxt] -= 1
-            if self.waiting[nxt] == 0:
-                tg.start_soon(self._step, nxt, tg)
 
     def _scope(self, step: Step) -> dict[str, Any]:
         values = {name: self._lookup(name, writer) for name, writer in step.reads.items()}

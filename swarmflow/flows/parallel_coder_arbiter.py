@@ -14,13 +14,11 @@ This is the coding agent of openJiuwen's Fig. 3, step by step:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.core.budget import BudgetSnapshot
@@ -30,15 +28,13 @@ from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
 from swarmflow.core.team import Agent, Team
-from swarmflow.flows.progress import RunLogSink
 from swarmflow.flows.target_repo import default_test_command
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.operators.session import SessionHandle
-from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult, run
+from swarmflow.runner import RunResult, run
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.ports import EventSink, HumanChannel
-from swarmflow.sinks import MemorySink
 from swarmflow.workspaces import apply_patch
 
 FLOW_NAME = "parallel_coder_arbiter"
@@ -408,6 +404,7 @@ async def solve(
     human: HumanChannel | Sequence[Any] | None = None,
     sinks: Sequence[EventSink] = (),
     runs_root: Path | None = None,
+    run_id: str | None = None,
     keep: bool = False,
     threshold: float = 0.7,
     max_coders: int = 3,
@@ -419,12 +416,6 @@ async def solve(
     `sinks` are extra event sinks (a live progress view); the run keeps its in-memory events
     and its `events.jsonl` either way.
     """
-    # Absolute, because git runs worktree commands in the target and would read a relative
-    # run directory against it rather than against ours.
-    root = Path(
-        await anyio.Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT).absolute()
-    )
-    events: list[EventSink] | None = [MemorySink(), RunLogSink(root), *sinks] if sinks else None
     inputs: dict[str, Any] = {
         "task": task,
         "target": str(target),
@@ -436,9 +427,10 @@ async def solve(
         make_flow(cards),
         model=model,
         human=human,
-        events=events,
+        sinks=sinks,
         repo=target,
-        runs_root=root,
+        runs_root=runs_root,
+        run_id=run_id,
         keep_workspaces=keep,
         **inputs,
     )

@@ -1,18 +1,15 @@
 """Live progress of a run: one line per agent with its state, tokens spent and current tool.
 
 On a terminal the lines are redrawn in place (ANSI), with flow notes scrolling above them;
-elsewhere (CI logs, pipes) each change is appended as a plain line. `RunLogSink` keeps the run's
-`events.jsonl` in place when a caller adds sinks of its own.
+elsewhere (CI logs, pipes) each change is appended as a plain line.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TextIO, cast
+from typing import TextIO
 
 from swarmflow.core.events import (
     AgentFinished,
@@ -30,7 +27,6 @@ from swarmflow.core.events import (
     WorkspaceChanged,
 )
 from swarmflow.flows.report import agent_label
-from swarmflow.sinks import JsonlSink
 
 _COLORS = {
     "done": "32",
@@ -201,34 +197,3 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # closed or stream-like objects without a terminal
         return False
-
-
-class RunLogSink:
-    """The run's `events.jsonl`, opened at the first event, which names the run.
-
-    `run()` writes the log itself only when given no sinks; a caller that adds its own sinks
-    (a progress view) uses this to keep the log in the run directory, `runs_root/<run_id>/`.
-    """
-
-    event_types = frozenset({"run_started"})  # the first event; the rest are written as lines
-
-    def __init__(self, runs_root: Path) -> None:
-        self.runs_root = runs_root
-        self._sink: JsonlSink | None = None
-
-    @property
-    def path(self) -> Path | None:
-        return self._sink.path if self._sink is not None else None
-
-    def write(self, event: EventBase | None, line: str) -> None:
-        """Append one event, opening the file on the first."""
-        if self._sink is None:
-            run_id = event.run_id if event is not None else json.loads(line)["run_id"]
-            self._sink = JsonlSink(self.runs_root / run_id / "events.jsonl")
-        # The file sink writes the line; newer event logs hand it None instead of an object.
-        self._sink.write(cast("EventBase", event), line)
-
-    def close(self) -> None:
-        """Close the file, if one was opened."""
-        if self._sink is not None:
-            self._sink.close()

@@ -158,7 +158,7 @@ class EventLog:
         if self._validate or shape.type in self._wanted or self._observed:
             event = cls.model_validate(data)
         for sink in self.sinks:
-            sink.write(event, line)  # type: ignore[arg-type]
+            sink.write(event, line)
         if event is not None:
             if self._history is not None:
                 self._history.append(event)
