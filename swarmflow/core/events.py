@@ -17,7 +17,8 @@ EVENT_SCHEMA_VERSION = 1
 class EventBase(BaseModel):
     """The common envelope."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Schemas are built on first use: importing swarmflow must stay cheap.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run_id: str
     seq: int

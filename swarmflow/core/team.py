@@ -27,7 +27,9 @@ agent_invoker: ContextVar[Callable[..., Any] | None] = ContextVar("agent_invoker
 class Agent(BaseModel):
     """One agent's declaration."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    )
 
     name: str
     """Unique within the team; used in edges and events."""
@@ -87,7 +89,7 @@ class Diagnostic:
 class Team(BaseModel):
     """Agents and the directed edges along which values may pass between them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     agents: tuple[Agent, ...] = ()
     edges: tuple[tuple[str, str], ...] = ()

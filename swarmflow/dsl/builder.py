@@ -310,10 +310,11 @@ class AstBuilder(Transformer[Token, Any]):
         out: list[Any] = []
         bare_not = build_state.get().bare_not
         for item in items:
-            while isinstance(item, ast.Unary) and id(item) in bare_not:
-                out.append(_NotMark(item))
-                item = item.operand
-            out.append(item)
+            node = item
+            while isinstance(node, ast.Unary) and id(node) in bare_not:
+                out.append(_NotMark(node))
+                node = node.operand
+            out.append(node)
         return out
 
     def _climb(self, items: list[Any], pos: int, min_prec: int = 1) -> tuple[Any, int]:

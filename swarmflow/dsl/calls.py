@@ -151,14 +151,16 @@ async def _clamp(ev: Evaluator, node: ast.Call) -> Any:
 
 async def _one(ev: Evaluator, node: ast.Call) -> Any:
     value = await ev.evaluate(node.args[0])
-    fn: Callable[[Any], Any] = {"len": len, "str": str, "int": int, "float": float,
-                                "round": round}[node.func.id]
+    fn = _CONVERSIONS[node.func.id]
     try:
         return fn(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ev.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
 
 
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "len": len, "str": str, "int": int, "float": float, "round": round,
+}
 _HANDLERS: dict[str, Handler] = {
     "compact": compact_call,
     "human": human_call,

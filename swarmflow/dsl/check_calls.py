@@ -6,8 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import HUMAN, OPERATORS
-from swarmflow.dsl.check_context import Context
+from swarmflow.dsl.check_context import HUMAN, OPERATORS, Context
 from swarmflow.dsl.check_scope import Scope, Spend
 from swarmflow.dsl.diagnostics import did_you_mean, suggest
 from swarmflow.dsl.units import show_quantity
@@ -66,6 +65,15 @@ class CheckerBase:
             self.ctx.error("unknown-name", f"unknown model '{node.id}' (import it with "
                            f"`use {node.id} from package.module`)"
                            f"{did_you_mean(node.id, self.ctx.imports)}", node)
+
+    def card_variables(self, agent: str, keywords: list[ast.Keyword], node: Any) -> None:
+        """Every variable the agent's card uses must be passed (a missing one fails the run)."""
+        given = {kw.name for kw in keywords}
+        missing = sorted(self.ctx.agents[agent].card_vars - given)
+        if missing:
+            shown = ", ".join(f"{m}: ..." for m in missing)
+            self.ctx.error("card", f"{agent}'s card uses {', '.join(missing)}, which this call "
+                           f"does not pass; add {shown}", node)
 
     def keywords(self, node: Any, allowed: tuple[str, ...], where: str) -> dict[str, Value]:
         """Check keyword names against `allowed`; returns their values."""
@@ -136,6 +144,7 @@ class CallChecker(CheckerBase):
             self.handoff(self.infer(arg), agent, arg, "prompt")
         for kw in node.keywords:
             self._agent_keyword(kw, agent)
+        self.card_variables(agent, node.keywords, node.func)
         self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
         return Value(OUTPUT, frozenset({agent}))
 
@@ -302,12 +311,12 @@ class CallChecker(CheckerBase):
             return
         tokens, calls = self.ctx.budget.get("tokens"), self.ctx.budget.get("calls")
         if tokens is not None and not inner.unbounded_tokens and inner.tokens * n.bound > tokens:
-            self._infeasible(node, n, inner, "tokens", inner.tokens * n.bound, tokens)
+            self._infeasible(node, n, inner, "tokens", need=inner.tokens * n.bound, have=tokens)
         if calls is not None and inner.calls * n.bound > calls:
-            self._infeasible(node, n, inner, "calls", inner.calls * n.bound, calls)
+            self._infeasible(node, n, inner, "calls", need=inner.calls * n.bound, have=calls)
 
-    def _infeasible(self, node: ast.Parallel, n: Value, inner: Spend, what: str, need: float,
-                    have: float) -> None:
+    def _infeasible(self, node: ast.Parallel, n: Value, inner: Spend, what: str, *,
+                    need: float, have: float) -> None:
         count = f"{n.bound:g}"
         who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
         if what == "tokens":

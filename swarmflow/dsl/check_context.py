@@ -25,6 +25,8 @@ class AgentInfo:
     decl: ast.AgentDecl
     allowance: float | None = None
     tools: tuple[str, ...] = ()
+    card_vars: frozenset[str] = frozenset()
+    """Variables its role card uses (`{{ name }}`), which every call must pass."""
 
 
 @dataclass

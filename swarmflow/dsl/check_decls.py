@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from swarmflow.dsl import ast
@@ -177,7 +178,7 @@ def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
     elif key in ("card", "description"):
         _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
         if key == "card" and isinstance(value, ast.Str):
-            _check_card(value, ctx)
+            info.card_vars = _card_vars(_card_text(value, ctx))
     elif key == "model":
         _want(isinstance(value, ast.Str | ast.Name), 'model takes a name such as "gpt-4o-mini"',
               value, ctx)
@@ -194,13 +195,32 @@ def _want(ok: bool, message: str, node: ast.Node, ctx: Context) -> None:
         ctx.error("agent-field", message, node)
 
 
-def _check_card(value: ast.Str, ctx: Context) -> None:
+def _card_text(value: ast.Str, ctx: Context) -> str:
+    """The card's template: the text itself, or the file it names (if it can be found)."""
     text = "".join(value.texts)
-    if ctx.base_dir is None or not text.endswith(CARD_SUFFIXES) or "\n" in text:
-        return
-    if not (Path(ctx.base_dir) / text).exists() and not Path(text).exists():
+    if not text.endswith(CARD_SUFFIXES) or "\n" in text:
+        return text
+    for candidate in ([Path(ctx.base_dir) / text] if ctx.base_dir else []) + [Path(text)]:
+        try:
+            return candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    if ctx.base_dir is not None:
         ctx.warning("card", f"card file '{text}' is not next to this file nor in the current "
                     "folder; the run will fail to load it", value)
+    return ""
+
+
+_JINJA_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z_0-9]*)")
+_JINJA_BOUND = re.compile(r"\{%-?\s*(?:for|set)\s+([A-Za-z_][A-Za-z_0-9, ]*)")
+
+
+def _card_vars(template: str) -> frozenset[str]:
+    """Names a Jinja card reads, less those it binds itself with `for` or `set`."""
+    used = set(_JINJA_VAR.findall(template))
+    for bound in _JINJA_BOUND.findall(template):
+        used -= {b.strip() for b in bound.replace(" in ", ",").split(",")}
+    return frozenset(used - {"loop", "true", "false", "none"})
 
 
 def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:

@@ -44,8 +44,9 @@ class Scope:
     def child(self) -> Scope:
         return Scope(parent=self, sessions=self.sessions)
 
-    def copy(self) -> Scope:
-        return Scope(dict(self.names), self.parent, self.sessions)
+    def branch(self) -> Scope:
+        """A scope for one branch of an `if`: reads see this one, writes stay apart."""
+        return Scope(parent=self, sessions=self.sessions)
 
 
 @dataclass

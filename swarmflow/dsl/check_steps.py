@@ -86,7 +86,7 @@ class StepChecker(ExprChecker):
     def if_statement(self, stmt: ast.If) -> BlockResult:
         self.infer(stmt.cond)
         before = self.scope
-        then_scope, else_scope = before.copy(), before.copy()
+        then_scope, else_scope = before.branch(), before.branch()
         self.scope = then_scope
         then = self.block(stmt.then, lambda_body=False)
         self.scope = else_scope
@@ -106,8 +106,9 @@ class StepChecker(ExprChecker):
         if b_returns and not a_returns:
             self.scope.names.update(a.names)
             return
-        for name in a.names.keys() | b.names.keys():
-            left, right = a.names.get(name), b.names.get(name)
+        for name in a.names.keys() | b.names.keys():  # only what the branches assigned
+            left = a.names.get(name) or self.scope.lookup(name)
+            right = b.names.get(name) or self.scope.lookup(name)
             if left is not None and right is not None:
                 partial = left.partial_if or right.partial_if
                 self.scope.names[name] = Binding(merge(left.value, right.value), left.line,
@@ -131,6 +132,8 @@ class StepChecker(ExprChecker):
             value = self.infer(kw.value)
             if known:
                 self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
+        if known:
+            self.card_variables(agent, stmt.keywords, stmt.agent)
         sessions = self.scope.sessions
         self.scope.sessions = (*sessions, agent) if known else sessions
         try:
@@ -194,8 +197,7 @@ def _assignments(block: ast.Block) -> dict[str, int]:
         for stmt in current.stmts:
             if isinstance(stmt, ast.Assign):
                 found.setdefault(stmt.target.id, stmt.line)
-                if stmt.line < found[stmt.target.id]:
-                    found[stmt.target.id] = stmt.line
+                found[stmt.target.id] = min(found[stmt.target.id], stmt.line)
             elif isinstance(stmt, ast.If):
                 stack.append(stmt.then)
                 if stmt.orelse is not None:

@@ -175,7 +175,7 @@ class _Compiler:
                     column=stmt.column, stmt=stmt)
         if isinstance(stmt, ast.If):
             self._if(stmt, step, reads, handles, builder)
-        else:
+        elif not isinstance(stmt, ast.Session):  # sessions are compiled by _session
             value = stmt.value
             if value is not None:
                 self._expr(value, reads, handles, sid)
@@ -279,8 +279,10 @@ class _Compiler:
     def _label(self, stmt: ast.Stmt) -> str:
         if not 1 <= stmt.line <= len(self.lines):
             return type(stmt).__name__.lower()
-        text = self.lines[stmt.line - 1][stmt.column - 1:].strip()
+        line = self.lines[stmt.line - 1]
         more = stmt.end_line > stmt.line
+        text = line[stmt.column - 1:] if more else line[stmt.column - 1:stmt.end_column - 1]
+        text = text.strip()
         if len(text) > 60:
             text, more = text[:57], True
         return text + (" …" if more else "")

@@ -1,10 +1,11 @@
 """The dataflow executor: each step starts as soon as the steps it depends on are done.
 
 A chain of steps runs in the caller's task, exactly as the same awaits written in Python
-would. Once two steps are ready at once, they run concurrently in an anyio task group (started
-in source order; each task carries on with a step it made ready). A failing step cancels the
-others and its exception (not an exception group) is what the flow raises, so `RunPaused`, `TopologyError` and the rest reach the runner as
-themselves. Sessions a block opened are closed when it ends, however it ends.
+would. Once two steps are ready at once, they run concurrently in an anyio task group
+(started in source order; each task carries on with a step it made ready). A failing step
+cancels the others, and its exception (not an exception group) is what the flow raises, so
+`RunPaused`, `TopologyError` and the rest reach the runner as themselves. Sessions a block
+opened are closed when it ends, however it ends.
 """
 
 from __future__ import annotations

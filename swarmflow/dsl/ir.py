@@ -182,7 +182,7 @@ def _mermaid_graph(graph: StepGraph, lines: list[str], indent: str) -> None:
             _mermaid_graph(branch, lines, indent + "    ")
             lines.append(f"{indent}end")
             lines.append(f"{indent}{_node_id(step.id)} -.-> {_node_id(step.id)}_{title}")
-    for a, b in graph.graph.edges:
+    for a, b in _shown_edges(graph):
         lines.append(f"{indent}{_node_id(a)} --> {_node_id(b)}")
 
 
@@ -199,8 +199,15 @@ def _dot_graph(graph: StepGraph, lines: list[str], indent: str) -> None:
             lines.append(f"{indent}}}")
             first = next(iter(branch.steps))
             lines.append(f'{indent}"{step.id}" -> "{first}" [style=dashed];')
-    for a, b in graph.graph.edges:
+    for a, b in _shown_edges(graph):
         lines.append(f'{indent}"{a}" -> "{b}";')
+
+
+def _shown_edges(graph: StepGraph) -> list[tuple[str, str]]:
+    """The edges worth drawing: none that a longer path already implies."""
+    reduced = nx.transitive_reduction(graph.graph)
+    order = graph.order()
+    return sorted(reduced.edges, key=lambda e: (order[e[0]], order[e[1]]))
 
 
 def _node_id(step_id: str) -> str:
@@ -208,4 +215,4 @@ def _node_id(step_id: str) -> str:
 
 
 def _escape(text: str) -> str:
-    return text.replace('"', "'").replace("\\", "/")
+    return text.replace('"', "'")

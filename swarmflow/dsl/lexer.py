@@ -66,7 +66,7 @@ class Origin:
     in_parens: bool = False
 
 
-origin: ContextVar[Origin] = ContextVar("swarm_lex_origin", default=Origin())
+origin: ContextVar[Origin | None] = ContextVar("swarm_lex_origin", default=None)
 
 
 class SwarmLexer(Lexer):
@@ -82,7 +82,7 @@ class SwarmLexer(Lexer):
 
     def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
         text = lexer_state.text
-        return _Scan(self.names, origin.get()).run(getattr(text, "text", text))
+        return _Scan(self.names, origin.get() or Origin()).run(getattr(text, "text", text))
 
 
 class _Scan:
@@ -100,7 +100,7 @@ class _Scan:
     def run(self, text: str) -> Iterator[Token]:
         for match in _MASTER.finditer(text):
             kind = match.lastgroup or "BAD"
-            if kind == "WS" or kind == "COMMENT":
+            if kind in ("WS", "COMMENT"):
                 continue
             token = self._token(kind, match)
             if token is None:
@@ -117,7 +117,7 @@ class _Scan:
 
     def _token(self, kind: str, match: re.Match[str]) -> Token | None:
         value, start = match.group(), match.start()
-        if kind == "NL" or kind == "CONT":
+        if kind in ("NL", "CONT"):
             self._newline(kind, value, start)
             return None
         column = start - self.line_start + 1
@@ -150,7 +150,7 @@ class _Scan:
         if self.depth > MAX_DEPTH:
             raise LexError(f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
                            "brackets and blocks); split it into smaller steps",
-                           token.line, token.column, len(token))
+                           token.line or 1, token.column or 1, len(token))
 
     def _reset_level(self) -> None:
         self.depth -= self.levels[-1]

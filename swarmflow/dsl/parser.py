@@ -10,7 +10,7 @@ import gc
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,9 @@ def get_parser() -> Lark:
     return _parser
 
 
-def parse_module(source: str, filename: str = "<string>") -> tuple[ast.Module | None, list[Diagnostic]]:
+def parse_module(
+    source: str, filename: str = "<string>"
+) -> tuple[ast.Module | None, list[Diagnostic]]:
     """The syntax tree and the problems found; the tree is None after a syntax error."""
     state = BuildState(filename, _parse_hole)
     token = build_state.set(state)
@@ -158,8 +160,6 @@ def tokens(source: str) -> list[Token]:
     """Every token of `source` up to the first unreadable character (for error hints)."""
     names = SwarmLexer(get_parser().lexer_conf).names
     out: list[Token] = []
-    try:
+    with suppress(LexError):
         out.extend(scan(source, names))
-    except LexError:
-        pass
     return out

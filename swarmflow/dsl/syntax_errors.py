@@ -63,9 +63,34 @@ def describe_unexpected(
     before = _tokens_before(source, where, token)
     if token.type == "$END":
         return _at_end(exc, source, filename, where, before)
+    opener = _mismatched_opener(token, before)
+    if opener is not None:
+        closer = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}[opener.type]
+        return _diag(filename, opener.line or 1, opener.column or 1, 1,
+                     f"this '{opener}' is never closed; add '{closer}' before the "
+                     f"'{token}' on line {token.line}")
+    spot = token
+    if before and before[-1].type == "NAME" and str(before[-1]) in _PYTHON_HABITS:
+        spot = before[-1]
     message = _explain(token, _acceptable(exc), before)
-    return _diag(filename, token.line or where.line, token.column or where.column,
-                 max(1, len(str(token))), message)
+    return _diag(filename, spot.line or where.line, spot.column or where.column,
+                 max(1, len(str(spot))), message)
+
+
+def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
+    """The innermost open bracket when `token` closes a different kind of bracket."""
+    pairs = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
+    if token.type not in pairs:
+        return None
+    stack: list[Token] = []
+    for tok in before:
+        if tok.type in ("LPAR", "LSQB", "LBRACE"):
+            stack.append(tok)
+        elif tok.type in pairs and stack:
+            stack.pop()
+    if stack and stack[-1].type != pairs[token.type]:
+        return stack[-1]
+    return None
 
 
 def _diag(filename: str, line: int, column: int, width: int, message: str) -> Diagnostic:
@@ -128,7 +153,8 @@ def _unknown_operator(token: Token, expected: set[str], before: list[Token]) -> 
         return None
     name = _callee(before)
     if name is None:
-        return "only parallel(...) takes a { block } after its parentheses; a per-item body is written |x| { ... }"
+        return ("only parallel(...) takes a { block } after its parentheses; a per-item body "
+                "is written |x| { ... }")
     close = suggest(name, _OPERATORS)
     if close == "parallel" or name == "parallel":
         return f"unknown operator '{name}'; did you mean 'parallel'? (parallel(n) {{ ... }})"
@@ -206,7 +232,8 @@ def _has_opener(before: list[Token], opener: str, closer: str) -> bool:
 
 
 _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
-    _unknown_operator, _lambda_body, _keyword_equals, _python_habit, _reserved_word, _early_line_end,
+    _unknown_operator, _lambda_body, _keyword_equals, _python_habit, _reserved_word,
+    _early_line_end,
 )
 
 
@@ -230,10 +257,10 @@ def describe_token(token: Token) -> str:
 def _expected(expected: Iterable[str]) -> str:
     chosen = set(expected) - {"SEMICOLON"}
     words: list[str] = []
-    if _DECLARATION_STARTS <= chosen:
+    if chosen >= _DECLARATION_STARTS:
         words.append("a declaration (flow, use, budget, agent, edges or steps)")
         chosen -= _DECLARATION_STARTS
-    if _STATEMENT_STARTS <= chosen:
+    if chosen >= _STATEMENT_STARTS:
         words.append("a statement")
         chosen -= _STATEMENT_STARTS
     if {"NAME", "NUMBER", "STRING"} <= chosen:

@@ -130,23 +130,21 @@ class BranchSet:
     async def run_branch(self, i: int, branch: str, ledger: Ledger, make: Maker) -> None:
         node = self.run.graph.open("branch", branch, self.parent.node, f"{self.operator}[{i}]")
         enter_scope(Scope(branch, ledger, node))
-        try:
-            outcome = await self._attempt(i, branch, make)
-        except anyio.get_cancelled_exc_class():
-            self._finish(node, Cancelled(i, branch))
-            raise
-        self._finish(node, outcome)
-
-    async def _attempt(self, i: int, branch: str, make: Maker) -> Outcome:
+        outcome: Outcome
         try:
             if self.limiter is None:
                 value = await make()
             else:
                 async with self.limiter:
                     value = await make()
+        except anyio.get_cancelled_exc_class():
+            self._finish(node, Cancelled(i, branch))
+            raise
         except Exception as exc:  # errors travel as data: a failing branch is an outcome
-            return Failed(exc, i, branch)
-        return Empty(i, branch, value) if is_empty(value) else Ok(value, i, branch)
+            outcome = Failed(exc, i, branch)
+        else:
+            outcome = Empty(i, branch, value) if is_empty(value) else Ok(value, i, branch)
+        self._finish(node, outcome)
 
     def _finish(self, node: int, outcome: Outcome) -> None:
         kind = _KIND[type(outcome)]

@@ -57,7 +57,7 @@ class SessionHandle:
         check_handoff(self._run, self.name, message, via="session message", agent=self.name)
         session = await self._open()
         async with self._turns:
-            await session.run_turn(text)  # this handle's lock already serialises its turns
+            await session.turn_unlocked(text)  # this handle's lock already serialises its turns
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:

@@ -28,7 +28,14 @@ from swarmflow.core.patch import Patch
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
 from swarmflow.runtime.cards import render_card
-from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
+from swarmflow.runtime.context import (
+    RunContext,
+    Scope,
+    current_run,
+    current_scope,
+    reset_scope,
+    set_scope,
+)
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.session import AgentSession
@@ -116,24 +123,31 @@ async def call_agent(
     workspace: Any = None,
     **card_vars: Any,
 ) -> AgentOutput:
-    """Run one fresh session of agent `name` to completion."""
+    """Run one fresh session of agent `name` to completion, as a node of the run graph."""
     run = current_run(f"agent({name!r})")
-    text = render_prompt(prompt)
-    check_handoff(run, name, prompt, via="prompt", agent=name)
-    session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
+    parent = current_scope()
+    node = run.graph.open("agent", parent.branch, parent.node, name)
+    token = set_scope(Scope(parent.branch, parent.ledger, node))
+    status = "failed"
     try:
-        value = await _converse(session, text, output)
-        patch = await _finalize(run, session, workspace is None)
+        text = render_prompt(prompt)
+        check_handoff(run, name, prompt, via="prompt", agent=name)
+        session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
+        try:
+            if output is None:  # a fresh session has no other caller to serialise with
+                await session.turn_unlocked(text)
+                value = None
+            else:
+                value = await ask_structured(session, text, output)
+            patch = await _finalize(run, session, workspace is None)
+        finally:
+            session.close()
+        result = finish_output(run, session, text, value, patch)
+        status = "ok"
+        return result
     finally:
-        session.close()
-    return finish_output(run, session, text, value, patch)
-
-
-async def _converse(session: AgentSession, text: str, output: type[BaseModel] | None) -> Any:
-    if output is None:
-        await session.run_turn(text)  # a fresh session has no other caller to serialise
-        return None
-    return await ask_structured(session, text, output)
+        reset_scope(token)
+        run.graph.close(node, status)
 
 
 async def _finalize(run: RunContext, session: AgentSession, owned: bool) -> Patch | None:

@@ -41,7 +41,7 @@ from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.rails import Hook, RailContext
-from swarmflow.runtime.toolrun import ToolRunner
+from swarmflow.runtime.toolrun import ToolRunner, agent_tool_specs
 from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
 
 S = SessionState
@@ -59,6 +59,39 @@ class Finish:
 
 class AgentSession:
     """A stateful session of one declared agent."""
+
+    # Slots: thousands of sessions can be in flight at once in a fan-out.
+    __slots__ = (
+        "__weakref__",
+        "_envelope",
+        "_fixed_tokens",
+        "_goals",
+        "_history_tokens",
+        "_ledgers",
+        "_lock",
+        "_model_name",
+        "_price",
+        "_rails",
+        "_specs",
+        "_tool_runner",
+        "agent",
+        "closed",
+        "detail",
+        "error",
+        "history",
+        "id",
+        "last_text",
+        "messenger",
+        "model",
+        "reason",
+        "run",
+        "scope",
+        "state",
+        "steps",
+        "system",
+        "usage",
+        "workspace",
+    )
 
     def __init__(
         self,
@@ -94,14 +127,21 @@ class AgentSession:
         self._rails = bool(run.rails)
         self._price = run.prices.price(getattr(self.model, "name", None))
         self._ledgers = all_ledgers(self._ledger_heads())
-        self._tools = ToolRunner(self, tool_specs)
+        self._specs, spec_tokens = agent_tool_specs(run, agent, tool_specs)
+        self._tool_runner: ToolRunner | None = None  # made at the first tool call
         self._model_name = getattr(self.model, "name", None)
         system_tokens = estimate_tokens(system) + 4 if system else 0
-        self._fixed_tokens = system_tokens + self._tools.spec_tokens
+        self._fixed_tokens = system_tokens + spec_tokens
         self._emit(SessionStarted, model=getattr(self.model, "name", None), tools=list(agent.tools))
         run.sessions.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def _tools(self) -> ToolRunner:
+        if self._tool_runner is None:
+            self._tool_runner = ToolRunner(self)
+        return self._tool_runner
 
     def _ledger_heads(self) -> list[Ledger]:
         heads = [self.scope.ledger]
@@ -142,13 +182,10 @@ class AgentSession:
         if self._lock is None:
             self._lock = anyio.Lock(fast_acquire=True)
         async with self._lock:
-            return await self._turn(content)
+            return await self.turn_unlocked(content)
 
-    async def run_turn(self, content: str) -> str:
-        """Run one turn without taking the turn lock (for a caller that owns the session)."""
-        return await self._turn(content)
-
-    async def _turn(self, content: str) -> str:
+    async def turn_unlocked(self, content: str) -> str:
+        """Run one turn without the turn lock, for a caller that owns the session alone."""
         if self.state.is_end:
             self._to(S.IDLE)
         self.error = None
@@ -157,7 +194,13 @@ class AgentSession:
         try:
             if self._rails:
                 await self._rail(Hook.TURN_START, content)
-            await self._outer_loop()
+            if self._goals:
+                await self._outer_loop()
+            else:  # no goal evaluators: one round, no outer loop to run
+                finish = await self._inner_loop()
+                if finish is not None:
+                    self.last_text = finish.text
+                    self._end(finish.reason)
         except anyio.get_cancelled_exc_class():
             self._end(self._cancel_reason(), "cancelled from outside the session")
             raise
@@ -170,7 +213,7 @@ class AgentSession:
         self._emit(
             AgentFinished,
             produced_content=bool(self.last_text.strip()),
-            preview=self.last_text[:200],
+            preview=self.last_text[:1000],
         )
         return self.last_text
 
@@ -259,7 +302,7 @@ class AgentSession:
             messages = (Message("system", self.system), *messages)
         return ModelRequest(
             messages=messages,
-            tools=self._tools.specs,
+            tools=self._specs,
             agent=self.agent.name,
             model=self._model_name,
             max_tokens=self.agent.max_output_tokens,

@@ -9,13 +9,15 @@ group. On any other backend it is anyio's task group.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import sniffio
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class BranchGroup(Protocol):
@@ -30,6 +32,9 @@ class _AsyncioGroup:
     """Plain asyncio tasks under structured rules (see the module docstring)."""
 
     def __init__(self) -> None:
+        import asyncio  # only on the asyncio backend, and not at import time
+
+        self._asyncio = asyncio
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._waiter: asyncio.Future[None] | None = None
@@ -58,20 +63,21 @@ class _AsyncioGroup:
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        cancelled = et is not None and issubclass(et, asyncio.CancelledError)
+        cancelled_error = self._asyncio.CancelledError
+        cancelled = et is not None and issubclass(et, cancelled_error)
         if et is not None:
             self.cancel()
         while self._tasks:
             self._waiter = self._loop.create_future()
             try:
                 await self._waiter
-            except asyncio.CancelledError:
+            except cancelled_error:
                 cancelled = True  # cancelled from outside: cancel the children, still wait
                 self.cancel()
         if self._error is not None and et is None:
             raise self._error
         if cancelled and et is None:
-            raise asyncio.CancelledError
+            raise cancelled_error
 
 
 def branch_group() -> Any:

@@ -20,6 +20,8 @@ from swarmflow.runtime.ports import Tool, ToolContext, ToolResult
 from swarmflow.runtime.rails import Hook
 
 if TYPE_CHECKING:
+    from swarmflow.core.team import Agent
+    from swarmflow.runtime.context import RunContext
     from swarmflow.runtime.session import AgentSession, Finish
 
 LOOP_BLOCK_LIMIT = 3
@@ -34,25 +36,10 @@ def tool_spec(tool: Tool) -> ToolSpec:
 class ToolRunner:
     """Executes the tool calls of one session."""
 
-    def __init__(self, session: AgentSession, specs: list[ToolSpec] | None) -> None:
+    def __init__(self, session: AgentSession) -> None:
         self.session = session
         self.allowed = frozenset(session.agent.tools)
-        cached = session.run.tool_specs.get(session.agent.name)
-        if specs is None and cached is None:
-            specs = self._specs()
-            cached = session.run.tool_specs[session.agent.name] = (specs, _spec_tokens(specs))
-        self.specs, self.spec_tokens = (specs, _spec_tokens(specs)) if specs else cached  # type: ignore[misc]
         self._repeats: list[tuple[str, str, str]] = []
-
-    def _specs(self) -> list[ToolSpec]:
-        registry = self.session.run.tools
-        missing = [name for name in self.session.agent.tools if name not in registry]
-        if missing:
-            raise ConfigError(
-                f"agent {self.session.agent.name!r} declares unknown tools {missing}",
-                agent=self.session.agent.name,
-            )
-        return [tool_spec(registry.get(name)) for name in self.session.agent.tools]
 
     async def run_all(self, calls: Sequence[ToolCall]) -> Finish | None:
         """Run calls in order; stop at `submit` or when the agent loops without progress."""
@@ -150,6 +137,24 @@ class ToolRunner:
             duration=duration,
         )
         return result
+
+
+def agent_tool_specs(
+    run: RunContext, agent: Agent, given: list[ToolSpec] | None = None
+) -> tuple[list[ToolSpec], int]:
+    """An agent's tool schemas and their token estimate, computed once per run."""
+    if given is not None:
+        return given, _spec_tokens(given)
+    cached = run.tool_specs.get(agent.name)
+    if cached is None:
+        missing = [name for name in agent.tools if name not in run.tools]
+        if missing:
+            raise ConfigError(
+                f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
+            )
+        specs = [tool_spec(run.tools.get(name)) for name in agent.tools]
+        cached = run.tool_specs[agent.name] = (specs, _spec_tokens(specs))
+    return cached
 
 
 def _spec_tokens(specs: list[ToolSpec]) -> int:

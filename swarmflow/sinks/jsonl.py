@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-import structlog
-
 from swarmflow.core.events import EventBase, parse_event
 
 
@@ -25,6 +23,8 @@ class JsonlSink:
         self._fh = self.path.open("ab", buffering=0)
         # The event log has already serialised and scrubbed the line, so structlog's processor
         # chain has nothing left to do: its BytesLogger writes and flushes each line directly.
+        import structlog  # only when a run writes a log: keeps `import swarmflow` cheap
+
         self._logger = structlog.BytesLogger(self._fh)
 
     def write(self, event: EventBase | None, line: str) -> None:

@@ -34,10 +34,9 @@ def big_flow(lines: int = 2000, agents: int = 20) -> str:
 
 
 def _block(b: int, agents: int) -> list[str]:
-    a, nxt = b % agents, (b + 1) % agents
-    prev = f"last{b - 1}" if b else "task"
-    if nxt == 0:  # the chain ends at the last worker: start again from the task
-        prev, a, nxt = "task", 0, 1
+    a = b % (agents - 1)  # worker a hands to worker a + 1, along the declared chain
+    nxt = a + 1
+    prev = f"last{b - 1}" if a else "task"  # a new round of the chain starts from the task
     return [
         f"  # stage {b}",
         f"  n{b} = clamp(left.tokens / 400k, 1, 3)",
@@ -46,9 +45,9 @@ def _block(b: int, agents: int) -> list[str]:
         f'    worker{a}("Variant {{i}} of step {b}", n: i)',
         "  })",
         f"  if draft{b}.ok and len(outs{b}) > 0 {{",
-        f"    best{b} = worker{nxt}(draft{b})",
+        f"    best{b} = worker{nxt}(draft{b}, n: {b})",
         "  } else {",
-        f"    best{b} = worker{nxt}(outs{b})",
+        f"    best{b} = worker{nxt}(outs{b}, n: 0)",
         "  }",
         f"  last{b} = best{b}",
     ]
