@@ -56,7 +56,6 @@ class BuildState:
     filename: str
     parse_hole: HoleParser
     problems: list[Diagnostic] = field(default_factory=list)
-    bare_not: set[int] = field(default_factory=set)
 
     def problem(self, message: str, where: Any, code: str = "syntax") -> None:
         self.problems.append(Diagnostic(
@@ -185,7 +184,7 @@ class AstBuilder(Transformer[Token, Any]):
     # -- expressions -------------------------------------------------------------------
 
     def binary(self, c: list[Any]) -> Any:
-        return self._climb(self._flatten(c), 0)[0]
+        return self._climb(c, 0)[0]
 
     def ask(self, c: list[Any]) -> ast.Ask:
         while c[-1] is None:
@@ -193,24 +192,12 @@ class AstBuilder(Transformer[Token, Any]):
         output = None
         if isinstance(c[-2], Token) and c[-2].type == "AS":
             output, c = self._name(c[-1]), c[:-2]
-        prompt = self._climb(self._flatten(c[1:]), 0)[0]
+        prompt = self._climb(c[1:], 0)[0]
         return ast.Ask(prompt=prompt, output=output, **_at(c[0], output or prompt))
 
     def send(self, c: list[Any]) -> ast.Send:
-        value = self._climb(self._flatten(c[2:]), 0)[0]
+        value = self._climb(c[2:], 0)[0]
         return ast.Send(value=value, each=c[1] is not None, **_at(c[0], value))
-
-    def not_op(self, c: list[Any]) -> ast.Unary:
-        node = ast.Unary(op="not", operand=c[1], **_at(c[0], c[1]))
-        build_state.get().bare_not.add(id(node))
-        return node
-
-    def neg(self, c: list[Any]) -> Any:
-        operand = c[1]
-        if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
-            return operand.model_copy(update={"value": -operand.value, "column": c[0].column,
-                                              "text": "-" + operand.text})
-        return ast.Unary(op="-", operand=operand, **_at(c[0], operand))
 
     def name(self, c: list[Token]) -> ast.Name:
         return self._name(c[0])
@@ -235,7 +222,6 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.Const(value=None, **_at(c[0]))
 
     def group(self, c: list[Any]) -> Any:
-        build_state.get().bare_not.discard(id(c[1]))  # `(not a) == b` keeps its parentheses
         return c[1]
 
     def list_(self, c: list[Any]) -> ast.ListExpr:
@@ -305,21 +291,9 @@ class AstBuilder(Transformer[Token, Any]):
             texts, values = ["".join(texts)], []
         return ast.Str(texts=texts, values=values, **_at(token))
 
-    def _flatten(self, items: list[Any]) -> list[Any]:
-        """Operands and operators in order; a bare `not x` becomes a `not` marker and `x`."""
-        out: list[Any] = []
-        bare_not = build_state.get().bare_not
-        for item in items:
-            node = item
-            while isinstance(node, ast.Unary) and id(node) in bare_not:
-                out.append(_NotMark(node))
-                node = node.operand
-            out.append(node)
-        return out
-
     def _climb(self, items: list[Any], pos: int, min_prec: int = 1) -> tuple[Any, int]:
         """Precedence climbing over `operand op operand ...`; returns (node, next position)."""
-        left, pos = self._prefix(items, pos)
+        left, pos = self._unary(items, pos)
         while pos < len(items) and isinstance(items[pos], Token):
             op = str(items[pos])
             prec = _PRECEDENCE[op]
@@ -327,30 +301,28 @@ class AstBuilder(Transformer[Token, Any]):
                 break
             right, nxt = self._climb(items, pos + 1, prec + 1)
             if prec == _COMPARISON and isinstance(left, ast.Binary) and _is_comparison(left):
-                build_state.get().problem("comparisons cannot be chained; write a < b and b < c",
-                             items[pos], "syntax")
+                build_state.get().problem("comparisons cannot be chained; write a < b and "
+                                          "b < c", items[pos], "syntax")
             left, pos = ast.Binary(op=op, left=left, right=right, **_at(left, right)), nxt
         return left, pos
 
-    def _prefix(self, items: list[Any], pos: int) -> tuple[Any, int]:
+    def _unary(self, items: list[Any], pos: int) -> tuple[Any, int]:
+        """An operand with its prefixes: `not` takes a comparison, `-` one operand."""
         item = items[pos]
-        if isinstance(item, _NotMark):
+        if not isinstance(item, Token):
+            return item, pos + 1
+        if item.type == "NOT":
             operand, pos = self._climb(items, pos + 1, _NOT_PRECEDENCE)
-            return ast.Unary(op="not", operand=operand, **_at(item.node, operand)), pos
-        return item, pos + 1
+            return ast.Unary(op="not", operand=operand, **_at(item, operand)), pos
+        operand, pos = self._unary(items, pos + 1)
+        if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
+            return operand.model_copy(update={"value": -operand.value, "column": item.column,
+                                              "text": "-" + operand.text}), pos
+        return ast.Unary(op="-", operand=operand, **_at(item, operand)), pos
 
 
 def _is_comparison(node: ast.Binary) -> bool:
     return _PRECEDENCE.get(node.op) == _COMPARISON
-
-
-class _NotMark:
-    """A `not` prefix waiting for its operand during precedence climbing."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, node: ast.Unary) -> None:
-        self.node = node
 
 
 class _Spot:

@@ -66,6 +66,13 @@ class CheckerBase:
                            f"`use {node.id} from package.module`)"
                            f"{did_you_mean(node.id, self.ctx.imports)}", node)
 
+    def raw_outcomes(self, value: Value, node: Any) -> None:
+        """Outcomes handed to an agent as they are would include the failed ones."""
+        if value.type == OUTCOMES:
+            self.ctx.warning("outcomes", "these are outcomes (Ok, Failed, ...): pass them "
+                             "through compact(...) first so that only usable values are sent",
+                             node)
+
     def card_variables(self, agent: str, keywords: list[ast.Keyword], node: Any) -> None:
         """Every variable the agent's card uses must be passed (a missing one fails the run)."""
         given = {kw.name for kw in keywords}
@@ -141,7 +148,9 @@ class CallChecker(CheckerBase):
             self.ctx.error("misuse", f"{agent}(...) takes one prompt; pass other values as card "
                            f"variables: {agent}(prompt, name: value)", node.args[1])
         for arg in node.args:
-            self.handoff(self.infer(arg), agent, arg, "prompt")
+            value = self.infer(arg)
+            self.raw_outcomes(value, arg)
+            self.handoff(value, agent, arg, "prompt")
         for kw in node.keywords:
             self._agent_keyword(kw, agent)
         self.card_variables(agent, node.keywords, node.func)

@@ -243,6 +243,7 @@ class ExprChecker(CallChecker):
     def send(self, node: ast.Send) -> Value:
         agent = self._session_of(node, "send")
         value = self.sequence(node.value, "send each") if node.each else self.infer(node.value)
+        self.raw_outcomes(value, node.value)
         if agent is None:
             return Value()
         shown = value.element() if node.each else value

@@ -121,6 +121,9 @@ class _Scan:
             self._newline(kind, value, start)
             return None
         column = start - self.line_start + 1
+        if value == ";" and kind == "OP":
+            self._semicolon(start, column)
+            return None
         if kind == "NAME":
             kind = self.names.get(value, "NAME")
         elif kind == "OP":
@@ -145,7 +148,7 @@ class _Scan:
             self.depth += 3
         elif kind in ("RPAR", "RSQB", "RBRACE") and len(self.levels) > 1:
             self.depth -= self.levels.pop() + 3
-        elif kind in ("COMMA", "SEMICOLON"):
+        elif kind == "COMMA":
             self._reset_level()
         if self.depth > MAX_DEPTH:
             raise LexError(f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
@@ -155,6 +158,15 @@ class _Scan:
     def _reset_level(self) -> None:
         self.depth -= self.levels[-1]
         self.levels[-1] = 0
+
+    def _semicolon(self, start: int, column: int) -> None:
+        """`;` ends a statement like a newline does (and merges with the newlines around it)."""
+        if self.stack and self.stack[-1] != "{":
+            raise LexError("';' ends a statement, so it cannot stand inside ( ) or [ ]",
+                           self.line, column)
+        if self.pending is None:
+            self.pending = Token("_NL", ";", start, self.line, column, self.line, column + 1,
+                                 start + 1)
 
     def _newline(self, kind: str, value: str, start: int) -> None:
         top = self.stack[-1] if self.stack else "{"

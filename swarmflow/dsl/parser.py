@@ -30,7 +30,7 @@ _STACK_FLOOR = 4000
 
 
 def get_parser() -> Lark:
-    """The shared LALR parser, built on first use."""
+    """The shared LALR parser, built on first use (and cached across processes by lark)."""
     global _parser
     if _parser is None:
         _parser = Lark(
@@ -40,6 +40,7 @@ def get_parser() -> Lark:
             start=["start", "expr"],
             maybe_placeholders=True,
             transformer=AstBuilder(),
+            cache=True,  # lark keeps the analysed tables in a temp file: loads in a few ms
         )
     return _parser
 
@@ -48,6 +49,8 @@ def parse_module(
     source: str, filename: str = "<string>"
 ) -> tuple[ast.Module | None, list[Diagnostic]]:
     """The syntax tree and the problems found; the tree is None after a syntax error."""
+    if source.startswith("\ufeff"):  # a byte-order mark: read it as a space, keep columns
+        source = " " + source[1:]
     state = BuildState(filename, _parse_hole)
     token = build_state.set(state)
     try:

@@ -279,3 +279,9 @@ def test_diagnostics_come_in_source_order():
     source = flow("  a = coder(zz)\n  b = reviewer(yy)\n  return xx")
     lines = [d.line for d in diags(source)]
     assert lines == sorted(lines)
+
+
+def test_raw_outcomes_handed_to_an_agent_are_a_warning():
+    source = flow("  outs = parallel(2) { coder(task) }\n  return reviewer(outs)")
+    [d] = [d for d in diags(source) if d.code == "outcomes"]
+    assert d.severity == "warning" and "compact(...)" in d.message

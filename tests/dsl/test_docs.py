@@ -68,3 +68,26 @@ def test_the_grammar_in_the_docs_is_the_one_the_parser_uses():
     rules = grammar[grammar.index("// -- declarations"):grammar.index("// -- tokens")]
     documented = [body for lang, _, body in blocks() if lang == "lark"]
     assert documented == [rules.rstrip() + "\n"]
+
+
+def test_the_command_line_examples_work(monkeypatch, capsys):
+    import shlex
+
+    from .test_cli import main
+
+    monkeypatch.chdir(DOCS.parent.parent)
+    commands = [line[2:].split("#")[0] for lang, _, body in blocks() if lang == "console"
+                for line in body.splitlines() if line.startswith("$ swarmflow ")]
+    assert len(commands) == 3
+    for command in commands:
+        assert main(shlex.split(command)[1:]) == 0, command
+    capsys.readouterr()
+
+
+def test_the_python_example_works(monkeypatch):
+    monkeypatch.chdir(DOCS.parent.parent)
+    [code] = [body for lang, _, body in blocks() if lang == "python"]
+    code = code.replace('model="gpt-4o-mini"', "model=demo_model()")
+    scope = {"demo_model": demo_model}
+    exec(compile(code, "dsl.md", "exec"), scope)
+    assert scope["result"].status == "ok"

@@ -199,3 +199,31 @@ def test_too_deep_nesting_is_a_diagnostic_not_a_crash():
     assert "nests too deeply" in syntax_error(flow_text(chain))[2]
     elifs = "if a { x = 1 }" + " else if a { x = 1 }" * 300
     assert "nests too deeply" in syntax_error(flow_text(elifs))[2]
+
+
+def test_the_grammar_is_lalr_without_conflicts(caplog):
+    import logging
+
+    from lark import Lark, logger
+
+    from swarmflow.dsl.lexer import SwarmLexer
+    from swarmflow.dsl.parser import _GRAMMAR
+
+    old = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="lark"):
+            Lark(_GRAMMAR.read_text(), parser="lalr", lexer=SwarmLexer, start=["start", "expr"],
+                 maybe_placeholders=True, debug=True)
+    finally:
+        logger.setLevel(old)
+    assert not [r for r in caplog.records if "conflict" in r.getMessage().lower()]
+
+
+def test_import_swarmflow_does_not_import_lark():
+    import subprocess
+    import sys
+
+    code = "import sys, swarmflow; print('lark' in sys.modules, 'swarmflow.dsl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
