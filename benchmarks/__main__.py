@@ -1,8 +1,8 @@
 """`python -m benchmarks` (`make bench`): run the cases, print the table, write the JSON.
 
-    python -m benchmarks                      # every case, full sizes (a few minutes)
-    python -m benchmarks --quick              # fewer runs and samples (under a minute or so)
-    python -m benchmarks --cases fanout,chain --runs 9 --json /tmp/bench.json
+python -m benchmarks                      # every case, full sizes (a few minutes)
+python -m benchmarks --quick              # fewer runs and samples (under a minute or so)
+python -m benchmarks --cases fanout,chain --runs 9 --json /tmp/bench.json
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "latest.json"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller memory probe")
-    parser.add_argument("--cases", default=",".join(CASES),
-                        help=f"comma-separated subset of: {', '.join(CASES)}")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="timed runs per side after the warm-up (at least 5 is advised)")
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated subset of: {', '.join(CASES)}"
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="timed runs per side after the warm-up (at least 5 is advised)",
+    )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
@@ -48,8 +56,11 @@ def run_cases(names: Sequence[str], settings: Settings) -> list[Row]:
         started = time.perf_counter()
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         rows.extend(CASES[name](settings))
-        print(f"[bench] {name} done in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"[bench] {name} done in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
@@ -65,8 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n" + markdown(rows))
     write_json(args.json, rows, meta)
     missed = [r for r in rows if r.passed is False]
-    print(f"\n{len(rows)} rows, {len(missed)} target(s) missed, {meta['seconds']} s; "
-          f"results in {args.json}")
+    print(
+        f"\n{len(rows)} rows, {len(missed)} target(s) missed, {meta['seconds']} s; "
+        f"results in {args.json}"
+    )
     return 1 if args.strict and missed else 0
 
 

@@ -56,12 +56,25 @@ class Settings:
 
 FULL = Settings()
 QUICK = Settings(
-    name="quick", runs=5, warmup=1, fanout_sizes=(100, 1_000, 10_000), memory_sizes=(1_000,),
+    name="quick",
+    runs=5,
+    warmup=1,
+    fanout_sizes=(100, 1_000, 10_000),
+    memory_sizes=(1_000,),
     import_runs=5,
 )
 TINY = Settings(
-    name="tiny", runs=1, warmup=0, fanout_sizes=(10,), memory_sizes=(10,), chain_calls=12,
-    latency_branches=4, coders=3, dsl_lines=60, import_runs=1, time_scale=0.02,
+    name="tiny",
+    runs=1,
+    warmup=0,
+    fanout_sizes=(10,),
+    memory_sizes=(10,),
+    chain_calls=12,
+    latency_branches=4,
+    coders=3,
+    dsl_lines=60,
+    import_runs=1,
+    time_scale=0.02,
 )
 
 

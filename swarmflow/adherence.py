@@ -123,9 +123,12 @@ def _role_boundary(roles: dict[str, dict[str, Any]], events: list[EventBase]) ->
     for e in events:
         if isinstance(e, ToolRefused):
             refused += 1
-        elif isinstance(e, ToolExecuted) and e.agent in roles:
-            if e.tool not in roles[e.agent]["tools"]:
-                outside.append(f"{e.agent} executed {e.tool!r} outside its tool set")
+        elif (
+            isinstance(e, ToolExecuted)
+            and e.agent in roles
+            and e.tool not in roles[e.agent]["tools"]
+        ):
+            outside.append(f"{e.agent} executed {e.tool!r} outside its tool set")
     return Axis("role boundary", {"refused attempts": refused}, tuple(outside))
 
 

@@ -5,6 +5,7 @@ One run = one team, one budget ledger, one event stream, one run directory (`run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -256,10 +257,9 @@ async def _close_models(ctx: RunContext) -> None:
 def _write_graphs(ctx: RunContext) -> None:
     """Keep the declared topology and the executed graph beside the event log."""
     text = f"{ctx.team.mermaid()}\n\n{ctx.graph.mermaid()}\n"
-    try:
+    # A read-only or vanished run directory must not fail the run.
+    with contextlib.suppress(OSError):
         (ctx.run_dir / "graph.mmd").write_text(text)
-    except OSError:
-        pass  # a read-only or vanished run directory must not fail the run
 
 
 def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:

@@ -19,7 +19,12 @@ def test_every_case_runs_at_a_tiny_size(tmp_path: Path) -> None:
     measured = [r for r in rows if r.swarmflow is not None]
     assert all(r.swarmflow >= 0 for r in measured if r.swarmflow is not None)
     assert {r.case.split()[0] for r in measured} >= {
-        "fanout", "chain", "skew", "latency-bound", "pipeline", "import"
+        "fanout",
+        "chain",
+        "skew",
+        "latency-bound",
+        "pipeline",
+        "import",
     }
     assert "fanout" in table(rows)
     out = tmp_path / "bench.json"

@@ -132,7 +132,6 @@ async def gated_call(gate: Gate, prompt: str) -> FakeReply:
     return await fake_call(prompt)
 
 
-
 def first_word(request: ModelRequest) -> str:
     """The first word of the latest user message (the cases key latencies on it)."""
     words = request.prompt.split()

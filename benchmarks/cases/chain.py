@@ -176,8 +176,9 @@ def steps_probe(target: Flow[..., float], steps: int, root: Path) -> Probe:
 
 def agent_steps(steps: int, settings: Settings, root: Path) -> Paired:
     """Medians for `steps` sequential `agent()` calls and for as many awaits of the fake."""
-    return alternate(steps_probe(agent_chain, steps, root),
-                     _baseline(_sequential_calls, steps), settings)
+    return alternate(
+        steps_probe(agent_chain, steps, root), _baseline(_sequential_calls, steps), settings
+    )
 
 
 def _tool_loop_probe(calls: int, root: Path) -> Probe:
@@ -197,27 +198,51 @@ def _per_call_rows(label: str, calls: int, paired: Paired, target: Target | None
     ours, theirs = paired.swarmflow["inner"] * us, paired.baseline["wall"] * us
     return [
         Row(f"{CASE} {label}", "per call", "us", ours, theirs),
-        Row(f"{CASE} {label}", "overhead per call", "us", ours - theirs, target=target,
-            note="swarmflow minus baseline"),
+        Row(
+            f"{CASE} {label}",
+            "overhead per call",
+            "us",
+            ours - theirs,
+            target=target,
+            note="swarmflow minus baseline",
+        ),
     ]
 
 
 def bench(settings: Settings) -> list[Row]:
     calls = settings.chain_calls
     with runs_folder() as root:
-        session = alternate(_session_probe(calls, root), _baseline(_sequential_calls, calls),
-                            settings)
-        loop = alternate(_tool_loop_probe(calls, root), _baseline(_sequential_calls, calls),
-                         settings)
+        session = alternate(
+            _session_probe(calls, root), _baseline(_sequential_calls, calls), settings
+        )
+        loop = alternate(
+            _tool_loop_probe(calls, root), _baseline(_sequential_calls, calls), settings
+        )
         agents = agent_steps(calls, settings, root)
-        ops = alternate(steps_probe(operator_chain, calls, root),
-                        _baseline(_operator_loop, calls), settings)
+        ops = alternate(
+            steps_probe(operator_chain, calls, root), _baseline(_operator_loop, calls), settings
+        )
     rows = _per_call_rows(f"session x{calls:,}", calls, session, Target(OVERHEAD_TARGET_US))
     rows += _per_call_rows(f"tool loop x{calls:,}", calls, loop, None)
     us = 1e6 / calls
-    rows.append(Row(f"{CASE} agent() x{calls:,}", "per step", "us",
-                    agents.swarmflow["inner"] * us, agents.baseline["wall"] * us,
-                    note="a fresh one-call session each step"))
-    rows.append(Row(f"{CASE} operators x{calls:,}", "per step", "us", ops.swarmflow["inner"] * us,
-                    ops.baseline["wall"] * us, note="agent/compact/budget in turn"))
+    rows.append(
+        Row(
+            f"{CASE} agent() x{calls:,}",
+            "per step",
+            "us",
+            agents.swarmflow["inner"] * us,
+            agents.baseline["wall"] * us,
+            note="a fresh one-call session each step",
+        )
+    )
+    rows.append(
+        Row(
+            f"{CASE} operators x{calls:,}",
+            "per step",
+            "us",
+            ops.swarmflow["inner"] * us,
+            ops.baseline["wall"] * us,
+            note="agent/compact/budget in turn",
+        )
+    )
     return rows

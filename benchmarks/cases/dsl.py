@@ -44,8 +44,10 @@ def _agent(i: int) -> list[str]:
 
 def _edges(agents: int) -> list[str]:
     names = [f"a{i}" for i in range(agents)]
-    chains = [" -> ".join(names[i : i + AGENTS_PER_LINE + 1])
-              for i in range(0, agents - 1, AGENTS_PER_LINE)]
+    chains = [
+        " -> ".join(names[i : i + AGENTS_PER_LINE + 1])
+        for i in range(0, agents - 1, AGENTS_PER_LINE)
+    ]
     return ["edges " + ",\n    ".join(chains)]
 
 
@@ -90,8 +92,7 @@ def generate(lines: int) -> str:
     head.extend(_edges(agents))
     body = ["steps {", "    work = a0(task)"]
     for k in range(agents - 1):
-        body.extend(_session_unit(k) if k % SESSION_EVERY == SESSION_EVERY - 1 else
-                    _steps_unit(k))
+        body.extend(_session_unit(k) if k % SESSION_EVERY == SESSION_EVERY - 1 else _steps_unit(k))
     body.extend(["    return work", "}"])
     return "\n".join(head + body) + "\n"
 
@@ -164,15 +165,31 @@ def bench(settings: Settings) -> list[Row]:
             ms, _ = _median_ms(lambda: parse(text), settings.runs)
             rows.append(Row(case, "parse", "ms", ms))
         if check is None:
-            rows.append(Row(case, "parse + check", "ms", None, target=Target(CHECK_TARGET_MS),
-                            note="DSL check not available: no check_source/check_file"))
+            rows.append(
+                Row(
+                    case,
+                    "parse + check",
+                    "ms",
+                    None,
+                    target=Target(CHECK_TARGET_MS),
+                    note="DSL check not available: no check_source/check_file",
+                )
+            )
             return rows
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / FILENAME
             path.write_text(text)
             ms, report = _median_ms(lambda: check(text, path), settings.runs)
-        rows.append(Row(case, "parse + check", "ms", ms, target=Target(CHECK_TARGET_MS),
-                        note=_problems(report)))
+        rows.append(
+            Row(
+                case,
+                "parse + check",
+                "ms",
+                ms,
+                target=Target(CHECK_TARGET_MS),
+                note=_problems(report),
+            )
+        )
     except Exception as exc:  # a DSL still being written must not break the suite
         rows.append(skipped(case, f"DSL not available: {type(exc).__name__}: {exc}"[:160]))
     return rows

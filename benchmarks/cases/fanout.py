@@ -100,10 +100,22 @@ def _timing_rows(n: int, paired: Paired) -> list[Row]:
     target = Target(RATIO_TARGET, "ratio") if n in TARGET_SIZES else None
     ours, theirs = paired.swarmflow, paired.baseline
     return [
-        Row(f"{CASE} N={n:,}", "per branch, whole run()", "us", ours["wall"] * us,
-            theirs["wall"] * us, target),
-        Row(f"{CASE} N={n:,}", "per branch, parallel() only", "us", ours["inner"] * us,
-            theirs["wall"] * us, note="excludes run set-up"),
+        Row(
+            f"{CASE} N={n:,}",
+            "per branch, whole run()",
+            "us",
+            ours["wall"] * us,
+            theirs["wall"] * us,
+            target,
+        ),
+        Row(
+            f"{CASE} N={n:,}",
+            "per branch, parallel() only",
+            "us",
+            ours["inner"] * us,
+            theirs["wall"] * us,
+            note="excludes run set-up",
+        ),
     ]
 
 
@@ -112,16 +124,30 @@ def _scaling_row(per_branch: dict[int, float]) -> Row | None:
     if small not in per_branch or large not in per_branch:
         return None
     ratio = per_branch[large] / per_branch[small]
-    return Row(CASE, f"scaling: per branch N={large:,} / N={small:,}", "x", ratio,
-               target=Target(SCALING_TARGET), ratio=ratio)
+    return Row(
+        CASE,
+        f"scaling: per branch N={large:,} / N={small:,}",
+        "x",
+        ratio,
+        target=Target(SCALING_TARGET),
+        ratio=ratio,
+    )
 
 
 def _memory_rows(settings: Settings, root: Path) -> list[Row]:
     rows = []
     for n in settings.memory_sizes:
         ours, theirs = memory_per_branch(n, root)
-        rows.append(Row(f"{CASE} N={n:,}", "peak memory per in-flight branch", "KB",
-                        ours / 1024, theirs / 1024, Target(MEMORY_TARGET_KB)))
+        rows.append(
+            Row(
+                f"{CASE} N={n:,}",
+                "peak memory per in-flight branch",
+                "KB",
+                ours / 1024,
+                theirs / 1024,
+                Target(MEMORY_TARGET_KB),
+            )
+        )
     return rows
 
 

@@ -73,9 +73,14 @@ def bench(settings: Settings) -> list[Row]:
     bare = median[NOTHING]
     heavy = ", ".join(f"{name} {ms:.1f}" for name, ms in heaviest_imports())
     return [
-        Row(CASE, "cold import swarmflow (minus bare start-up)", "ms",
-            (median[IMPORT] - bare) * 1000, (median[DEPENDENCIES] - bare) * 1000,
+        Row(
+            CASE,
+            "cold import swarmflow (minus bare start-up)",
+            "ms",
+            (median[IMPORT] - bare) * 1000,
+            (median[DEPENDENCIES] - bare) * 1000,
             Target(TARGET_MS),
-            note=f"baseline: anyio+structlog+pydantic alone; bare python {bare * 1000:.0f} ms"),
+            note=f"baseline: anyio+structlog+pydantic alone; bare python {bare * 1000:.0f} ms",
+        ),
         Row(CASE, "heaviest modules (self ms)", "", None, note=heavy),
     ]

@@ -45,11 +45,22 @@ async def _sleepers(n: int, latency: float) -> None:
 
 def _latency_rows(settings: Settings, root: Path) -> list[Row]:
     n, latency = settings.latency_branches, CALL_LATENCY * settings.time_scale
-    paired = alternate(flow_probe(root, latency_bound, lambda: slow_model(latency), n=n),
-                       plain_probe(_sleepers, n, latency), settings)
+    paired = alternate(
+        flow_probe(root, latency_bound, lambda: slow_model(latency), n=n),
+        plain_probe(_sleepers, n, latency),
+        settings,
+    )
     ours, theirs = paired.swarmflow["wall"] / latency, paired.baseline["wall"] / latency
-    return [Row(f"latency-bound {n} x {latency * 1000:g} ms", "wall / call latency", "x", ours,
-                theirs, Target(LATENCY_RATIO_TARGET))]
+    return [
+        Row(
+            f"latency-bound {n} x {latency * 1000:g} ms",
+            "wall / call latency",
+            "x",
+            ours,
+            theirs,
+            Target(LATENCY_RATIO_TARGET),
+        )
+    ]
 
 
 def bench(settings: Settings) -> list[Row]:

@@ -80,12 +80,20 @@ def _pipeline_rows(settings: Settings, root: Path) -> list[Row]:
     n, scale = settings.coders, settings.time_scale
     paired: Paired = alternate(
         flow_probe(root, review_pipeline, lambda: pipeline_model(n, scale), coders=n),
-        plain_probe(pipeline_baseline, n, scale), settings)
+        plain_probe(pipeline_baseline, n, scale),
+        settings,
+    )
     ours, theirs = paired.swarmflow, paired.baseline
     case = f"pipeline {n} coders"
     return [
-        Row(case, "time to first reviewed item", "s", ours["first"], theirs["first"],
-            note=f"ideal {(CODER_RANGE[0] + REVIEW_LATENCY) * scale:g} s"),
+        Row(
+            case,
+            "time to first reviewed item",
+            "s",
+            ours["first"],
+            theirs["first"],
+            note=f"ideal {(CODER_RANGE[0] + REVIEW_LATENCY) * scale:g} s",
+        ),
         Row(case, "time to last reviewed item", "s", ours["last"], theirs["last"]),
     ]
 

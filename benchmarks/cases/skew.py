@@ -62,15 +62,27 @@ async def skew_baseline(scale: float) -> str:
 def skew_walls(settings: Settings, root: Path) -> tuple[float, float]:
     """Median wall seconds of the skew probe: swarmflow, baseline."""
     scale = settings.time_scale
-    paired = alternate(flow_probe(root, skew_probe, lambda: skew_model(scale)),
-                       plain_probe(skew_baseline, scale), settings)
+    paired = alternate(
+        flow_probe(root, skew_probe, lambda: skew_model(scale)),
+        plain_probe(skew_baseline, scale),
+        settings,
+    )
     return paired.swarmflow["wall"], paired.baseline["wall"]
 
 
 def _skew_rows(settings: Settings, root: Path) -> list[Row]:
     ours, theirs = skew_walls(settings, root)
-    return [Row("skew probe", "wall time", "s", ours, theirs,
-                Target(SKEW_TARGET * settings.time_scale), note="lock-step engines: 0.20 s")]
+    return [
+        Row(
+            "skew probe",
+            "wall time",
+            "s",
+            ours,
+            theirs,
+            Target(SKEW_TARGET * settings.time_scale),
+            note="lock-step engines: 0.20 s",
+        )
+    ]
 
 
 def bench(settings: Settings) -> list[Row]:

@@ -46,9 +46,11 @@ def _python(venv: Path) -> Path:
 
 def _has_peers(python: Path) -> bool:
     probe = "import " + ", ".join(PEER_MODULES)
-    return python.exists() and subprocess.run(
-        [str(python), "-c", probe], capture_output=True, check=False
-    ).returncode == 0
+    return (
+        python.exists()
+        and subprocess.run([str(python), "-c", probe], capture_output=True, check=False).returncode
+        == 0
+    )
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -72,16 +74,20 @@ def ensure_peers(venv: Path, install: bool = True) -> Path:
     if _has_peers(python):
         return python
     if not install:
-        raise PeersUnavailable(f"bench-peers: {venv} lacks {', '.join(PEER_PACKAGES)} "
-                               "and --no-install was given")
+        raise PeersUnavailable(
+            f"bench-peers: {venv} lacks {', '.join(PEER_PACKAGES)} and --no-install was given"
+        )
     print(f"[peers] installing {', '.join(PEER_PACKAGES)} into {venv} ...", file=sys.stderr)
     if not python.exists():
         _call([sys.executable, "-m", "venv", str(venv)], f"create the virtualenv {venv}")
-    _call([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-           *PEER_PACKAGES], f"install {', '.join(PEER_PACKAGES)} into {venv}")
+    _call(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PEER_PACKAGES],
+        f"install {', '.join(PEER_PACKAGES)} into {venv}",
+    )
     if not _has_peers(python):
-        raise PeersUnavailable(f"bench-peers: installed, yet {venv} cannot import "
-                               f"{', '.join(PEER_MODULES)}")
+        raise PeersUnavailable(
+            f"bench-peers: installed, yet {venv} cannot import {', '.join(PEER_MODULES)}"
+        )
     return python
 
 
@@ -106,18 +112,31 @@ Results = dict[str, dict[str, Figure]]
 
 def run_peer(python: Path, engine: str, sizes: Sequence[int], settings: Settings) -> dict[str, Any]:
     """Run `shapes.py` for one engine in the peers' interpreter; its parsed JSON."""
-    cmd = [str(python), str(SHAPES), "--engine", engine, "--sizes", ",".join(map(str, sizes)),
-           "--steps", str(settings.chain_calls), "--runs", str(settings.runs),
-           "--warmup", str(settings.warmup)]
+    cmd = [
+        str(python),
+        str(SHAPES),
+        "--engine",
+        engine,
+        "--sizes",
+        ",".join(map(str, sizes)),
+        "--steps",
+        str(settings.chain_calls),
+        "--runs",
+        str(settings.runs),
+        "--warmup",
+        str(settings.warmup),
+    ]
     print(f"[peers] {engine} ...", file=sys.stderr, flush=True)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                              timeout=SHAPE_TIMEOUT)
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, check=False, timeout=SHAPE_TIMEOUT
+        )
     except subprocess.TimeoutExpired:
         raise PeersUnavailable(f"bench-peers: {engine} took over {SHAPE_TIMEOUT} s") from None
     if done.returncode != 0:
-        raise PeersUnavailable(f"bench-peers: {engine} failed (exit {done.returncode}):\n"
-                               f"{_tail(done.stderr)}")
+        raise PeersUnavailable(
+            f"bench-peers: {engine} failed (exit {done.returncode}):\n{_tail(done.stderr)}"
+        )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -128,8 +147,9 @@ def peer_figures(raw: dict[str, Any], sizes: Sequence[int], steps: int) -> dict[
     for n in sizes:
         med = raw["fanout"][str(n)]
         out[f"fanout {n}"] = Figure(med["engine"] / n * 1e6, med["baseline"] / n * 1e6)
-    out["chain"] = Figure(raw["chain"]["engine"] / steps * 1e6,
-                          raw["chain"]["baseline"] / steps * 1e6)
+    out["chain"] = Figure(
+        raw["chain"]["engine"] / steps * 1e6, raw["chain"]["baseline"] / steps * 1e6
+    )
     out["skew"] = Figure(raw["skew"]["engine"], raw["skew"]["baseline"])
     return out
 
@@ -142,11 +162,13 @@ def swarmflow_figures(sizes: Sequence[int], settings: Settings) -> dict[str, Fig
     with runs_folder() as root:
         for n in sizes:
             paired = fanout.time_fanout(n, settings, root)
-            out[f"fanout {n}"] = Figure(paired.swarmflow["wall"] / n * 1e6,
-                                        paired.baseline["wall"] / n * 1e6)
+            out[f"fanout {n}"] = Figure(
+                paired.swarmflow["wall"] / n * 1e6, paired.baseline["wall"] / n * 1e6
+            )
         paired = chain.agent_steps(steps, settings, root)
-        out["chain"] = Figure(paired.swarmflow["wall"] / steps * 1e6,
-                              paired.baseline["wall"] / steps * 1e6)
+        out["chain"] = Figure(
+            paired.swarmflow["wall"] / steps * 1e6, paired.baseline["wall"] / steps * 1e6
+        )
         wall = skew.skew_walls(settings, root)
         out["skew"] = Figure(*wall)
     return out
@@ -179,25 +201,33 @@ def report(results: Results, engines: Sequence[str]) -> str:
         ours = by_engine["swarmflow"]
         cells = [label, _cell(ours, unit)]
         cells += [_cell(by_engine.get(e), unit) for e in engines]
-        cells += [f"{ours.value / by_engine[e].value:.2f}x" if e in by_engine else "-"
-                  for e in engines]
+        cells += [
+            f"{ours.value / by_engine[e].value:.2f}x" if e in by_engine else "-" for e in engines
+        ]
         lines.append(cells)
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    text = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            for row in lines]
+    text = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines
+    ]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text) + "\n(ratio < 1: swarmflow is faster)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.peers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="the peers' virtualenv")
     parser.add_argument("--no-install", action="store_true", help="fail instead of installing")
     parser.add_argument("--quick", action="store_true", help="fewer runs, N = 1,000 only")
     parser.add_argument("--runs", type=int, default=None, help="timed runs per side")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help=f"comma-separated subset of: {', '.join(ENGINES)}")
+    parser.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        help=f"comma-separated subset of: {', '.join(ENGINES)}",
+    )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
     return parser
 
@@ -225,11 +255,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _write(path: Path, results: Results, versions: dict[str, str], settings: Settings,
-           seconds: float) -> None:
-    rows = [{"shape": shape, "engine": engine, "value": fig.value, "baseline": fig.baseline,
-             "times_raw": fig.times_raw}
-            for shape, by_engine in results.items() for engine, fig in by_engine.items()]
+def _write(
+    path: Path, results: Results, versions: dict[str, str], settings: Settings, seconds: float
+) -> None:
+    rows = [
+        {
+            "shape": shape,
+            "engine": engine,
+            "value": fig.value,
+            "baseline": fig.baseline,
+            "times_raw": fig.times_raw,
+        }
+        for shape, by_engine in results.items()
+        for engine, fig in by_engine.items()
+    ]
     meta = {"versions": versions, "runs": settings.runs, "seconds": round(seconds, 1)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")

@@ -183,8 +183,12 @@ def pydantic_graph_fanout(n: int) -> Work:
         return await fake_call(f"task {ctx.inputs}")
 
     collect = g.join(reduce_list_append, initial_factory=list)
-    g.add(g.edge_from(g.start_node).to(items), g.edge_from(items).map().to(work),
-          g.edge_from(work).to(collect), g.edge_from(collect).to(g.end_node))
+    g.add(
+        g.edge_from(g.start_node).to(items),
+        g.edge_from(items).map().to(work),
+        g.edge_from(work).to(collect),
+        g.edge_from(collect).to(g.end_node),
+    )
     graph = g.build()
     return lambda: graph.run(state=_PgState())
 
@@ -202,8 +206,10 @@ def pydantic_graph_chain(steps: int) -> Work:
         return int(ctx.state.k)
 
     again = g.match(int, matches=lambda k: k < steps).to(step)
-    g.add(g.edge_from(g.start_node).to(step),
-          g.edge_from(step).to(g.decision().branch(again).branch(g.match(int).to(g.end_node))))
+    g.add(
+        g.edge_from(g.start_node).to(step),
+        g.edge_from(step).to(g.decision().branch(again).branch(g.match(int).to(g.end_node))),
+    )
     graph = g.build()
     return lambda: graph.run(state=_PgState())
 
@@ -224,8 +230,13 @@ def pydantic_graph_skew() -> Work:
 
     a1, a2, b1, b2 = (node(name) for name in ("a1", "a2", "b1", "b2"))
     collect = g.join(reduce_list_append, initial_factory=list)
-    g.add(g.edge_from(g.start_node).to(a1, b1), g.edge_from(a1).to(a2), g.edge_from(b1).to(b2),
-          g.edge_from(a2, b2).to(collect), g.edge_from(collect).to(g.end_node))
+    g.add(
+        g.edge_from(g.start_node).to(a1, b1),
+        g.edge_from(a1).to(a2),
+        g.edge_from(b1).to(b2),
+        g.edge_from(a2, b2).to(collect),
+        g.edge_from(collect).to(g.end_node),
+    )
     graph = g.build()
     return lambda: graph.run(state=_PgState())
 
@@ -235,10 +246,18 @@ def _bound(work: Callable[[int], Awaitable[None]], n: int) -> Work:
 
 
 ENGINES: dict[str, dict[str, Any]] = {
-    "langgraph": {"package": "langgraph", "fanout": langgraph_fanout,
-                  "chain": langgraph_chain, "skew": langgraph_skew},
-    "pydantic-graph": {"package": "pydantic-graph", "fanout": pydantic_graph_fanout,
-                       "chain": pydantic_graph_chain, "skew": pydantic_graph_skew},
+    "langgraph": {
+        "package": "langgraph",
+        "fanout": langgraph_fanout,
+        "chain": langgraph_chain,
+        "skew": langgraph_skew,
+    },
+    "pydantic-graph": {
+        "package": "pydantic-graph",
+        "fanout": pydantic_graph_fanout,
+        "chain": pydantic_graph_chain,
+        "skew": pydantic_graph_skew,
+    },
 }
 
 
@@ -247,13 +266,19 @@ async def measure(
 ) -> dict[str, Any]:
     """Every shape in `engine`, each against its raw-asyncio baseline."""
     shapes = ENGINES[engine]
-    out: dict[str, Any] = {"engine": engine, "version": metadata.version(shapes["package"]),
-                           "python": sys.version.split()[0], "fanout": {}}
+    out: dict[str, Any] = {
+        "engine": engine,
+        "version": metadata.version(shapes["package"]),
+        "python": sys.version.split()[0],
+        "fanout": {},
+    }
     for n in sizes:
-        out["fanout"][str(n)] = await alternate(shapes["fanout"](n), _bound(gather_baseline, n),
-                                                runs, warmup, items=n)
-    out["chain"] = await alternate(shapes["chain"](steps), _bound(chain_baseline, steps),
-                                   runs, warmup, items=steps)
+        out["fanout"][str(n)] = await alternate(
+            shapes["fanout"](n), _bound(gather_baseline, n), runs, warmup, items=n
+        )
+    out["chain"] = await alternate(
+        shapes["chain"](steps), _bound(chain_baseline, steps), runs, warmup, items=steps
+    )
     out["skew"] = await alternate(shapes["skew"](), skew_baseline, runs, warmup)
     return out
 

@@ -16,32 +16,52 @@ OK, PROBLEMS, USAGE = 0, 1, 2
 
 def register(subparsers: Any) -> None:
     """Add `check`, `graph` and `run` to the `swarmflow` command."""
-    check = subparsers.add_parser("check", help="check .swarm files and print diagnostics",
-                                  description="Print each problem as file:line:col: severity: "
-                                  "message, with the source line and a caret.")
+    check = subparsers.add_parser(
+        "check",
+        help="check .swarm files and print diagnostics",
+        description="Print each problem as file:line:col: severity: "
+        "message, with the source line and a caret.",
+    )
     check.add_argument("files", nargs="+", metavar="FILE", help=".swarm files to check")
-    check.add_argument("--allow-warnings", action="store_true",
-                       help="exit 0 when there are warnings but no errors")
+    check.add_argument(
+        "--allow-warnings", action="store_true", help="exit 0 when there are warnings but no errors"
+    )
     check.set_defaults(handler=check_command)
 
     graph = subparsers.add_parser("graph", help="print a flow's team and step graph")
     graph.add_argument("file", metavar="FILE")
-    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid",
-                       help="Mermaid (default) or Graphviz DOT")
+    graph.add_argument(
+        "--format",
+        choices=("mermaid", "dot"),
+        default="mermaid",
+        help="Mermaid (default) or Graphviz DOT",
+    )
     graph.set_defaults(handler=graph_command)
 
     run = subparsers.add_parser("run", help="run a .swarm flow")
     run.add_argument("file", metavar="FILE")
-    run.add_argument("--input", action="append", default=[], metavar="KEY=VALUE",
-                     help="a flow input; repeat for each one")
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a flow input; repeat for each one",
+    )
     chosen = run.add_mutually_exclusive_group()
-    chosen.add_argument("--model", metavar="NAME",
-                        help="a model on an OpenAI-compatible endpoint (OPENAI_BASE_URL, "
-                        "OPENAI_API_KEY)")
-    chosen.add_argument("--demo", action="store_true",
-                        help="use a scripted demo model: offline, instant")
-    run.add_argument("--budget-tokens", type=int, metavar="N",
-                     help="cap the run's tokens below the flow's own budget")
+    chosen.add_argument(
+        "--model",
+        metavar="NAME",
+        help="a model on an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)",
+    )
+    chosen.add_argument(
+        "--demo", action="store_true", help="use a scripted demo model: offline, instant"
+    )
+    run.add_argument(
+        "--budget-tokens",
+        type=int,
+        metavar="N",
+        help="cap the run's tokens below the flow's own budget",
+    )
     run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     run.set_defaults(handler=run_command)
 
@@ -122,8 +142,10 @@ def run_command(args: argparse.Namespace) -> int:
     from swarmflow.dsl import DslError, load_flow
 
     if not args.demo and not args.model:
-        print("swarmflow run: choose a model with --model NAME, or --demo to run offline",
-              file=sys.stderr)
+        print(
+            "swarmflow run: choose a model with --model NAME, or --demo to run offline",
+            file=sys.stderr,
+        )
         return USAGE
     try:
         inputs = _typed_inputs(args)
@@ -160,8 +182,10 @@ def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
     params = {p.name: p for p in program.params}
     unknown = sorted(set(raw) - set(params))
     if unknown:
-        raise ValueError(f"flow {program.name} has no input {', '.join(unknown)}; its inputs: "
-                         f"{', '.join(params) or 'none'}")
+        raise ValueError(
+            f"flow {program.name} has no input {', '.join(unknown)}; its inputs: "
+            f"{', '.join(params) or 'none'}"
+        )
     return {k: convert_input(params[k], v) for k, v in raw.items()}
 
 

@@ -37,7 +37,10 @@ def parse(source: str, filename: str = "<string>") -> Any:
 
 
 def check_source(
-    source: str, filename: str = "<string>", *, resolve: bool = False,
+    source: str,
+    filename: str = "<string>",
+    *,
+    resolve: bool = False,
     base_dir: str | None = None,
 ) -> list[Diagnostic]:
     """Every located problem in `source`, errors and warnings, in source order."""

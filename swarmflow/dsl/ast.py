@@ -162,8 +162,20 @@ class Send(Node):
 
 
 Expr = Annotated[
-    Name | Number | Str | Const | ListExpr | Attribute | Index | Unary | Binary | Call
-    | Parallel | BudgetCall | Ask | Send,
+    Name
+    | Number
+    | Str
+    | Const
+    | ListExpr
+    | Attribute
+    | Index
+    | Unary
+    | Binary
+    | Call
+    | Parallel
+    | BudgetCall
+    | Ask
+    | Send,
     Field(discriminator="kind"),
 ]
 
@@ -320,7 +332,27 @@ class Module(Node):
     steps: list[Block] = []
 
 
-for _model in (Str, ListExpr, Attribute, Index, Unary, Binary, Keyword, Lambda, Call, Parallel,
-               BudgetCall, Ask, Send, Assign, ExprStmt, Return, If, Session, Block, Param,
-               TypeRef):
+for _model in (
+    Str,
+    ListExpr,
+    Attribute,
+    Index,
+    Unary,
+    Binary,
+    Keyword,
+    Lambda,
+    Call,
+    Parallel,
+    BudgetCall,
+    Ask,
+    Send,
+    Assign,
+    ExprStmt,
+    Return,
+    If,
+    Session,
+    Block,
+    Param,
+    TypeRef,
+):
     _model.model_rebuild()

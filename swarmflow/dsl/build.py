@@ -31,16 +31,21 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     run_steps.__name__ = run_steps.__qualname__ = program.name
     run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
     here = str(Path(base_dir).resolve()) if base_dir is not None else "."
-    made: Flow[..., Any] = Flow(run_steps, team=team, budget=dict(program.limits),
-                                name=program.name, card_path=(here, "."))
+    made: Flow[..., Any] = Flow(
+        run_steps, team=team, budget=dict(program.limits), name=program.name, card_path=(here, ".")
+    )
     made.program = program  # type: ignore[attr-defined]
     return made
 
 
 def _agent(spec: Any) -> Agent:
     options: dict[str, Any] = {
-        "card": spec.card, "model": spec.model, "tools": spec.tools,
-        "workspace": spec.workspace, "allowance": spec.allowance, "max_steps": spec.max_steps,
+        "card": spec.card,
+        "model": spec.model,
+        "tools": spec.tools,
+        "workspace": spec.workspace,
+        "allowance": spec.allowance,
+        "max_steps": spec.max_steps,
         "description": spec.description,
     }
     if spec.output_tokens is not None:
@@ -50,8 +55,12 @@ def _agent(spec: Any) -> Agent:
 
 def _signature(program: Program) -> inspect.Signature:
     params = [
-        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=p.type,
-                          default=p.default if p.has_default else inspect.Parameter.empty)
+        inspect.Parameter(
+            p.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=p.type,
+            default=p.default if p.has_default else inspect.Parameter.empty,
+        )
         for p in program.params
     ]
     return inspect.Signature(params, return_annotation=program.returns or inspect.Signature.empty)
@@ -95,8 +104,15 @@ def resolve_imports(program: Program) -> dict[str, Any]:
     for name, line, column in program.models:
         model = found.get(name)
         if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
-            problems.append(_diag(program, line, column, f"'{name}' is not a pydantic model, so "
-                                  "it cannot validate an answer; import a BaseModel subclass"))
+            problems.append(
+                _diag(
+                    program,
+                    line,
+                    column,
+                    f"'{name}' is not a pydantic model, so "
+                    "it cannot validate an answer; import a BaseModel subclass",
+                )
+            )
     if problems:
         raise DslError(problems, program.source)
     return found
@@ -112,8 +128,9 @@ def _import(spec: ImportSpec) -> Any:
     except ModuleNotFoundError as exc:
         raise _ImportProblem(f"cannot import module '{spec.module}': {exc}") from None
     except Exception as exc:  # the module itself failed while loading; say how
-        raise _ImportProblem(f"importing '{spec.module}' failed: "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise _ImportProblem(
+            f"importing '{spec.module}' failed: {type(exc).__name__}: {exc}"
+        ) from None
     try:
         return getattr(module, spec.name)
     except AttributeError:
@@ -121,5 +138,11 @@ def _import(spec: ImportSpec) -> Any:
 
 
 def _diag(program: Program, line: int, column: int, message: str) -> Diagnostic:
-    return Diagnostic(severity="error", code="import", message=message, line=line,
-                      column=column, file=program.filename)
+    return Diagnostic(
+        severity="error",
+        code="import",
+        message=message,
+        line=line,
+        column=column,
+        file=program.filename,
+    )

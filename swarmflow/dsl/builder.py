@@ -19,8 +19,22 @@ from swarmflow.dsl.templates import plain_text, split_template
 from swarmflow.dsl.units import UnitError, parse_quantity
 
 # Binding strength of binary operators; higher binds tighter. `not` sits between 2 and 3.
-_PRECEDENCE = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
-               "+": 4, "-": 4, "*": 5, "/": 5, "//": 5, "%": 5}
+_PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 3,
+    "<=": 3,
+    ">": 3,
+    ">=": 3,
+    "+": 4,
+    "-": 4,
+    "*": 5,
+    "/": 5,
+    "//": 5,
+    "%": 5,
+}
 _NOT_PRECEDENCE = 3
 _COMPARISON = 3
 
@@ -31,8 +45,10 @@ def _at(first: Any, last: Any | None = None) -> dict[str, int]:
     """Position fields spanning from `first` to `last` (tokens or nodes)."""
     last = first if last is None else last
     return {
-        "line": first.line, "column": first.column,
-        "end_line": last.end_line or last.line, "end_column": last.end_column or last.column,
+        "line": first.line,
+        "column": first.column,
+        "end_line": last.end_line or last.line,
+        "end_column": last.end_column or last.column,
     }
 
 
@@ -58,11 +74,18 @@ class BuildState:
     problems: list[Diagnostic] = field(default_factory=list)
 
     def problem(self, message: str, where: Any, code: str = "syntax") -> None:
-        self.problems.append(Diagnostic(
-            severity="error", code=code, message=message, line=where.line,
-            column=where.column, end_line=where.end_line or where.line,
-            end_column=where.end_column or where.column + 1, file=self.filename,
-        ))
+        self.problems.append(
+            Diagnostic(
+                severity="error",
+                code=code,
+                message=message,
+                line=where.line,
+                column=where.column,
+                end_line=where.end_line or where.line,
+                end_column=where.end_column or where.column + 1,
+                file=self.filename,
+            )
+        )
 
 
 build_state: ContextVar[BuildState] = ContextVar("swarm_build_state")
@@ -79,7 +102,12 @@ class AstBuilder(Transformer[Token, Any]):
 
     def start(self, items: list[Any]) -> ast.Module:
         groups: dict[str, list[Any]] = {
-            "flows": [], "uses": [], "budget": [], "agents": [], "edges": [], "steps": []
+            "flows": [],
+            "uses": [],
+            "budget": [],
+            "agents": [],
+            "edges": [],
+            "steps": [],
         }
         for key, value in items:
             groups[key].extend(value if isinstance(value, list) else [value])
@@ -89,13 +117,15 @@ class AstBuilder(Transformer[Token, Any]):
         params = [p for p in c if isinstance(p, ast.Param)]
         returns = c[-1] if isinstance(c[-1], ast.TypeRef) else None
         name = self._name(c[1])
-        return "flows", ast.FlowDecl(name=name, params=params, returns=returns,
-                                     **_at(c[0], returns or name))
+        return "flows", ast.FlowDecl(
+            name=name, params=params, returns=returns, **_at(c[0], returns or name)
+        )
 
     def param(self, c: list[Any]) -> ast.Param:
         name, type_ref, default = self._name(c[0]), c[1], c[2]
-        return ast.Param(name=name, type=type_ref, default=default,
-                         **_at(c[0], default or type_ref))
+        return ast.Param(
+            name=name, type=type_ref, default=default, **_at(c[0], default or type_ref)
+        )
 
     def type_ref(self, c: list[Any]) -> ast.TypeRef:
         args = [a for a in c[1:] if isinstance(a, ast.TypeRef)]
@@ -178,8 +208,13 @@ class AstBuilder(Transformer[Token, Any]):
 
     def session_stmt(self, c: list[Any]) -> ast.Session:
         args = c[2] or _NO_ARGS
-        return ast.Session(agent=self._name(c[1]), args=args.args, keywords=args.keywords,
-                           body=c[3], **_at(c[0], c[3]))
+        return ast.Session(
+            agent=self._name(c[1]),
+            args=args.args,
+            keywords=args.keywords,
+            body=c[3],
+            **_at(c[0], c[3]),
+        )
 
     # -- expressions -------------------------------------------------------------------
 
@@ -237,16 +272,20 @@ class AstBuilder(Transformer[Token, Any]):
     def call(self, c: list[Any]) -> ast.Call:
         args: _Args = c[1] or _NO_ARGS
         lambdas = [x for x in c[3:] if isinstance(x, ast.Lambda)]
-        return ast.Call(func=self._name(c[0]), args=args.args, keywords=args.keywords,
-                        lambdas=lambdas, **_at(c[0], lambdas[-1] if lambdas else c[2]))
+        return ast.Call(
+            func=self._name(c[0]),
+            args=args.args,
+            keywords=args.keywords,
+            lambdas=lambdas,
+            **_at(c[0], lambdas[-1] if lambdas else c[2]),
+        )
 
     def parallel(self, c: list[Any]) -> ast.Parallel:
         args: _Args = c[1] or _NO_ARGS
         body = c[-1]
         if isinstance(body, ast.Block):
             body = ast.Lambda(params=[], body=body, **_at(body))
-        return ast.Parallel(args=args.args, keywords=args.keywords, body=body,
-                            **_at(c[0], body))
+        return ast.Parallel(args=args.args, keywords=args.keywords, body=body, **_at(c[0], body))
 
     def budget_call(self, c: list[Any]) -> ast.BudgetCall:
         args: _Args = c[1] or _NO_ARGS
@@ -277,8 +316,9 @@ class AstBuilder(Transformer[Token, Any]):
         except UnitError as exc:
             build_state.get().problem(str(exc), token, "unit")
             value, dimension, unit = 0.0, "count", ""
-        return ast.Number(value=value, text=str(token), dimension=dimension, unit=unit,
-                          **_at(token))
+        return ast.Number(
+            value=value, text=str(token), dimension=dimension, unit=unit, **_at(token)
+        )
 
     def _string(self, token: Token) -> ast.Str:
         texts, holes, problems = split_template(token)
@@ -301,8 +341,9 @@ class AstBuilder(Transformer[Token, Any]):
                 break
             right, nxt = self._climb(items, pos + 1, prec + 1)
             if prec == _COMPARISON and isinstance(left, ast.Binary) and _is_comparison(left):
-                build_state.get().problem("comparisons cannot be chained; write a < b and "
-                                          "b < c", items[pos], "syntax")
+                build_state.get().problem(
+                    "comparisons cannot be chained; write a < b and b < c", items[pos], "syntax"
+                )
             left, pos = ast.Binary(op=op, left=left, right=right, **_at(left, right)), nxt
         return left, pos
 
@@ -316,8 +357,9 @@ class AstBuilder(Transformer[Token, Any]):
             return ast.Unary(op="not", operand=operand, **_at(item, operand)), pos
         operand, pos = self._unary(items, pos + 1)
         if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
-            return operand.model_copy(update={"value": -operand.value, "column": item.column,
-                                              "text": "-" + operand.text}), pos
+            return operand.model_copy(
+                update={"value": -operand.value, "column": item.column, "text": "-" + operand.text}
+            ), pos
         return ast.Unary(op="-", operand=operand, **_at(item, operand)), pos
 
 

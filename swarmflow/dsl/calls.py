@@ -73,8 +73,9 @@ async def human_call(ev: Evaluator, node: ast.Call) -> Any:
     args = [await ev.evaluate(a) for a in node.args]
     options: dict[str, Any] = {}
     for kw in node.keywords:
-        options[kw.name] = model_of(ev, kw.value) if kw.name == "output" else \
-            await ev.evaluate(kw.value)
+        options[kw.name] = (
+            model_of(ev, kw.value) if kw.name == "output" else await ev.evaluate(kw.value)
+        )
     return await human(*args, **options)
 
 
@@ -125,10 +126,15 @@ async def run_parallel(ev: Evaluator, node: ast.Parallel, *, stream: bool) -> An
 
 async def _branch_count(ev: Evaluator, node: ast.Parallel) -> int:
     value = await ev.evaluate(node.args[0])
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) \
-            or value < 0:
-        raise ev.rt.fail(node.args[0], f"parallel(n) needs a number of branches, 0 or more; "
-                         f"got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or value < 0
+    ):
+        raise ev.rt.fail(
+            node.args[0], f"parallel(n) needs a number of branches, 0 or more; got {value!r}"
+        )
     return int(value)  # a fractional count rounds down
 
 
@@ -159,7 +165,11 @@ async def _one(ev: Evaluator, node: ast.Call) -> Any:
 
 
 _CONVERSIONS: dict[str, Callable[[Any], Any]] = {
-    "len": len, "str": str, "int": int, "float": float, "round": round,
+    "len": len,
+    "str": str,
+    "int": int,
+    "float": float,
+    "round": round,
 }
 _HANDLERS: dict[str, Handler] = {
     "compact": compact_call,

@@ -59,19 +59,25 @@ class CheckerBase:
     def model_ref(self, node: Any, what: str) -> None:
         """`output: Model` and `as Model` name a pydantic model imported with `use`."""
         if not isinstance(node, ast.Name):
-            self.ctx.error("misuse", f"{what} takes the name of a model imported with `use`",
-                           node)
+            self.ctx.error("misuse", f"{what} takes the name of a model imported with `use`", node)
         elif node.id not in self.ctx.imports:
-            self.ctx.error("unknown-name", f"unknown model '{node.id}' (import it with "
-                           f"`use {node.id} from package.module`)"
-                           f"{did_you_mean(node.id, self.ctx.imports)}", node)
+            self.ctx.error(
+                "unknown-name",
+                f"unknown model '{node.id}' (import it with "
+                f"`use {node.id} from package.module`)"
+                f"{did_you_mean(node.id, self.ctx.imports)}",
+                node,
+            )
 
     def raw_outcomes(self, value: Value, node: Any) -> None:
         """Outcomes handed to an agent as they are would include the failed ones."""
         if value.type == OUTCOMES:
-            self.ctx.warning("outcomes", "these are outcomes (Ok, Failed, ...): pass them "
-                             "through compact(...) first so that only usable values are sent",
-                             node)
+            self.ctx.warning(
+                "outcomes",
+                "these are outcomes (Ok, Failed, ...): pass them "
+                "through compact(...) first so that only usable values are sent",
+                node,
+            )
 
     def card_variables(self, agent: str, keywords: list[ast.Keyword], node: Any) -> None:
         """Every variable the agent's card uses must be passed (a missing one fails the run)."""
@@ -79,8 +85,12 @@ class CheckerBase:
         missing = sorted(self.ctx.agents[agent].card_vars - given)
         if missing:
             shown = ", ".join(f"{m}: ..." for m in missing)
-            self.ctx.error("card", f"{agent}'s card uses {', '.join(missing)}, which this call "
-                           f"does not pass; add {shown}", node)
+            self.ctx.error(
+                "card",
+                f"{agent}'s card uses {', '.join(missing)}, which this call "
+                f"does not pass; add {shown}",
+                node,
+            )
 
     def keywords(self, node: Any, allowed: tuple[str, ...], where: str) -> dict[str, Value]:
         """Check keyword names against `allowed`; returns their values."""
@@ -89,8 +99,12 @@ class CheckerBase:
             if kw.name in out:
                 self.ctx.error("misuse", f"'{kw.name}' is given twice", kw)
             elif kw.name not in allowed:
-                self.ctx.error("misuse", f"{where} has no option '{kw.name}' (options: "
-                               f"{', '.join(allowed)}){did_you_mean(kw.name, allowed)}", kw)
+                self.ctx.error(
+                    "misuse",
+                    f"{where} has no option '{kw.name}' (options: "
+                    f"{', '.join(allowed)}){did_you_mean(kw.name, allowed)}",
+                    kw,
+                )
             out[kw.name] = self.infer(kw.value, callable_ok=kw.name == "keep")
         return out
 
@@ -121,16 +135,21 @@ class CallChecker(CheckerBase):
         candidates = {*self.ctx.agents, *self.ctx.imports, *_BUILTINS, *OPERATORS}
         close = suggest(name, candidates)
         if close in OPERATORS:
-            self.ctx.error("unknown-operator", f"unknown operator '{name}'; did you mean "
-                           f"'{close}'?", node.func)
+            self.ctx.error(
+                "unknown-operator", f"unknown operator '{name}'; did you mean '{close}'?", node.func
+            )
         elif close in self.ctx.agents:
-            self.ctx.error("unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?",
-                           node.func)
+            self.ctx.error(
+                "unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?", node.func
+            )
         else:
             hint = f"; did you mean '{close}'?" if close else ""
-            self.ctx.error("unknown-name", f"unknown function '{name}'{hint} (call an agent, "
-                           "an operator, a built-in, or a Python callable imported with `use`)",
-                           node.func)
+            self.ctx.error(
+                "unknown-name",
+                f"unknown function '{name}'{hint} (call an agent, "
+                "an operator, a built-in, or a Python callable imported with `use`)",
+                node.func,
+            )
         self._infer_all(node)
         return Value()
 
@@ -142,11 +161,18 @@ class CallChecker(CheckerBase):
 
     def agent_call(self, node: ast.Call, agent: str) -> Value:
         self.ctx.used_agents.add(agent)
-        self.no_lambdas(node, f"an agent call takes no |x| {{ ... }} body; to run {agent} "
-                        "per item use pipeline(items) |x| { ... }")
+        self.no_lambdas(
+            node,
+            f"an agent call takes no |x| {{ ... }} body; to run {agent} "
+            "per item use pipeline(items) |x| { ... }",
+        )
         if len(node.args) > 1:
-            self.ctx.error("misuse", f"{agent}(...) takes one prompt; pass other values as card "
-                           f"variables: {agent}(prompt, name: value)", node.args[1])
+            self.ctx.error(
+                "misuse",
+                f"{agent}(...) takes one prompt; pass other values as card "
+                f"variables: {agent}(prompt, name: value)",
+                node.args[1],
+            )
         for arg in node.args:
             value = self.infer(arg)
             self.raw_outcomes(value, arg)
@@ -171,16 +197,19 @@ class CallChecker(CheckerBase):
     def human_call(self, node: ast.Call) -> Value:
         self.no_lambdas(node, "human(...) takes no |x| { ... } body")
         if not node.args:
-            self.ctx.error("misuse", 'human(...) needs a question: human("Approve?", payload)',
-                           node.func)
+            self.ctx.error(
+                "misuse", 'human(...) needs a question: human("Approve?", payload)', node.func
+            )
         if len(node.args) > 2:
-            self.ctx.error("misuse", "human(question, payload) takes two values; put more in a "
-                           "list", node.args[2])
+            self.ctx.error(
+                "misuse",
+                "human(question, payload) takes two values; put more in a list",
+                node.args[2],
+            )
         for i, arg in enumerate(node.args):
             value = self.infer(arg)
             if i == 0 and value.type in (NUMBER, "bool", "none", OUTCOMES, LIST):
-                self.ctx.error("misuse", f"the question must be text, not {value.describe()}",
-                               arg)
+                self.ctx.error("misuse", f"the question must be text, not {value.describe()}", arg)
             self.handoff(value, HUMAN, arg, "question" if i == 0 else "payload")
         options = self.keywords(node, HUMAN_KEYWORDS, "human()")
         self._human_options(node)
@@ -190,18 +219,26 @@ class CallChecker(CheckerBase):
     def _human_options(self, node: ast.Call) -> None:
         given = {kw.name: kw.value for kw in node.keywords}
         policy = given.get("on_timeout")
-        if policy is not None and not (isinstance(policy, ast.Str) and not policy.values
-                                       and "".join(policy.texts) in ("default", "fail")):
+        if policy is not None and not (
+            isinstance(policy, ast.Str)
+            and not policy.values
+            and "".join(policy.texts) in ("default", "fail")
+        ):
             self.ctx.error("misuse", 'on_timeout is "default" or "fail"', policy)
-        if isinstance(policy, ast.Str) and "".join(policy.texts) == "default" and \
-                "default" not in given:
+        if (
+            isinstance(policy, ast.Str)
+            and "".join(policy.texts) == "default"
+            and "default" not in given
+        ):
             self.ctx.error("misuse", 'on_timeout: "default" needs default: value', policy)
         if "output" in given:
             self.model_ref(given["output"], "output:")
 
     def compact_call(self, node: ast.Call) -> Value:
-        self.no_lambdas(node, "compact takes keep: a predicate or model imported with `use`, "
-                        "not a |x| { ... } body")
+        self.no_lambdas(
+            node,
+            "compact takes keep: a predicate or model imported with `use`, not a |x| { ... } body",
+        )
         if len(node.args) != 1:
             self.ctx.error("misuse", "compact(outcomes) takes one list", node.func)
             return Value(LIST)
@@ -209,29 +246,39 @@ class CallChecker(CheckerBase):
         self.keywords(node, ("keep",), "compact()")
         keep = next((k.value for k in node.keywords if k.name == "keep"), None)
         if keep is not None and not (isinstance(keep, ast.Name) and keep.id in self.ctx.imports):
-            self.ctx.error("misuse", "keep: takes a predicate or pydantic model imported with "
-                           "`use`", keep)
+            self.ctx.error(
+                "misuse", "keep: takes a predicate or pydantic model imported with `use`", keep
+            )
         return Value(LIST, source.sources, item=source.element())
 
     def sequence(self, node: Any, operator: str) -> Value:
         """A value an operator iterates over; anything but a sequence is misuse."""
         value = self.infer(node)
         if value.type in NOT_SEQUENCES:
-            self.ctx.error("misuse", f"{operator}(...) needs a list (or the outcomes of parallel "
-                           f"or pipeline), but this is {value.describe()}", node)
+            self.ctx.error(
+                "misuse",
+                f"{operator}(...) needs a list (or the outcomes of parallel "
+                f"or pipeline), but this is {value.describe()}",
+                node,
+            )
         return value
 
     def pipeline_call(self, node: ast.Call) -> Value:
         if not node.args:
-            self.ctx.error("misuse", "pipeline needs a source: pipeline(items) |x| { ... }",
-                           node.func)
+            self.ctx.error(
+                "misuse", "pipeline needs a source: pipeline(items) |x| { ... }", node.func
+            )
             return Value(OUTCOMES)
         source = self._pipeline_source(node.args[0])
         item = source.element()
         stages = [*node.args[1:], *node.lambdas]
         if not stages:
-            self.ctx.error("misuse", "pipeline needs at least one stage: pipeline(items) "
-                           "|x| { ... } or pipeline(items, reviewer)", node.func)
+            self.ctx.error(
+                "misuse",
+                "pipeline needs at least one stage: pipeline(items) "
+                "|x| { ... } or pipeline(items, reviewer)",
+                node.func,
+            )
         for stage in stages:
             item = self._stage(stage, item)
         self.keywords(node, PIPELINE_KEYWORDS, "pipeline()")
@@ -239,8 +286,12 @@ class CallChecker(CheckerBase):
 
     def _pipeline_source(self, node: Any) -> Value:
         if isinstance(node, ast.Parallel) and any(k.name == "first" for k in node.keywords):
-            self.ctx.error("misuse", "first: cannot be used when parallel feeds a pipeline "
-                           "(its branches stream into the first stage)", node)
+            self.ctx.error(
+                "misuse",
+                "first: cannot be used when parallel feeds a pipeline "
+                "(its branches stream into the first stage)",
+                node,
+            )
         return self.sequence(node, "pipeline")
 
     def _stage(self, stage: Any, item: Value) -> Value:
@@ -255,8 +306,11 @@ class CallChecker(CheckerBase):
             return Value(OUTPUT, frozenset({stage.id}))
         if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
             return Value(UNKNOWN, item.sources)
-        self.ctx.error("misuse", "a pipeline stage is an agent, a Python callable imported with "
-                       "`use`, or |x| { ... }", stage)
+        self.ctx.error(
+            "misuse",
+            "a pipeline stage is an agent, a Python callable imported with `use`, or |x| { ... }",
+            stage,
+        )
         self.infer(stage)
         return Value()
 
@@ -279,8 +333,13 @@ class CallChecker(CheckerBase):
             self.ctx.error("misuse", "clamp(value, low, high) takes three numbers", node.func)
             return number()
         x, low, high = (self._numeric(a, "clamp") for a in node.args)
-        if low.exact and high.exact and low.bound is not None and high.bound is not None \
-                and low.bound > high.bound:
+        if (
+            low.exact
+            and high.exact
+            and low.bound is not None
+            and high.bound is not None
+            and low.bound > high.bound
+        ):
             self.ctx.error("misuse", "clamp's low is above its high", node.args[1])
         if x.exact and low.exact and high.exact and None not in (x.bound, low.bound, high.bound):
             return number(min(max(x.bound, low.bound), high.bound), True)  # type: ignore[type-var]
@@ -289,8 +348,9 @@ class CallChecker(CheckerBase):
     def _numeric(self, node: Any, where: str) -> Value:
         value = self.infer(node)
         if value.type not in (NUMBER, UNKNOWN, LIST, OUTCOMES):
-            self.ctx.error("misuse", f"{where}(...) works on numbers; this is "
-                           f"{value.describe()}", node)
+            self.ctx.error(
+                "misuse", f"{where}(...) works on numbers; this is {value.describe()}", node
+            )
         return value
 
     def _plain_builtin(self, node: ast.Call) -> None:
@@ -309,8 +369,11 @@ class CallChecker(CheckerBase):
             return Value(STRING, value.sources)
         if name == "len":
             if value.type in (NUMBER, "bool", "none", OUTPUT, "snapshot"):
-                self.ctx.error("misuse", f"len(...) needs a list or text; this is "
-                               f"{value.describe()}", node.args[0])
+                self.ctx.error(
+                    "misuse",
+                    f"len(...) needs a list or text; this is {value.describe()}",
+                    node.args[0],
+                )
             return number()
         return number(value.bound, value.exact)
 
@@ -324,19 +387,24 @@ class CallChecker(CheckerBase):
         if calls is not None and inner.calls * n.bound > calls:
             self._infeasible(node, n, inner, "calls", need=inner.calls * n.bound, have=calls)
 
-    def _infeasible(self, node: ast.Parallel, n: Value, inner: Spend, what: str, *,
-                    need: float, have: float) -> None:
+    def _infeasible(
+        self, node: ast.Parallel, n: Value, inner: Spend, what: str, *, need: float, have: float
+    ) -> None:
         count = f"{n.bound:g}"
         who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
         if what == "tokens":
-            each = ", ".join(f"{a} {show_quantity(self.ctx.agents[a].allowance or 0, 'count')}"
-                             for a in sorted(inner.agents))
+            each = ", ".join(
+                f"{a} {show_quantity(self.ctx.agents[a].allowance or 0, 'count')}"
+                for a in sorted(inner.agents)
+            )
             detail = f"at allowances of {each}"
         else:
             detail = "at one model call per agent call"
-        message = (f"parallel({count}) may need {show_quantity(need, 'count')} {what} ({who} per "
-                   f"branch, {detail}) but the flow's budget is {show_quantity(have, 'count')} "
-                   f"{what}; lower the fan-out or the allowance, or raise the budget")
+        message = (
+            f"parallel({count}) may need {show_quantity(need, 'count')} {what} ({who} per "
+            f"branch, {detail}) but the flow's budget is {show_quantity(have, 'count')} "
+            f"{what}; lower the fan-out or the allowance, or raise the budget"
+        )
         if n.exact:
             self.ctx.error("budget", message, node)
         else:

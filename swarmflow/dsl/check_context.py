@@ -14,8 +14,16 @@ OPERATORS = ("budget", "parallel", "compact", "pipeline", "session", "human")
 BUILTIN_FUNCTIONS = ("min", "max", "clamp", "len", "str", "int", "float", "round")
 CALLABLE_BUILTINS = frozenset({*BUILTIN_FUNCTIONS, "compact", "pipeline", "human"})
 BUILTIN_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
-KNOWN_TOOLS = ("read_file", "list_files", "search", "write_file", "edit", "run_shell", "submit",
-               "message_agent")
+KNOWN_TOOLS = (
+    "read_file",
+    "list_files",
+    "search",
+    "write_file",
+    "edit",
+    "run_shell",
+    "submit",
+    "message_agent",
+)
 
 
 @dataclass
@@ -54,10 +62,18 @@ class Context:
         self.reported.add(key)
         end_line = getattr(node, "end_line", node.line) or node.line
         end_column = getattr(node, "end_column", node.column + 1) or node.column + 1
-        self.diagnostics.append(Diagnostic(
-            severity=severity, code=code, message=message, line=node.line, column=node.column,
-            end_line=end_line, end_column=end_column, file=self.filename,
-        ))
+        self.diagnostics.append(
+            Diagnostic(
+                severity=severity,
+                code=code,
+                message=message,
+                line=node.line,
+                column=node.column,
+                end_line=end_line,
+                end_column=end_column,
+                file=self.filename,
+            )
+        )
 
     def error(self, code: str, message: str, node: Any) -> None:
         self.report("error", code, message, node)

@@ -19,8 +19,16 @@ from swarmflow.dsl.diagnostics import did_you_mean, listing
 from swarmflow.dsl.units import show_quantity
 
 BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
-AGENT_FIELDS = ("card", "model", "tools", "workspace", "allowance", "steps", "description",
-                "output_tokens")
+AGENT_FIELDS = (
+    "card",
+    "model",
+    "tools",
+    "workspace",
+    "allowance",
+    "steps",
+    "description",
+    "output_tokens",
+)
 WORKSPACES = ("none", "local", "worktree", "shared")
 CARD_SUFFIXES = (".j2", ".jinja", ".jinja2", ".md")
 
@@ -35,20 +43,30 @@ def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = Fals
         _check_agent(decl, ctx)
     _check_edges(module, ctx)
     if len(module.steps) > 1:
-        ctx.error("duplicate", "a flow has one `steps { ... }` block; merge these into the "
-                  "first one", module.steps[1])
+        ctx.error(
+            "duplicate",
+            "a flow has one `steps { ... }` block; merge these into the first one",
+            module.steps[1],
+        )
 
 
 def _check_header(module: ast.Module, ctx: Context) -> None:
     if not module.flows:
-        ctx.error("missing-flow", "a .swarm file declares its signature first, e.g. "
-                  "`flow fix(task: str) -> str`", _Spot(1, 1))
+        ctx.error(
+            "missing-flow",
+            "a .swarm file declares its signature first, e.g. `flow fix(task: str) -> str`",
+            _Spot(1, 1),
+        )
     for extra in module.flows[1:]:
-        ctx.error("duplicate", f"a file declares one flow; '{extra.name.id}' is a second one",
-                  extra)
+        ctx.error(
+            "duplicate", f"a file declares one flow; '{extra.name.id}' is a second one", extra
+        )
     if not module.steps:
-        ctx.error("missing-steps", "this flow has no `steps { ... }` block, so it does nothing",
-                  module.flows[0] if module.flows else _Spot(1, 1))
+        ctx.error(
+            "missing-steps",
+            "this flow has no `steps { ... }` block, so it does nothing",
+            module.flows[0] if module.flows else _Spot(1, 1),
+        )
 
 
 def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
@@ -59,9 +77,12 @@ def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
         for item in use.names:
             local = item.local
             if local.id in ctx.imports or local.id in taken:
-                ctx.error("duplicate", f"'{local.id}' is already defined; import it under "
-                          f"another name: `use {item.name.id} as other from {use.module}`",
-                          local)
+                ctx.error(
+                    "duplicate",
+                    f"'{local.id}' is already defined; import it under "
+                    f"another name: `use {item.name.id} as other from {use.module}`",
+                    local,
+                )
                 continue
             ctx.imports[local.id] = item
 
@@ -72,8 +93,12 @@ def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
     except (ImportError, ValueError):
         found = False
     if not found:
-        ctx.error("unknown-module", f"cannot find Python module '{use.module}'; check the "
-                  "spelling, and that its package is installed or on PYTHONPATH", use)
+        ctx.error(
+            "unknown-module",
+            f"cannot find Python module '{use.module}'; check the "
+            "spelling, and that its package is installed or on PYTHONPATH",
+            use,
+        )
 
 
 def _check_params(module: ast.Module, ctx: Context) -> None:
@@ -86,21 +111,31 @@ def _check_params(module: ast.Module, ctx: Context) -> None:
         if name in ctx.params:
             ctx.error("duplicate", f"input '{name}' is declared twice", param.name)
         elif name in ctx.agents or name in ctx.imports:
-            ctx.error("duplicate", f"input '{name}' has the name of an agent or import; rename "
-                      "it", param.name)
+            ctx.error(
+                "duplicate",
+                f"input '{name}' has the name of an agent or import; rename it",
+                param.name,
+            )
         ctx.params[name] = param
         _check_type(param.type, types, ctx)
         if param.default is not None and not _is_literal(param.default):
-            ctx.error("bad-default", f"the default of '{name}' must be a plain value such as "
-                      '3, "text", true or none', param.default)
+            ctx.error(
+                "bad-default",
+                f"the default of '{name}' must be a plain value such as 3, \"text\", true or none",
+                param.default,
+            )
     if flow.returns is not None:
         _check_type(flow.returns, types, ctx)
 
 
 def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
     if ref.name not in types:
-        ctx.error("unknown-type", f"unknown type '{ref.name}' (use {', '.join(BUILTIN_TYPES)} "
-                  f"or a model imported with `use`){did_you_mean(ref.name, types)}", ref)
+        ctx.error(
+            "unknown-type",
+            f"unknown type '{ref.name}' (use {', '.join(BUILTIN_TYPES)} "
+            f"or a model imported with `use`){did_you_mean(ref.name, types)}",
+            ref,
+        )
     for arg in ref.args:
         _check_type(arg, types, ctx)
 
@@ -117,8 +152,12 @@ def _check_budget(module: ast.Module, ctx: Context) -> None:
     for item in module.budget:
         key = item.key.id
         if key not in BUDGET_KEYS:
-            ctx.error("budget", f"unknown budget '{key}' (use tokens, calls, cost or time)"
-                      f"{did_you_mean(key, BUDGET_KEYS)}", item.key)
+            ctx.error(
+                "budget",
+                f"unknown budget '{key}' (use tokens, calls, cost or time)"
+                f"{did_you_mean(key, BUDGET_KEYS)}",
+                item.key,
+            )
             continue
         if key in ctx.budget:
             ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
@@ -131,8 +170,12 @@ def _budget_value_ok(key: str, value: ast.Number, ctx: Context) -> bool:
     want = BUDGET_KEYS[key]
     examples = {"count": "2M or 400", "cost": "$5", "duration": "30m or 90s"}
     if value.dimension != want:
-        ctx.error("unit", f"budget '{key}' takes {_dimension_words(want)} such as "
-                  f"{examples[want]}, not {value.text}", value)
+        ctx.error(
+            "unit",
+            f"budget '{key}' takes {_dimension_words(want)} such as "
+            f"{examples[want]}, not {value.text}",
+            value,
+        )
         return False
     if value.value <= 0:
         ctx.error("budget", f"budget '{key}' must be more than zero", value)
@@ -150,8 +193,9 @@ def _dimension_words(dimension: str) -> str:
 def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
     name = decl.name.id
     if name == HUMAN:
-        ctx.error("reserved", "'human' is the built-in person node; choose another agent name",
-                  decl.name)
+        ctx.error(
+            "reserved", "'human' is the built-in person node; choose another agent name", decl.name
+        )
         return
     if name in ctx.agents:
         ctx.error("duplicate", f"agent '{name}' is declared twice", decl.name)
@@ -173,15 +217,23 @@ def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
 def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
     key, value = fld.key.id, fld.value
     if key not in AGENT_FIELDS:
-        ctx.error("agent-field", f"unknown agent field '{key}' (fields: "
-                  f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}", fld.key)
+        ctx.error(
+            "agent-field",
+            f"unknown agent field '{key}' (fields: "
+            f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}",
+            fld.key,
+        )
     elif key in ("card", "description"):
         _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
         if key == "card" and isinstance(value, ast.Str):
             info.card_vars = _card_vars(_card_text(value, ctx))
     elif key == "model":
-        _want(isinstance(value, ast.Str | ast.Name), 'model takes a name such as "gpt-4o-mini"',
-              value, ctx)
+        _want(
+            isinstance(value, ast.Str | ast.Name),
+            'model takes a name such as "gpt-4o-mini"',
+            value,
+            ctx,
+        )
     elif key == "tools":
         _check_tools(value, info, ctx)
     elif key == "workspace":
@@ -206,8 +258,12 @@ def _card_text(value: ast.Str, ctx: Context) -> str:
         except (OSError, UnicodeDecodeError):
             continue
     if ctx.base_dir is not None:
-        ctx.warning("card", f"card file '{text}' is not next to this file nor in the current "
-                    "folder; the run will fail to load it", value)
+        ctx.warning(
+            "card",
+            f"card file '{text}' is not next to this file nor in the current "
+            "folder; the run will fail to load it",
+            value,
+        )
     return ""
 
 
@@ -229,8 +285,12 @@ def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
         return
     for tool in value.items:
         if tool.id not in ctx.tools:
-            ctx.error("unknown-tool", f"unknown tool '{tool.id}' (tools: "
-                      f"{listing(sorted(ctx.tools))}){did_you_mean(tool.id, ctx.tools)}", tool)
+            ctx.error(
+                "unknown-tool",
+                f"unknown tool '{tool.id}' (tools: "
+                f"{listing(sorted(ctx.tools))}){did_you_mean(tool.id, ctx.tools)}",
+                tool,
+            )
     info.tools = tuple(t.id for t in value.items)
 
 
@@ -239,8 +299,12 @@ def _check_workspace(value: ast.FieldValue, ctx: Context) -> None:
         return
     word = value.id if isinstance(value, ast.Name) else ""
     if word not in WORKSPACES:
-        ctx.error("agent-field", f"unknown workspace '{word or 'value'}' (use none, local, "
-                  f"worktree or shared){did_you_mean(word, WORKSPACES) if word else ''}", value)
+        ctx.error(
+            "agent-field",
+            f"unknown workspace '{word or 'value'}' (use none, local, "
+            f"worktree or shared){did_you_mean(word, WORKSPACES) if word else ''}",
+            value,
+        )
 
 
 def _check_count(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
@@ -258,9 +322,13 @@ def _check_count(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context)
 def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
     tokens = ctx.budget.get("tokens")
     if tokens is not None and value.value > tokens:
-        ctx.warning("budget", f"agent '{info.decl.name.id}' may spend "
-                    f"{show_quantity(value.value, 'count')} tokens but the whole flow has "
-                    f"{show_quantity(tokens, 'count')}", value)
+        ctx.warning(
+            "budget",
+            f"agent '{info.decl.name.id}' may spend "
+            f"{show_quantity(value.value, 'count')} tokens but the whole flow has "
+            f"{show_quantity(tokens, 'count')}",
+            value,
+        )
 
 
 def _check_edges(module: ast.Module, ctx: Context) -> None:
@@ -270,8 +338,12 @@ def _check_edges(module: ast.Module, ctx: Context) -> None:
         for node in chain.names:
             if node.id not in known:
                 ends_ok = False
-                ctx.error("unknown-agent", f"unknown agent '{node.id}' in edges (declared: "
-                          f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}", node)
+                ctx.error(
+                    "unknown-agent",
+                    f"unknown agent '{node.id}' in edges (declared: "
+                    f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}",
+                    node,
+                )
         if ends_ok:
             _add_edges(chain, ctx)
 
@@ -279,8 +351,11 @@ def _check_edges(module: ast.Module, ctx: Context) -> None:
 def _add_edges(chain: ast.EdgeChain, ctx: Context) -> None:
     for a, b in chain.pairs():
         if a.id == b.id:
-            ctx.warning("edge", f"edge {a.id} -> {b.id} is not needed: an agent may always "
-                        "use its own output", b)
+            ctx.warning(
+                "edge",
+                f"edge {a.id} -> {b.id} is not needed: an agent may always use its own output",
+                b,
+            )
         elif (a.id, b.id) in ctx.edges:
             ctx.warning("edge", f"edge {a.id} -> {b.id} is declared twice", b)
         ctx.edges.add((a.id, b.id))

@@ -53,9 +53,13 @@ class ExprChecker(CallChecker):
         found = self.scope.lookup(node.id)
         if found is not None:
             if found.partial_if is not None:
-                self.ctx.warning("maybe-unassigned", f"'{node.id}' may have no value here: it is "
-                                 f"only assigned in one branch of the if on line "
-                                 f"{found.partial_if}", node)
+                self.ctx.warning(
+                    "maybe-unassigned",
+                    f"'{node.id}' may have no value here: it is "
+                    f"only assigned in one branch of the if on line "
+                    f"{found.partial_if}",
+                    node,
+                )
             return found.value
         param = self.ctx.params.get(node.id)
         if param is not None:
@@ -70,8 +74,9 @@ class ExprChecker(CallChecker):
             if callable_ok:
                 self.ctx.used_agents.add(name)
                 return Value(AGENT)
-            self.ctx.error("misuse", f"agent '{name}' is called, not used as a value: "
-                           f"{name}(prompt)", node)
+            self.ctx.error(
+                "misuse", f"agent '{name}' is called, not used as a value: {name}(prompt)", node
+            )
             return Value()
         if name in CALLABLE_BUILTINS:
             if not callable_ok:
@@ -83,12 +88,16 @@ class ExprChecker(CallChecker):
     def _unknown_name(self, node: ast.Name) -> None:
         later = self.ctx.assigned_at.get(node.id)
         if later is not None:
-            self.ctx.error("unknown-name", f"'{node.id}' is used before it has a value (it is "
-                           f"assigned on line {later})", node)
+            self.ctx.error(
+                "unknown-name",
+                f"'{node.id}' is used before it has a value (it is assigned on line {later})",
+                node,
+            )
             return
         pool = self.scope.visible() | self.ctx.known_names()
-        self.ctx.error("unknown-name", f"unknown name '{node.id}'{did_you_mean(node.id, pool)}",
-                       node)
+        self.ctx.error(
+            "unknown-name", f"unknown name '{node.id}'{did_you_mean(node.id, pool)}", node
+        )
 
     def number_(self, node: ast.Number) -> Value:
         return number(node.value, True)
@@ -114,25 +123,34 @@ class ExprChecker(CallChecker):
         if base.type == OUTPUT:
             return self._output_field(node, base, attr)
         if base.type in (LIST, OUTCOMES):
-            self.ctx.error("misuse", f"{base.describe()} has no '.{attr}'; take one item first, "
-                           f"e.g. items[0].{attr}", node)
+            self.ctx.error(
+                "misuse",
+                f"{base.describe()} has no '.{attr}'; take one item first, e.g. items[0].{attr}",
+                node,
+            )
         elif base.type in (NUMBER, BOOL, NONE, STRING, AGENT, CALLABLE):
             self.ctx.error("misuse", f"{base.describe()} has no attribute '{attr}'", node)
         return Value(UNKNOWN, base.sources)
 
     def _snapshot_field(self, node: ast.Attribute, attr: str) -> Value:
         if attr not in SNAPSHOT_FIELDS:
-            self.ctx.error("misuse", f"a budget snapshot has no '{attr}' (it has "
-                           f"{', '.join(SNAPSHOT_FIELDS)}){did_you_mean(attr, SNAPSHOT_FIELDS)}",
-                           node)
+            self.ctx.error(
+                "misuse",
+                f"a budget snapshot has no '{attr}' (it has "
+                f"{', '.join(SNAPSHOT_FIELDS)}){did_you_mean(attr, SNAPSHOT_FIELDS)}",
+                node,
+            )
             return number()
         return number(self.ctx.budget.get(SNAPSHOT_FIELDS[attr]))
 
     def _output_field(self, node: ast.Attribute, base: Value, attr: str) -> Value:
         if attr not in OUTPUT_FIELDS:
-            self.ctx.error("misuse", f"an agent's output has no '{attr}' (it has "
-                           f"{', '.join(OUTPUT_FIELDS)}){did_you_mean(attr, OUTPUT_FIELDS)}",
-                           node)
+            self.ctx.error(
+                "misuse",
+                f"an agent's output has no '{attr}' (it has "
+                f"{', '.join(OUTPUT_FIELDS)}){did_you_mean(attr, OUTPUT_FIELDS)}",
+                node,
+            )
             return Value()
         sources = base.sources if attr in OUTPUT_CONTENT else frozenset()
         return Value(OUTPUT_FIELDS[attr], sources)
@@ -140,8 +158,9 @@ class ExprChecker(CallChecker):
     def index(self, node: ast.Index) -> Value:
         base, key = self.infer(node.value), self.infer(node.index)
         if key.type not in (NUMBER, STRING, UNKNOWN):
-            self.ctx.error("misuse", f"an index is a number or a key, not {key.describe()}",
-                           node.index)
+            self.ctx.error(
+                "misuse", f"an index is a number or a key, not {key.describe()}", node.index
+            )
         if base.type in (LIST, OUTCOMES):
             return base.element()
         if base.type == STRING:
@@ -157,8 +176,9 @@ class ExprChecker(CallChecker):
             return Value(BOOL)
         if value.type not in (NUMBER, UNKNOWN):
             self.ctx.error("misuse", f"'-' needs a number; this is {value.describe()}", node)
-        return number(-value.bound if value.exact and value.bound is not None else None,
-                      value.exact)
+        return number(
+            -value.bound if value.exact and value.bound is not None else None, value.exact
+        )
 
     def binary(self, node: ast.Binary) -> Value:
         left, right = self.infer(node.left), self.infer(node.right)
@@ -170,21 +190,30 @@ class ExprChecker(CallChecker):
         if node.op in _ORDERING:
             for side, value in ((node.left, left), (node.right, right)):
                 if value.type in (OUTPUT, SNAPSHOT, LIST, OUTCOMES, NONE):
-                    self.ctx.error("misuse", f"'{node.op}' compares numbers or text; this is "
-                                   f"{value.describe()}", side)
+                    self.ctx.error(
+                        "misuse",
+                        f"'{node.op}' compares numbers or text; this is {value.describe()}",
+                        side,
+                    )
         return Value(BOOL)
 
     def _arithmetic(self, node: ast.Binary, left: Value, right: Value) -> Value:
         for side, value in ((node.left, left), (node.right, right)):
             if value.type in _NOT_ARITHMETIC:
                 hint = " (use .text for its text)" if value.type == OUTPUT else ""
-                self.ctx.error("misuse", f"'{node.op}' needs numbers or text; this is "
-                               f"{value.describe()}{hint}", side)
+                self.ctx.error(
+                    "misuse",
+                    f"'{node.op}' needs numbers or text; this is {value.describe()}{hint}",
+                    side,
+                )
                 return Value()
         if node.op == "+" and STRING in (left.type, right.type):
             if NUMBER in (left.type, right.type):
-                self.ctx.error("misuse", "cannot add text and a number; write a template "
-                               'instead: "{a} {b}"', node)
+                self.ctx.error(
+                    "misuse",
+                    'cannot add text and a number; write a template instead: "{a} {b}"',
+                    node,
+                )
             return Value(STRING, left.sources | right.sources)
         if node.op == "+" and left.type == LIST:
             return Value(LIST, left.sources | right.sources, item=left.item)
@@ -197,8 +226,11 @@ class ExprChecker(CallChecker):
         n = self._branch_count(node)
         self.keywords(node, PARALLEL_KEYWORDS, "parallel()")
         if len(node.body.params) > 1:
-            self.ctx.error("misuse", "a parallel body takes at most one name, the branch "
-                           "index: |i| { ... }", node.body)
+            self.ctx.error(
+                "misuse",
+                "a parallel body takes at most one name, the branch index: |i| { ... }",
+                node.body,
+            )
         self.spends.append(Spend())
         index = number(None if n.bound is None else max(n.bound - 1, 0))
         body = self.lambda_value(node.body, [index] * len(node.body.params))
@@ -209,19 +241,24 @@ class ExprChecker(CallChecker):
 
     def _branch_count(self, node: ast.Parallel) -> Value:
         if len(node.args) != 1:
-            self.ctx.error("misuse", "parallel(n) takes the number of branches: parallel(3) "
-                           "{ ... }", node)
+            self.ctx.error(
+                "misuse", "parallel(n) takes the number of branches: parallel(3) { ... }", node
+            )
             for arg in node.args:
                 self.infer(arg)
             return number()
         n = self.infer(node.args[0])
         if n.type not in (NUMBER, UNKNOWN):
-            self.ctx.error("misuse", f"parallel(n) takes a number of branches; this is "
-                           f"{n.describe()}", node.args[0])
+            self.ctx.error(
+                "misuse",
+                f"parallel(n) takes a number of branches; this is {n.describe()}",
+                node.args[0],
+            )
             return number()
         if n.exact and n.bound is not None and (n.bound < 0 or not float(n.bound).is_integer()):
-            self.ctx.error("misuse", "parallel(n) needs a whole number of branches, 0 or more",
-                           node.args[0])
+            self.ctx.error(
+                "misuse", "parallel(n) needs a whole number of branches, 0 or more", node.args[0]
+            )
         return n
 
     def budget_call(self, node: ast.BudgetCall) -> Value:
@@ -253,8 +290,11 @@ class ExprChecker(CallChecker):
 
     def _session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
-            self.ctx.error("misuse", f"'{word}' talks to a session, so it goes inside "
-                           f"`session agent {{ ... }}`", node)
+            self.ctx.error(
+                "misuse",
+                f"'{word}' talks to a session, so it goes inside `session agent {{ ... }}`",
+                node,
+            )
             return None
         return self.scope.sessions[-1]
 

@@ -38,8 +38,12 @@ class StepChecker(ExprChecker):
         ended_at: int | None = None
         for i, stmt in enumerate(block.stmts):
             if ended_at is not None:
-                self.ctx.error("unreachable", f"this step can never run: it comes after the "
-                               f"return on line {ended_at}; remove it or move it before", stmt)
+                self.ctx.error(
+                    "unreachable",
+                    f"this step can never run: it comes after the "
+                    f"return on line {ended_at}; remove it or move it before",
+                    stmt,
+                )
                 break
             last = i == len(block.stmts) - 1
             outcome = self.statement(stmt, last and lambda_body)
@@ -67,10 +71,18 @@ class StepChecker(ExprChecker):
     def assign(self, stmt: ast.Assign) -> None:
         name = stmt.target.id
         value = self.infer(stmt.value)
-        if name in self.ctx.agents or name in self.ctx.imports or name in CALLABLE_BUILTINS \
-                or name == HUMAN:
-            self.ctx.error("misuse", f"'{name}' is already an agent, an import or a built-in; "
-                           "choose another name for this value", stmt.target)
+        if (
+            name in self.ctx.agents
+            or name in self.ctx.imports
+            or name in CALLABLE_BUILTINS
+            or name == HUMAN
+        ):
+            self.ctx.error(
+                "misuse",
+                f"'{name}' is already an agent, an import or a built-in; "
+                "choose another name for this value",
+                stmt.target,
+            )
             return
         self.scope.names[name] = Binding(value, stmt.line)
 
@@ -79,8 +91,11 @@ class StepChecker(ExprChecker):
         node = stmt.value
         pure = isinstance(node, ast.Call) and node.func.id in _PURE_CALLS
         if not gives_value and (pure or not isinstance(node, _EFFECTFUL)):
-            self.ctx.warning("no-effect", "this expression has no effect; assign it to a name "
-                             "(x = ...) or remove it", stmt)
+            self.ctx.warning(
+                "no-effect",
+                "this expression has no effect; assign it to a name (x = ...) or remove it",
+                stmt,
+            )
         return value
 
     def if_statement(self, stmt: ast.If) -> BlockResult:
@@ -95,8 +110,9 @@ class StepChecker(ExprChecker):
         self._join(stmt, then_scope, else_scope, then.returns, orelse.returns)
         returns = then.returns and orelse.returns
         value = then.value if returns and then.value is not None else orelse.value
-        return BlockResult(value if returns else None, returns, then.has_return or
-                           orelse.has_return)
+        return BlockResult(
+            value if returns else None, returns, then.has_return or orelse.has_return
+        )
 
     def _join(self, stmt: ast.If, a: Scope, b: Scope, a_returns: bool, b_returns: bool) -> None:
         """Names after an `if`: from the branch that falls through, or either branch."""
@@ -111,8 +127,7 @@ class StepChecker(ExprChecker):
             right = b.names.get(name) or self.scope.lookup(name)
             if left is not None and right is not None:
                 partial = left.partial_if or right.partial_if
-                self.scope.names[name] = Binding(merge(left.value, right.value), left.line,
-                                                 partial)
+                self.scope.names[name] = Binding(merge(left.value, right.value), left.line, partial)
             else:
                 chosen = left or right
                 assert chosen is not None
@@ -122,8 +137,12 @@ class StepChecker(ExprChecker):
         agent = stmt.agent.id
         known = agent in self.ctx.agents
         if not known:
-            self.ctx.error("unknown-agent", f"unknown agent '{agent}' (a session is held with "
-                           f"a declared agent){did_you_mean(agent, self.ctx.agents)}", stmt.agent)
+            self.ctx.error(
+                "unknown-agent",
+                f"unknown agent '{agent}' (a session is held with "
+                f"a declared agent){did_you_mean(agent, self.ctx.agents)}",
+                stmt.agent,
+            )
         else:
             self.ctx.used_agents.add(agent)
         for arg in stmt.args:
@@ -151,8 +170,11 @@ class StepChecker(ExprChecker):
         finally:
             self.scope = outer
         if result.value is None:
-            self.ctx.warning("no-value", "this body gives no value; end it with an expression "
-                             "or `return value`", lam.body)
+            self.ctx.warning(
+                "no-value",
+                "this body gives no value; end it with an expression or `return value`",
+                lam.body,
+            )
             return Value(NONE)
         return result.value
 
@@ -173,8 +195,12 @@ def check_agents_used(module: ast.Module, ctx: Context) -> None:
     for decl in module.agents:
         name = decl.name.id
         if name in ctx.agents and ctx.agents[name].decl is decl and name not in reachable:
-            ctx.warning("unused-agent", f"agent '{name}' is declared but no step uses it; "
-                        f"call it, e.g. {name}(task), or remove it", decl.name)
+            ctx.warning(
+                "unused-agent",
+                f"agent '{name}' is declared but no step uses it; "
+                f"call it, e.g. {name}(task), or remove it",
+                decl.name,
+            )
 
 
 def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None:
@@ -183,9 +209,13 @@ def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None
     if flow is None or flow.returns is None or flow.returns.name == "none":
         return
     if not result.has_return:
-        ctx.warning("no-return", f"flow '{flow.name.id}' declares it returns "
-                    f"{flow.returns.show()} but no step returns a value; end the steps with "
-                    "`return value`", flow.returns)
+        ctx.warning(
+            "no-return",
+            f"flow '{flow.name.id}' declares it returns "
+            f"{flow.returns.show()} but no step returns a value; end the steps with "
+            "`return value`",
+            flow.returns,
+        )
 
 
 def _assignments(block: ast.Block) -> dict[str, int]:

@@ -32,19 +32,27 @@ _OPERATOR_CALLS = frozenset({"compact", "pipeline", "human"})
 def compile_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
     """The IR of a checked module (compile only what `check` passed: it assumes no errors)."""
     flow = module.flows[0]
-    imports = [ImportSpec(n.local.id, n.name.id, use.module, n.line, n.column)
-               for use in module.uses for n in use.names]
+    imports = [
+        ImportSpec(n.local.id, n.name.id, use.module, n.line, n.column)
+        for use in module.uses
+        for n in use.names
+    ]
     agents = [_agent_spec(a) for a in module.agents]
     compiler = _Compiler(source, {a.name for a in agents}, {i.local for i in imports})
     steps = compiler.graph(module.steps[0].stmts if module.steps else [], "s", ())
     return Program(
-        name=flow.name.id, filename=filename, source=source,
+        name=flow.name.id,
+        filename=filename,
+        source=source,
         params=[_param_spec(p) for p in flow.params],
         returns=flow.returns.show() if flow.returns else None,
         agents=agents,
         edges=[(a.id, b.id) for chain in module.edges for a, b in chain.pairs()],
         limits={_LIMIT_KEYS[i.key.id]: i.value.value for i in module.budget},
-        imports=imports, steps=steps, lambdas=compiler.lambdas, sessions=compiler.sessions,
+        imports=imports,
+        steps=steps,
+        lambdas=compiler.lambdas,
+        sessions=compiler.sessions,
         models=compiler.models,
     )
 
@@ -84,10 +92,15 @@ def _agent_spec(decl: ast.AgentDecl) -> AgentSpec:
         else:
             fields[fld.key.id] = "none"
     return AgentSpec(
-        name=decl.name.id, card=fields.get("card"), model=fields.get("model"),
-        tools=fields.get("tools", ()), workspace=fields.get("workspace", "none"),
-        allowance=fields.get("allowance"), max_steps=fields.get("steps"),
-        output_tokens=fields.get("output_tokens"), description=fields.get("description", ""),
+        name=decl.name.id,
+        card=fields.get("card"),
+        model=fields.get("model"),
+        tools=fields.get("tools", ()),
+        workspace=fields.get("workspace", "none"),
+        allowance=fields.get("allowance"),
+        max_steps=fields.get("steps"),
+        output_tokens=fields.get("output_tokens"),
+        description=fields.get("description", ""),
     )
 
 
@@ -171,8 +184,14 @@ class _Compiler:
         sid = builder.new_id()
         reads: set[str] = set()
         handles: set[str] = set()
-        step = Step(id=sid, kind="expr", label=self._label(stmt), line=stmt.line,
-                    column=stmt.column, stmt=stmt)
+        step = Step(
+            id=sid,
+            kind="expr",
+            label=self._label(stmt),
+            line=stmt.line,
+            column=stmt.column,
+            stmt=stmt,
+        )
         if isinstance(stmt, ast.If):
             self._if(stmt, step, reads, handles, builder)
         elif not isinstance(stmt, ast.Session):  # sessions are compiled by _session
@@ -185,8 +204,9 @@ class _Compiler:
         step.reads = builder.resolve(reads | handles)
         builder.add(step, handles)
 
-    def _if(self, stmt: ast.If, step: Step, reads: set[str], handles: set[str],
-            builder: _Builder) -> None:
+    def _if(
+        self, stmt: ast.If, step: Step, reads: set[str], handles: set[str], builder: _Builder
+    ) -> None:
         self._expr(stmt.cond, reads, handles, step.id)
         then = self.graph(stmt.then.stmts, f"{step.id}.t", ())
         orelse = self.graph(stmt.orelse.stmts, f"{step.id}.e", ()) if stmt.orelse else None
@@ -204,9 +224,17 @@ class _Compiler:
         reads: set[str] = set()
         for kw in stmt.keywords:
             self._expr(kw.value, reads, set(), handle)
-        opening = Step(id=builder.new_id(), kind="session", label=f"session {stmt.agent.id}",
-                       line=stmt.line, column=stmt.column, stmt=stmt, writes=(handle,),
-                       session=handle, agent=stmt.agent.id)
+        opening = Step(
+            id=builder.new_id(),
+            kind="session",
+            label=f"session {stmt.agent.id}",
+            line=stmt.line,
+            column=stmt.column,
+            stmt=stmt,
+            writes=(handle,),
+            session=handle,
+            agent=stmt.agent.id,
+        )
         opening.reads = builder.resolve(reads)
         builder.add(opening, {handle})
         self.open_sessions.append(handle)
@@ -214,9 +242,16 @@ class _Compiler:
             self._statements(builder, stmt.body.stmts)
         finally:
             self.open_sessions.pop()
-        closing = Step(id=builder.new_id(), kind="session_end", label=f"end {stmt.agent.id}",
-                       line=stmt.body.end_line, column=stmt.body.end_column - 1, stmt=None,
-                       session=handle, agent=stmt.agent.id)
+        closing = Step(
+            id=builder.new_id(),
+            kind="session_end",
+            label=f"end {stmt.agent.id}",
+            line=stmt.body.end_line,
+            column=stmt.body.end_column - 1,
+            stmt=None,
+            session=handle,
+            agent=stmt.agent.id,
+        )
         closing.reads = builder.resolve({handle})
         builder.add(closing, {handle})
 
@@ -281,7 +316,7 @@ class _Compiler:
             return type(stmt).__name__.lower()
         line = self.lines[stmt.line - 1]
         more = stmt.end_line > stmt.line
-        text = line[stmt.column - 1:] if more else line[stmt.column - 1:stmt.end_column - 1]
+        text = line[stmt.column - 1 :] if more else line[stmt.column - 1 : stmt.end_column - 1]
         text = text.strip()
         if len(text) > 60:
             text, more = text[:57], True

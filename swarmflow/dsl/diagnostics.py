@@ -112,8 +112,10 @@ class DslError(SwarmflowError):
     def __init__(self, diagnostics: Sequence[Diagnostic], source: str = "") -> None:
         self.diagnostics = list(diagnostics)
         self.source = source
-        text = render_all(self.diagnostics, source) if source else "\n".join(
-            d.header() for d in self.diagnostics
+        text = (
+            render_all(self.diagnostics, source)
+            if source
+            else "\n".join(d.header() for d in self.diagnostics)
         )
         super().__init__(text or "invalid .swarm file")
 

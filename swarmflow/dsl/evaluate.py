@@ -25,13 +25,29 @@ class _Unset:
 
 UNSET: Any = _Unset()
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "==": operator.eq, "!=": operator.ne,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 BUILTINS: dict[str, Callable[..., Any]] = {
-    "min": min, "max": max, "len": len, "str": str, "int": int, "float": float,
-    "round": round, "compact": compact, "human": human,
+    "min": min,
+    "max": max,
+    "len": len,
+    "str": str,
+    "int": int,
+    "float": float,
+    "round": round,
+    "compact": compact,
+    "human": human,
 }
 
 GraphRunner = Callable[["Runtime", StepGraph, dict[str, Any]], Awaitable[Any]]
@@ -51,9 +67,16 @@ class Runtime:
 
     def fail(self, node: Any, message: str) -> DslError:
         """A located run-time error in the flow's own expressions."""
-        diag = Diagnostic(severity="error", code="runtime", message=message, line=node.line,
-                          column=node.column, end_line=node.end_line,
-                          end_column=node.end_column, file=self.program.filename)
+        diag = Diagnostic(
+            severity="error",
+            code="runtime",
+            message=message,
+            line=node.line,
+            column=node.column,
+            end_line=node.end_line,
+            end_column=node.end_column,
+            file=self.program.filename,
+        )
         return DslError([diag], self.program.source)
 
 
@@ -71,8 +94,11 @@ class Evaluator:
     async def name(self, node: ast.Name) -> Any:
         value = self.values.get(node.id, _MISSING)
         if value is UNSET:
-            raise self.rt.fail(node, f"'{node.id}' has no value here: it is assigned in one "
-                               "branch of an if only, and that branch did not run")
+            raise self.rt.fail(
+                node,
+                f"'{node.id}' has no value here: it is assigned in one "
+                "branch of an if only, and that branch did not run",
+            )
         if value is not _MISSING:
             return value
         return self.callable_of(node)
@@ -122,8 +148,9 @@ class Evaluator:
         try:
             return base[key]
         except (IndexError, KeyError, TypeError) as exc:
-            raise self.rt.fail(node, f"cannot take [{key!r}] of {_describe(base)}: "
-                               f"{type(exc).__name__}: {exc}") from None
+            raise self.rt.fail(
+                node, f"cannot take [{key!r}] of {_describe(base)}: {type(exc).__name__}: {exc}"
+            ) from None
 
     async def unary(self, node: ast.Unary) -> Any:
         value = await self.evaluate(node.operand)
@@ -144,8 +171,9 @@ class Evaluator:
         try:
             return _ARITHMETIC[node.op](left, right)
         except (TypeError, ZeroDivisionError, ValueError) as exc:
-            raise self.rt.fail(node, f"cannot compute {_describe(left)} {node.op} "
-                               f"{_describe(right)}: {exc}") from None
+            raise self.rt.fail(
+                node, f"cannot compute {_describe(left)} {node.op} {_describe(right)}: {exc}"
+            ) from None
 
     async def call(self, node: ast.Call) -> Any:
         return await calls.call(self, node)

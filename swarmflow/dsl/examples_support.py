@@ -51,13 +51,22 @@ CODER_CARD = "You are a coder. Make one small, tested change."
 
 team = Team(
     [
-        Agent("coder", card=CODER_CARD, tools=["read_file", "edit", "run_shell", "submit"],
-              allowance=400_000, max_steps=30),
+        Agent(
+            "coder",
+            card=CODER_CARD,
+            tools=["read_file", "edit", "run_shell", "submit"],
+            allowance=400_000,
+            max_steps=30,
+        ),
         Agent("reviewer", tools=["read_file", "run_shell"]),
         Agent("arbiter"),
     ],
-    edges=[("coder", "reviewer"), ("reviewer", "arbiter"), ("arbiter", "human"),
-           ("coder", "arbiter")],
+    edges=[
+        ("coder", "reviewer"),
+        ("reviewer", "arbiter"),
+        ("arbiter", "human"),
+        ("coder", "arbiter"),
+    ],
 )
 
 
@@ -70,14 +79,15 @@ async def _parallel_coder_arbiter(task: str) -> Verdict:
     async with agent_session("arbiter") as arbiter:
         for review in reviews:
             await arbiter.send(review)
-        verdict: Verdict = await arbiter.ask(f"Pick the best candidate for {task}.",
-                                             output=Verdict)
+        verdict: Verdict = await arbiter.ask(f"Pick the best candidate for {task}.", output=Verdict)
     if verdict.confidence < 0.7:
         verdict = await human("Approve the arbiter's pick?", verdict)
     return verdict
 
 
 parallel_coder_arbiter: Flow[[str], Verdict] = Flow(
-    _parallel_coder_arbiter, team=team, name="parallel_coder_arbiter",
+    _parallel_coder_arbiter,
+    team=team,
+    name="parallel_coder_arbiter",
     budget={"tokens": 2_000_000, "calls": 400, "cost": 5.0, "seconds": 1800.0},
 )

@@ -165,9 +165,16 @@ class Program:
         return "\n".join(lines)
 
 
-_SHAPES = {"agent": ("[", "]"), "operator": ("[[", "]]"), "call": ("[/", "/]"),
-           "if": ("{", "}"), "return": ("([", "])"), "session": ("[(", ")]"),
-           "session_end": ("[(", ")]"), "expr": ("(", ")")}
+_SHAPES = {
+    "agent": ("[", "]"),
+    "operator": ("[[", "]]"),
+    "call": ("[/", "/]"),
+    "if": ("{", "}"),
+    "return": ("([", "])"),
+    "session": ("[(", ")]"),
+    "session_end": ("[(", ")]"),
+    "expr": ("(", ")"),
+}
 
 
 def _mermaid_graph(graph: StepGraph, lines: list[str], indent: str) -> None:

@@ -40,8 +40,9 @@ _MULTIPLY = frozenset({"*", "/", "//", "%"})
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = frozenset(")]}")
 # Tokens that make the syntax tree one level deeper without a bracket of their own.
-_DEEPENING = frozenset({"OR", "AND", "NOT", "COMP_OP", "PLUS", "MINUS", "MUL_OP", "DOT", "ELSE",
-                        "VBAR"})
+_DEEPENING = frozenset(
+    {"OR", "AND", "NOT", "COMP_OP", "PLUS", "MINUS", "MUL_OP", "DOT", "ELSE", "VBAR"}
+)
 MAX_DEPTH = 150
 """How deep one step may nest; bounds the recursion of every later stage."""
 
@@ -130,8 +131,16 @@ class _Scan:
             kind = self._punctuation(value)
         elif kind in ("BAD", "OPEN_STRING", "OPEN_LONG"):
             raise _bad(kind, value, self.line, column)
-        token = Token(kind, value, start, self.line, column, self.line,
-                      column + len(value), start + len(value))
+        token = Token(
+            kind,
+            value,
+            start,
+            self.line,
+            column,
+            self.line,
+            column + len(value),
+            start + len(value),
+        )
         if kind == "LONG_STRING" and "\n" in value:
             self._advance(value, start)
             token.end_line, token.end_column = self.line, start + len(value) - self.line_start + 1
@@ -151,9 +160,13 @@ class _Scan:
         elif kind == "COMMA":
             self._reset_level()
         if self.depth > MAX_DEPTH:
-            raise LexError(f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
-                           "brackets and blocks); split it into smaller steps",
-                           token.line or 1, token.column or 1, len(token))
+            raise LexError(
+                f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
+                "brackets and blocks); split it into smaller steps",
+                token.line or 1,
+                token.column or 1,
+                len(token),
+            )
 
     def _reset_level(self) -> None:
         self.depth -= self.levels[-1]
@@ -162,18 +175,21 @@ class _Scan:
     def _semicolon(self, start: int, column: int) -> None:
         """`;` ends a statement like a newline does (and merges with the newlines around it)."""
         if self.stack and self.stack[-1] != "{":
-            raise LexError("';' ends a statement, so it cannot stand inside ( ) or [ ]",
-                           self.line, column)
+            raise LexError(
+                "';' ends a statement, so it cannot stand inside ( ) or [ ]", self.line, column
+            )
         if self.pending is None:
-            self.pending = Token("_NL", ";", start, self.line, column, self.line, column + 1,
-                                 start + 1)
+            self.pending = Token(
+                "_NL", ";", start, self.line, column, self.line, column + 1, start + 1
+            )
 
     def _newline(self, kind: str, value: str, start: int) -> None:
         top = self.stack[-1] if self.stack else "{"
         if kind == "NL" and top == "{" and self.pending is None:
             column = start - self.line_start + 1
-            self.pending = Token("_NL", value, start, self.line, column, self.line, column + 1,
-                                 start + 1)
+            self.pending = Token(
+                "_NL", value, start, self.line, column, self.line, column + 1, start + 1
+            )
         self._advance(value, start)
 
     def _advance(self, value: str, start: int) -> None:
@@ -194,18 +210,22 @@ class _Scan:
 
 def _bad(kind: str, value: str, line: int, column: int) -> LexError:
     if kind == "OPEN_STRING":
-        return LexError('this string is not closed before the end of the line; end it with " '
-                        'or use """ for text over several lines', line, column)
+        return LexError(
+            'this string is not closed before the end of the line; end it with " '
+            'or use """ for text over several lines',
+            line,
+            column,
+        )
     if kind == "OPEN_LONG":
         return LexError('this """ string is never closed; end it with """', line, column, 3)
     if value == "'":
         return LexError("strings use double quotes: write \"text\", not 'text'", line, column)
     if value == "$":
-        return LexError("a cost is written $ followed by digits, such as $5 or $0.50",
-                        line, column)
+        return LexError("a cost is written $ followed by digits, such as $5 or $0.50", line, column)
     shown = repr(value)
-    return LexError(f"unexpected character {shown}; it has no meaning in a .swarm file",
-                    line, column)
+    return LexError(
+        f"unexpected character {shown}; it has no meaning in a .swarm file", line, column
+    )
 
 
 def scan(text: str, names: dict[str, str], where: Origin | None = None) -> Iterator[Token]:

@@ -106,15 +106,22 @@ _SIMPLE_HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]
 def _dotted(path: str, line: int, column: int) -> ast.Expr:
     parts = path.split(".")
     if parts[0] in _KEYWORDS:
-        return ast.Const(value=_KEYWORDS[parts[0]], line=line, column=column, end_line=line,
-                         end_column=column + len(parts[0]))
-    node: ast.Expr = ast.Name(id=parts[0], line=line, column=column, end_line=line,
-                              end_column=column + len(parts[0]))
+        return ast.Const(
+            value=_KEYWORDS[parts[0]],
+            line=line,
+            column=column,
+            end_line=line,
+            end_column=column + len(parts[0]),
+        )
+    node: ast.Expr = ast.Name(
+        id=parts[0], line=line, column=column, end_line=line, end_column=column + len(parts[0])
+    )
     end = column + len(parts[0])
     for part in parts[1:]:
         end += len(part) + 1
-        node = ast.Attribute(value=node, attr=part, line=line, column=column, end_line=line,
-                             end_column=end)
+        node = ast.Attribute(
+            value=node, attr=part, line=line, column=column, end_line=line, end_column=end
+        )
     return node
 
 
@@ -127,8 +134,14 @@ def _fallback(exc: BaseException, filename: str, where: Origin) -> Diagnostic:
     message = "this file nests too deeply to read; split long expressions into steps"
     if not isinstance(exc, RecursionError):
         message = f"cannot read this: {exc}"
-    return Diagnostic(severity="error", code="syntax", message=message, line=int(line),
-                      column=int(column), file=filename)
+    return Diagnostic(
+        severity="error",
+        code="syntax",
+        message=message,
+        line=int(line),
+        column=int(column),
+        file=filename,
+    )
 
 
 def _end_of(source: str) -> tuple[int, int]:

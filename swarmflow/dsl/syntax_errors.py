@@ -11,15 +11,38 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
 from swarmflow.dsl.lexer import LexError, Origin, scan, unclosed_brackets
 
-_EXPRESSION_STARTS = frozenset({"NAME", "NUMBER", "COST", "STRING", "LONG_STRING", "TRUE",
-                                "FALSE", "NONE", "LPAR", "LSQB", "MINUS", "NOT", "PARALLEL",
-                                "BUDGET", "ASK", "SEND"})
+_EXPRESSION_STARTS = frozenset(
+    {
+        "NAME",
+        "NUMBER",
+        "COST",
+        "STRING",
+        "LONG_STRING",
+        "TRUE",
+        "FALSE",
+        "NONE",
+        "LPAR",
+        "LSQB",
+        "MINUS",
+        "NOT",
+        "PARALLEL",
+        "BUDGET",
+        "ASK",
+        "SEND",
+    }
+)
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
 _DECLARATION_STARTS = frozenset({"FLOW", "USE", "BUDGET", "AGENT", "EDGES", "STEPS"})
 _NAMED = {
-    "NAME": "a name", "NUMBER": "a number", "COST": "a cost such as $5", "STRING": "a string",
-    "LONG_STRING": "a string", "_NL": "a new line", "$END": "the end of the file",
-    "COMP_OP": "a comparison", "MUL_OP": "'*', '/', '//' or '%'",
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "COST": "a cost such as $5",
+    "STRING": "a string",
+    "LONG_STRING": "a string",
+    "_NL": "a new line",
+    "$END": "the end of the file",
+    "COMP_OP": "a comparison",
+    "MUL_OP": "'*', '/', '//' or '%'",
 }
 _OPERATORS = ("parallel", "pipeline", "compact", "budget", "human", "session")
 _PYTHON_HABITS = {
@@ -48,9 +71,16 @@ def _names() -> dict[str, str]:
 
 def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
     """A tokenizer error as a diagnostic."""
-    return Diagnostic(severity="error", code="syntax", message=exc.message, line=exc.line,
-                      column=exc.column, end_line=exc.line, end_column=exc.column + exc.width,
-                      file=filename)
+    return Diagnostic(
+        severity="error",
+        code="syntax",
+        message=exc.message,
+        line=exc.line,
+        column=exc.column,
+        end_line=exc.line,
+        end_column=exc.column + exc.width,
+        file=filename,
+    )
 
 
 def describe_unexpected(
@@ -66,15 +96,25 @@ def describe_unexpected(
     opener = _mismatched_opener(token, before)
     if opener is not None:
         closer = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}[opener.type]
-        return _diag(filename, opener.line or 1, opener.column or 1, 1,
-                     f"this '{opener}' is never closed; add '{closer}' before the "
-                     f"'{token}' on line {token.line}")
+        return _diag(
+            filename,
+            opener.line or 1,
+            opener.column or 1,
+            1,
+            f"this '{opener}' is never closed; add '{closer}' before the "
+            f"'{token}' on line {token.line}",
+        )
     spot = token
     if before and before[-1].type == "NAME" and str(before[-1]) in _PYTHON_HABITS:
         spot = before[-1]
     message = _explain(token, _acceptable(exc), before)
-    return _diag(filename, spot.line or where.line, spot.column or where.column,
-                 max(1, len(str(spot))), message)
+    return _diag(
+        filename,
+        spot.line or where.line,
+        spot.column or where.column,
+        max(1, len(str(spot))),
+        message,
+    )
 
 
 def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
@@ -94,8 +134,16 @@ def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
 
 
 def _diag(filename: str, line: int, column: int, width: int, message: str) -> Diagnostic:
-    return Diagnostic(severity="error", code="syntax", message=message, line=line,
-                      column=column, end_line=line, end_column=column + width, file=filename)
+    return Diagnostic(
+        severity="error",
+        code="syntax",
+        message=message,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column + width,
+        file=filename,
+    )
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
@@ -119,8 +167,13 @@ def _at_end(
         if opened:
             char, line, column = opened[-1]
             closer = {"(": ")", "[": "]", "{": "}"}[char]
-            return _diag(filename, line, column, 1,
-                         f"this '{char}' is never closed; add '{closer}' to close it")
+            return _diag(
+                filename,
+                line,
+                column,
+                1,
+                f"this '{char}' is never closed; add '{closer}' to close it",
+            )
     last = before[-1] if before else None
     line = last.end_line if last is not None and last.end_line else where.line
     column = last.end_column if last is not None and last.end_column else where.column
@@ -153,13 +206,17 @@ def _unknown_operator(token: Token, expected: set[str], before: list[Token]) -> 
         return None
     name = _callee(before)
     if name is None:
-        return ("only parallel(...) takes a { block } after its parentheses; a per-item body "
-                "is written |x| { ... }")
+        return (
+            "only parallel(...) takes a { block } after its parentheses; a per-item body "
+            "is written |x| { ... }"
+        )
     close = suggest(name, _OPERATORS)
     if close == "parallel" or name == "parallel":
         return f"unknown operator '{name}'; did you mean 'parallel'? (parallel(n) {{ ... }})"
-    return (f"{name}(...) cannot take a {{ block }}; give it a body as |x| {{ ... }}"
-            f"{did_you_mean(name, _OPERATORS) if close else ''}")
+    return (
+        f"{name}(...) cannot take a {{ block }}; give it a body as |x| {{ ... }}"
+        f"{did_you_mean(name, _OPERATORS) if close else ''}"
+    )
 
 
 def _callee(before: list[Token]) -> str | None:
@@ -232,7 +289,11 @@ def _has_opener(before: list[Token], opener: str, closer: str) -> bool:
 
 
 _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
-    _unknown_operator, _lambda_body, _keyword_equals, _python_habit, _reserved_word,
+    _unknown_operator,
+    _lambda_body,
+    _keyword_equals,
+    _python_habit,
+    _reserved_word,
     _early_line_end,
 )
 

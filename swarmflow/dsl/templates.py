@@ -62,8 +62,13 @@ def split_template(token: Any) -> tuple[list[str], list[Hole], list[Problem]]:
             if hole is not None:
                 holes.append(hole)
         elif ch == "}":
-            problems.append(("a lone '}' in a string; write '}}' for a literal brace",
-                             cursor.line, cursor.column))
+            problems.append(
+                (
+                    "a lone '}' in a string; write '}}' for a literal brace",
+                    cursor.line,
+                    cursor.column,
+                )
+            )
             cursor.take()
         elif ch == "\\":
             current.append(_escape(cursor, problems))
@@ -83,14 +88,24 @@ def _hole(cursor: _Cursor, problems: list[Problem]) -> Hole | None:
     while not cursor.done and cursor.peek() not in "{}":
         body.append(cursor.take())
     if cursor.peek() != "}":
-        problems.append(("this '{' in a string is never closed; write '{{' for a literal brace",
-                         start_line, start_column))
+        problems.append(
+            (
+                "this '{' in a string is never closed; write '{{' for a literal brace",
+                start_line,
+                start_column,
+            )
+        )
         return None
     cursor.take()
     source = "".join(body)
     if not source.strip():
-        problems.append(("empty '{}' in a string; put a name inside, or write '{{}}' for "
-                         "literal braces", start_line, start_column))
+        problems.append(
+            (
+                "empty '{}' in a string; put a name inside, or write '{{}}' for literal braces",
+                start_line,
+                start_column,
+            )
+        )
         return None
     return source, line, column
 
@@ -101,8 +116,13 @@ def _escape(cursor: _Cursor, problems: list[Problem]) -> str:
     ch = cursor.take() if not cursor.done else ""
     if ch in _ESCAPES:
         return _ESCAPES[ch]
-    problems.append((f"unknown escape '\\{ch}'; use \\n, \\t, \\\" or \\\\ (two backslashes "
-                     "for one)", line, column))
+    problems.append(
+        (
+            f"unknown escape '\\{ch}'; use \\n, \\t, \\\" or \\\\ (two backslashes for one)",
+            line,
+            column,
+        )
+    )
     return ch
 
 

@@ -8,8 +8,9 @@ Dimension = Literal["count", "duration", "cost"]
 
 COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 DURATION_SUFFIXES = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-UNIT_HELP = ("use k, M or G for counts (400k, 2M), ms, s, m, h or d for durations (30m), "
-             "$ for cost ($5)")
+UNIT_HELP = (
+    "use k, M or G for counts (400k, 2M), ms, s, m, h or d for durations (30m), $ for cost ($5)"
+)
 
 
 class UnitError(ValueError):
@@ -21,8 +22,9 @@ def parse_quantity(text: str) -> tuple[float, Dimension, str]:
     if text.startswith("$"):
         value, unit = _split(text[1:])
         if unit:
-            raise UnitError(f"cost {text} has an extra suffix '{unit}'; write a cost as $5 "
-                            "or $0.50")
+            raise UnitError(
+                f"cost {text} has an extra suffix '{unit}'; write a cost as $5 or $0.50"
+            )
         return value, "cost", "$"
     value, unit = _split(text)
     if unit in COUNT_SUFFIXES:

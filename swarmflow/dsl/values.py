@@ -18,17 +18,41 @@ SEQUENCES = frozenset({LIST, OUTCOMES, UNKNOWN})
 NOT_SEQUENCES = frozenset({NUMBER, BOOL, NONE, OUTPUT, SNAPSHOT, STRING})
 
 DESCRIPTIONS = {
-    NUMBER: "a number", STRING: "a string", BOOL: "true or false", NONE: "none",
-    LIST: "a list", OUTCOMES: "a list of outcomes", OUTPUT: "an agent's output",
-    SNAPSHOT: "a budget snapshot", MODEL: "a structured answer", CALLABLE: "a Python callable",
-    AGENT: "an agent", UNKNOWN: "a value",
+    NUMBER: "a number",
+    STRING: "a string",
+    BOOL: "true or false",
+    NONE: "none",
+    LIST: "a list",
+    OUTCOMES: "a list of outcomes",
+    OUTPUT: "an agent's output",
+    SNAPSHOT: "a budget snapshot",
+    MODEL: "a structured answer",
+    CALLABLE: "a Python callable",
+    AGENT: "an agent",
+    UNKNOWN: "a value",
 }
 
-SNAPSHOT_FIELDS = {"tokens": "tokens", "cost": "cost", "calls": "calls", "seconds": "time",
-                   "spent_tokens": "", "spent_cost": "", "spent_calls": ""}
-OUTPUT_FIELDS = {"text": STRING, "value": UNKNOWN, "patch": UNKNOWN, "agent": STRING,
-                 "session": STRING, "state": STRING, "reason": STRING, "ok": BOOL,
-                 "detail": STRING, "usage": UNKNOWN}
+SNAPSHOT_FIELDS = {
+    "tokens": "tokens",
+    "cost": "cost",
+    "calls": "calls",
+    "seconds": "time",
+    "spent_tokens": "",
+    "spent_cost": "",
+    "spent_calls": "",
+}
+OUTPUT_FIELDS = {
+    "text": STRING,
+    "value": UNKNOWN,
+    "patch": UNKNOWN,
+    "agent": STRING,
+    "session": STRING,
+    "state": STRING,
+    "reason": STRING,
+    "ok": BOOL,
+    "detail": STRING,
+    "usage": UNKNOWN,
+}
 OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 """Fields of an agent output that carry what the agent wrote (and so its provenance)."""
 
@@ -63,9 +87,13 @@ def merge(a: Value, b: Value) -> Value:
     """The value of a name after an `if`: either branch's value."""
     same = a.type == b.type
     bound = max(a.bound, b.bound) if a.bound is not None and b.bound is not None else None
-    return Value(a.type if same else UNKNOWN, a.sources | b.sources, bound,
-                 same and a.exact and b.exact and a.bound == b.bound,
-                 a.item if same else None)
+    return Value(
+        a.type if same else UNKNOWN,
+        a.sources | b.sources,
+        bound,
+        same and a.exact and b.exact and a.bound == b.bound,
+        a.item if same else None,
+    )
 
 
 def sources_of(*values: Value) -> frozenset[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+
 from swarmflow.core.events import EventBase, parse_event
 
 

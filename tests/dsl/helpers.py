@@ -14,12 +14,19 @@ EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs" / "dsl.md"
 
 # Envelope fields that differ between two runs of the same flow: ids, clocks, latencies.
-VOLATILE = frozenset({"run_id", "seq", "ts", "t", "session", "node", "latency", "duration",
-                      "seconds"})
+VOLATILE = frozenset(
+    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds"}
+)
 
 
-def flow_text(steps: str, *, head: str = "", agents: str = "", edges: str = "",
-              signature: str = "flow f(task: str) -> str") -> str:
+def flow_text(
+    steps: str,
+    *,
+    head: str = "",
+    agents: str = "",
+    edges: str = "",
+    signature: str = "flow f(task: str) -> str",
+) -> str:
     """A small flow around `steps` (indented for readability; whitespace does not matter)."""
     agents = agents or "agent a {}\nagent b {}"
     return f"{signature}\n{head}\n{agents}\n{edges}\nsteps {{\n{steps}\n}}\n"

@@ -17,8 +17,13 @@ EDGES = "edges coder -> reviewer -> arbiter -> human, coder -> arbiter"
 HEAD = "use Verdict, has_text, first_line from swarmflow.dsl.examples_support\n"
 
 
-def flow(steps: str, *, budget: str = "budget tokens 2M, calls 400", edges: str = EDGES,
-         agents: str = TEAM) -> str:
+def flow(
+    steps: str,
+    *,
+    budget: str = "budget tokens 2M, calls 400",
+    edges: str = EDGES,
+    agents: str = TEAM,
+) -> str:
     return flow_text(steps, head=HEAD + budget, agents=agents, edges=edges)
 
 
@@ -75,8 +80,7 @@ def test_unknown_names_agents_tools_and_operators_suggest_a_fix():
     assert ("unknown-operator", "unknown operator 'pipline'; did you mean 'pipeline'?") in found
     assert any(c == "unknown-agent" and "'arbitr'" in m and "'arbiter'" in m for c, m in found)
     assert any(c == "unknown-name" and "'tsk'" in m and "'task'" in m for c, m in found)
-    assert any(c == "unknown-tool" and "'read_flie'" in m and "'read_file'" in m
-               for c, m in found)
+    assert any(c == "unknown-tool" and "'read_flie'" in m and "'read_file'" in m for c, m in found)
 
 
 def test_unknown_edge_ends_fields_workspaces_types_and_budget_keys():
@@ -88,25 +92,31 @@ def test_unknown_edge_ends_fields_workspaces_types_and_budget_keys():
         "steps { return a(task) }\n"
     )
     messages = [d.message for d in errors(source)]
-    for words in ("'strr'", "'tokenz' (use tokens", "did you mean 'tokens'", "'cost' takes a cost",
-                  "'worktre' (use none, local, worktree or shared); did you mean 'worktree'",
-                  "'alowance'", "unknown agent 'b' in edges"):
+    for words in (
+        "'strr'",
+        "'tokenz' (use tokens",
+        "did you mean 'tokens'",
+        "'cost' takes a cost",
+        "'worktre' (use none, local, worktree or shared); did you mean 'worktree'",
+        "'alowance'",
+        "unknown agent 'b' in edges",
+    ):
         assert any(words in m for m in messages), words
 
 
 def test_a_handoff_without_its_edge_is_an_error_at_the_handoff():
     source = flow(
-        "  c = coder(task)\n"
-        "  r = reviewer(\"Review: {c}\")\n"
-        "  return human(\"OK?\", r)",
+        '  c = coder(task)\n  r = reviewer("Review: {c}")\n  return human("OK?", r)',
         edges="edges coder -> arbiter",
     )
     text = rendered(source)
-    assert ("t.swarm:12:16: error: coder's output reaches reviewer here (prompt), but no edge "
-            "coder -> reviewer is declared; add `edges coder -> reviewer` (declared edges: "
-            "coder -> arbiter)\n"
-            "      r = reviewer(\"Review: {c}\")\n"
-            "                   ^~~~~~~~~~~~~") in text
+    assert (
+        "t.swarm:12:16: error: coder's output reaches reviewer here (prompt), but no edge "
+        "coder -> reviewer is declared; add `edges coder -> reviewer` (declared edges: "
+        "coder -> arbiter)\n"
+        '      r = reviewer("Review: {c}")\n'
+        "                   ^~~~~~~~~~~~~"
+    ) in text
     assert "reviewer's output reaches human here (payload)" in text
 
 
@@ -114,21 +124,24 @@ def test_provenance_flows_through_operators_sessions_and_card_variables():
     source = flow(
         "  cands = compact(parallel(2) { coder(task) })\n"
         "  picks = pipeline(cands) |c| { c }\n"
-        "  session arbiter(hint: picks) { v = ask \"pick\" as Verdict }\n"
+        '  session arbiter(hint: picks) { v = ask "pick" as Verdict }\n'
         "  r = reviewer(task, notes: v)\n"
         "  return r",
         edges="edges coder -> reviewer",
     )
     handoffs = [d.message for d in diags(source) if d.code == "handoff"]
-    assert any("coder's output reaches arbiter" in m and "card variable 'hint'" in m
-               for m in handoffs)
-    assert any("arbiter's output reaches reviewer" in m and "card variable 'notes'" in m
-               for m in handoffs)
+    assert any(
+        "coder's output reaches arbiter" in m and "card variable 'hint'" in m for m in handoffs
+    )
+    assert any(
+        "arbiter's output reaches reviewer" in m and "card variable 'notes'" in m for m in handoffs
+    )
 
 
 def test_values_from_inputs_and_literals_go_anywhere():
-    source = flow("  a = coder(task)\n  b = arbiter(\"plain text\")\n  return reviewer(task)",
-                  edges="")
+    source = flow(
+        '  a = coder(task)\n  b = arbiter("plain text")\n  return reviewer(task)', edges=""
+    )
     assert "handoff" not in codes(source)
 
 
@@ -150,7 +163,7 @@ def test_agents_reached_through_message_agent_are_used():
     [
         ("  n = 3\n  return pipeline(n) |c| { coder(c) }", "pipeline(...) needs a list"),
         ("  left = budget()\n  return compact(left)", "compact(...) needs a list"),
-        ("  return parallel(\"three\") { coder(task) }", "takes a number of branches"),
+        ('  return parallel("three") { coder(task) }', "takes a number of branches"),
         ("  return parallel(-1) { coder(task) }", "whole number"),
         ("  return pipeline([task])", "at least one stage"),
         ("  return pipeline([task], 3)", "a pipeline stage is"),
@@ -163,8 +176,8 @@ def test_agents_reached_through_message_agent_are_used():
         ("  return clamp(1, 2)", "clamp(value, low, high)"),
         ("  return min()", "at least one value"),
         ("  return human()", "needs a question"),
-        ("  return human(\"q\", task, on_timeout: \"default\")", "needs default:"),
-        ("  return human(\"q\", timout: 3)", "did you mean 'timeout'"),
+        ('  return human("q", task, on_timeout: "default")', "needs default:"),
+        ('  return human("q", timout: 3)', "did you mean 'timeout'"),
         ("  return parallel(2, limt: 1) { coder(task) }", "did you mean 'limit'"),
         ("  left = budget()\n  return left.tokenz", "did you mean 'tokens'"),
         ("  c = coder(task)\n  return c.txt", "did you mean 'text'"),
@@ -174,7 +187,7 @@ def test_agents_reached_through_message_agent_are_used():
         ("  coder = 3\n  return coder", "choose another name"),
         ("  return compact([task]) |x| { x }", "keep:"),
         ("  return task()", "is a value, not something to call"),
-        ("  return \"a\" + 3", "cannot add text and a number"),
+        ('  return "a" + 3', "cannot add text and a number"),
         ("  return pipeline(parallel(2, first: 1) { coder(task) }) |c| { c }", "first:"),
     ],
 )
@@ -187,8 +200,10 @@ def test_infeasible_fan_out_is_an_error_when_n_is_known():
     source = flow("  return compact(parallel(4) { coder(task) })", budget="budget tokens 1M")
     [d] = [d for d in diags(source) if d.code == "budget"]
     assert d.severity == "error"
-    assert d.message.startswith("parallel(4) may need 1.6M tokens (coder x1 per branch, at "
-                                "allowances of coder 400k) but the flow's budget is 1M tokens")
+    assert d.message.startswith(
+        "parallel(4) may need 1.6M tokens (coder x1 per branch, at "
+        "allowances of coder 400k) but the flow's budget is 1M tokens"
+    )
 
 
 def test_infeasible_fan_out_is_a_warning_when_n_is_only_bounded():
@@ -203,8 +218,9 @@ def test_infeasible_fan_out_is_a_warning_when_n_is_only_bounded():
 
 
 def test_fan_out_also_counts_model_calls_and_nesting():
-    source = flow("  return parallel(3) |i| { parallel(2) { coder(task) } }",
-                  budget="budget calls 5")
+    source = flow(
+        "  return parallel(3) |i| { parallel(2) { coder(task) } }", budget="budget calls 5"
+    )
     [d] = [d for d in diags(source) if d.code == "budget"]
     assert "parallel(3) may need 6 calls" in d.message
 
@@ -222,7 +238,7 @@ def test_code_after_return_is_an_error():
 
 
 def test_code_after_an_if_that_returns_on_both_branches_is_unreachable():
-    source = flow("  if task == \"\" { return \"none\" } else { return task }\n  return task")
+    source = flow('  if task == "" { return "none" } else { return task }\n  return task')
     assert "unreachable" in codes(source)
 
 
@@ -233,7 +249,7 @@ def test_names_used_before_they_are_assigned():
 
 
 def test_a_name_assigned_in_one_branch_only_is_a_warning():
-    source = flow("  if task == \"x\" { r = coder(task) }\n  return r")
+    source = flow('  if task == "x" { r = coder(task) }\n  return r')
     [d] = [d for d in diags(source) if d.code == "maybe-unassigned"]
     assert d.severity == "warning"
 
@@ -258,8 +274,13 @@ def test_duplicates_and_reserved_names():
         "steps { return a(task) }\nsteps { }\n"
     )
     messages = " | ".join(d.message for d in errors(source))
-    for words in ("declared twice", "'human' is the built-in", "'min' is a built-in",
-                  "given twice", "one `steps"):
+    for words in (
+        "declared twice",
+        "'human' is the built-in",
+        "'min' is a built-in",
+        "given twice",
+        "one `steps",
+    ):
         assert words in messages
 
 

@@ -31,25 +31,34 @@ def test_compile_needs_only_the_syntax_tree():
     assert prog.name == "parallel_coder_arbiter"
     assert [a.name for a in prog.agents] == ["coder", "reviewer", "arbiter"]
     assert prog.agents[0].allowance == 400_000 and prog.agents[0].max_steps == 30
-    assert prog.edges == [("coder", "reviewer"), ("reviewer", "arbiter"), ("arbiter", "human"),
-                          ("coder", "arbiter")]
+    assert prog.edges == [
+        ("coder", "reviewer"),
+        ("reviewer", "arbiter"),
+        ("arbiter", "human"),
+        ("coder", "arbiter"),
+    ]
     assert prog.limits == {"tokens": 2e6, "calls": 400, "cost": 5.0, "seconds": 1800.0}
     assert [(i.local, i.module) for i in prog.imports] == [
-        ("Verdict", "swarmflow.dsl.examples_support")]
+        ("Verdict", "swarmflow.dsl.examples_support")
+    ]
 
 
 def test_each_statement_is_a_step_with_reads_and_writes():
-    prog = program("  x = a(task)\n  y = b(task)\n  z = c(\"{x} {y}\")\n  return z")
+    prog = program('  x = a(task)\n  y = b(task)\n  z = c("{x} {y}")\n  return z')
     steps = list(prog.steps.steps.values())
     assert [(s.kind, s.writes) for s in steps] == [
-        ("agent", ("x",)), ("agent", ("y",)), ("agent", ("z",)), ("return", ())]
+        ("agent", ("x",)),
+        ("agent", ("y",)),
+        ("agent", ("z",)),
+        ("return", ()),
+    ]
     assert steps[2].reads == {"x": "s0", "y": "s1"}
     assert steps[0].reads == {"task": None}  # from the flow's inputs
     assert prog.steps.outer == ("task",)
 
 
 def test_independent_steps_have_no_path_between_them():
-    prog = program("  x = a(task)\n  y = b(task)\n  z = c(\"{x} {y}\")\n  return z")
+    prog = program('  x = a(task)\n  y = b(task)\n  z = c("{x} {y}")\n  return z')
     assert prog.steps.independent("s0", "s1")
     assert not prog.steps.independent("s0", "s2")
     assert {("s0", "s2"), ("s1", "s2")} <= edges(prog)
@@ -63,18 +72,23 @@ def test_reassignment_reads_the_latest_writer():
 
 
 def test_sessions_open_chain_their_turns_and_close():
-    prog = program(
-        "  r = a(task)\n  session c {\n    send r\n    v = ask \"pick\"\n  }\n  return v")
+    prog = program('  r = a(task)\n  session c {\n    send r\n    v = ask "pick"\n  }\n  return v')
     kinds = [(s.id, s.kind) for s in prog.steps.steps.values()]
-    assert kinds == [("s0", "agent"), ("s1", "session"), ("s2", "operator"),
-                     ("s3", "operator"), ("s4", "session_end"), ("s5", "return")]
+    assert kinds == [
+        ("s0", "agent"),
+        ("s1", "session"),
+        ("s2", "operator"),
+        ("s3", "operator"),
+        ("s4", "session_end"),
+        ("s5", "return"),
+    ]
     assert {("s1", "s2"), ("s2", "s3"), ("s3", "s4"), ("s0", "s2")} <= edges(prog)
     handle = prog.steps.steps["s1"].writes[0]
     assert prog.sessions == {(10, 5): handle, (11, 9): handle}
 
 
 def test_if_steps_hold_their_branches_and_keep_prior_values():
-    prog = program("  x = a(task)\n  if task == \"\" { x = b(task) }\n  return x")
+    prog = program('  x = a(task)\n  if task == "" { x = b(task) }\n  return x')
     branch = prog.steps.steps["s1"]
     assert branch.kind == "if" and branch.writes == ("x",)
     assert branch.priors == {"x": "s0"}
@@ -84,14 +98,13 @@ def test_if_steps_hold_their_branches_and_keep_prior_values():
 
 
 def test_return_waits_for_every_step_before_it_and_holds_back_the_rest():
-    prog = program("  x = a(task)\n  if task == \"\" { return \"empty\" }\n  y = b(task)\n"
-                   "  return y")
+    prog = program('  x = a(task)\n  if task == "" { return "empty" }\n  y = b(task)\n  return y')
     assert prog.steps.steps["s1"].returns
     assert ("s0", "s1") in edges(prog) and ("s1", "s2") in edges(prog)
 
 
 def test_lambda_bodies_are_graphs_and_their_free_names_are_read_by_the_step():
-    prog = program("  n = 2\n  outs = parallel(n) |i| { a(\"{task} {i}\") }\n  return outs")
+    prog = program('  n = 2\n  outs = parallel(n) |i| { a("{task} {i}") }\n  return outs')
     step = prog.steps.steps["s1"]
     assert set(step.reads) == {"n", "task"}
     [body] = prog.lambdas.values()
@@ -100,7 +113,7 @@ def test_lambda_bodies_are_graphs_and_their_free_names_are_read_by_the_step():
 
 
 def test_graphs_print_as_mermaid_and_dot():
-    prog = program("  x = a(task)\n  y = b(task)\n  if task == \"\" { z = c(x) }\n  return y")
+    prog = program('  x = a(task)\n  y = b(task)\n  if task == "" { z = c(x) }\n  return y')
     mermaid = prog.steps_mermaid()
     assert mermaid.startswith("flowchart TD")
     assert 's0["x = a(task)"]' in mermaid and "subgraph s2_then" in mermaid

@@ -40,10 +40,12 @@ def test_each_example_checks_clean(source):
 @pytest.mark.parametrize("source", swarm_blocks(""))
 async def test_each_runnable_example_runs_with_the_demo_model(source):
     flow = load_source(source, "doc.swarm")
-    inputs = {p.name: "a report long enough to act on" for p in flow.program.params
-              if not p.has_default}
-    result = await run(flow, model=demo_model(), human=lambda q, payload: payload or "yes",
-                       **inputs)
+    inputs = {
+        p.name: "a report long enough to act on" for p in flow.program.params if not p.has_default
+    }
+    result = await run(
+        flow, model=demo_model(), human=lambda q, payload: payload or "yes", **inputs
+    )
     assert result.status == "ok", result.error
 
 
@@ -65,7 +67,7 @@ def test_the_first_examples_are_the_example_files():
 
 def test_the_grammar_in_the_docs_is_the_one_the_parser_uses():
     grammar = GRAMMAR.read_text()
-    rules = grammar[grammar.index("// -- declarations"):grammar.index("// -- tokens")]
+    rules = grammar[grammar.index("// -- declarations") : grammar.index("// -- tokens")]
     documented = [body for lang, _, body in blocks() if lang == "lark"]
     assert documented == [rules.rstrip() + "\n"]
 
@@ -76,8 +78,13 @@ def test_the_command_line_examples_work(monkeypatch, capsys):
     from .test_cli import main
 
     monkeypatch.chdir(DOCS.parent.parent)
-    commands = [line[2:].split("#")[0] for lang, _, body in blocks() if lang == "console"
-                for line in body.splitlines() if line.startswith("$ swarmflow ")]
+    commands = [
+        line[2:].split("#")[0]
+        for lang, _, body in blocks()
+        if lang == "console"
+        for line in body.splitlines()
+        if line.startswith("$ swarmflow ")
+    ]
     assert len(commands) == 3
     for command in commands:
         assert main(shlex.split(command)[1:]) == 0, command

@@ -14,12 +14,16 @@ from .helpers import EXAMPLES, normalised
 
 def scripted(confidence: float, latency: float = 0.0) -> ScriptedModel:
     answer = f'{{"choice": 1, "confidence": {confidence}, "reason": "smallest change"}}'
-    return ScriptedModel({
-        "coder": [Step(f"candidate {i}: edited module_{i}.py, tests pass", latency=latency * i)
-                  for i in range(4)],
-        "reviewer": [f"review {i}: correct, small, well tested" for i in range(4)],
-        "arbiter": ["noted"] * 4 + [answer],
-    })
+    return ScriptedModel(
+        {
+            "coder": [
+                Step(f"candidate {i}: edited module_{i}.py, tests pass", latency=latency * i)
+                for i in range(4)
+            ],
+            "reviewer": [f"review {i}: correct, small, well tested" for i in range(4)],
+            "arbiter": ["noted"] * 4 + [answer],
+        }
+    )
 
 
 async def run_both(confidence: float, latency: float = 0.0):
@@ -27,8 +31,9 @@ async def run_both(confidence: float, latency: float = 0.0):
     human = [Verdict(choice=2, confidence=1.0, reason="a person chose")]
     a_model, b_model = scripted(confidence, latency), scripted(confidence, latency)
     a = await run(dsl, task="make the tests pass", model=a_model, human=list(human))
-    b = await run(parallel_coder_arbiter, task="make the tests pass", model=b_model,
-                  human=list(human))
+    b = await run(
+        parallel_coder_arbiter, task="make the tests pass", model=b_model, human=list(human)
+    )
     a_model.assert_complete()
     b_model.assert_complete()
     return a, b

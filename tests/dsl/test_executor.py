@@ -45,15 +45,17 @@ async def test_independent_calls_both_start_before_either_finishes():
     model = ScriptedModel({"a": ["from a"], "b": ["from b"]}, latency=0.05)
     source = flow_text("  x = a(task)\n  y = b(task)\n  return y.text", agents=AB)
     result = await run_text(source, model, task="t")
-    kinds = [(e.type, e.agent) for e in result.events
-             if e.type in ("session_started", "model_called")]
+    kinds = [
+        (e.type, e.agent) for e in result.events if e.type in ("session_started", "model_called")
+    ]
     assert kinds[:2] == [("session_started", "a"), ("session_started", "b")]
     assert {k for k, _ in kinds[2:]} == {"model_called"}
 
 
 async def test_dependent_steps_wait_for_what_they_read():
-    source = flow_text("  x = a(task)\n  y = b(x)\n  return y.text", agents=AB,
-                       edges="edges a -> b")
+    source = flow_text(
+        "  x = a(task)\n  y = b(x)\n  return y.text", agents=AB, edges="edges a -> b"
+    )
     result = await run_text(source, FunctionModel(echo), task="go")
     order = [(e.type, e.agent) for e in result.events if e.agent]
     assert order.index(("agent_finished", "a")) < order.index(("session_started", "b"))
@@ -62,8 +64,10 @@ async def test_dependent_steps_wait_for_what_they_read():
 
 async def test_if_else_and_reassignment():
     source = flow_text(
-        "  x = 1\n  if task == \"left\" { x = 2 } else if task == \"mid\" { x = 3 } "
-        "else { x = x + 10 }\n  return x", agents="")
+        '  x = 1\n  if task == "left" { x = 2 } else if task == "mid" { x = 3 } '
+        "else { x = x + 10 }\n  return x",
+        agents="",
+    )
     for task, want in (("left", 2), ("mid", 3), ("other", 11)):
         result = await run_text(source, FunctionModel(echo), task=task)
         assert result.output == want
@@ -71,8 +75,9 @@ async def test_if_else_and_reassignment():
 
 async def test_return_inside_an_if_ends_the_flow_early():
     source = flow_text(
-        "  if task == \"stop\" { return \"stopped\" }\n  x = a(task)\n  return x.text",
-        agents="agent a {}")
+        '  if task == "stop" { return "stopped" }\n  x = a(task)\n  return x.text',
+        agents="agent a {}",
+    )
     model = FunctionModel(echo)
     result = await run_text(source, model, task="stop")
     assert result.output == "stopped"
@@ -82,9 +87,11 @@ async def test_return_inside_an_if_ends_the_flow_early():
 async def test_parallel_with_index_card_variables_and_first():
     agents = 'agent a { card "Attempt {{ attempt }}." }'
     source = flow_text(
-        "  outs = parallel(3) |i| { a(\"try {i}\", attempt: i) }\n"
+        '  outs = parallel(3) |i| { a("try {i}", attempt: i) }\n'
         "  one = parallel(3, first: 1) |i| { i * 10 }\n"
-        "  return [compact(outs), compact(one)]", agents=agents)
+        "  return [compact(outs), compact(one)]",
+        agents=agents,
+    )
     result = await run_text(source, FunctionModel(lambda r: r.system), task="t")
     texts, firsts = result.output
     assert sorted(o.text for o in texts) == ["Attempt 0.", "Attempt 1.", "Attempt 2."]
@@ -93,11 +100,12 @@ async def test_parallel_with_index_card_variables_and_first():
 
 async def test_pipeline_stages_agents_imports_and_bodies():
     source = flow_text(
-        "  xs = pipeline([\"x\\nmore\", \"y\"], a, first_line) |line| { \"<{line}>\" }\n"
+        '  xs = pipeline(["x\\nmore", "y"], a, first_line) |line| { "<{line}>" }\n'
         "  return compact(xs)",
-        head="use first_line from swarmflow.dsl.examples_support", agents="agent a {}")
-    result = await run_text(source, FunctionModel(lambda r: f"{r.prompt}!\nsecond line"),
-                            task="t")
+        head="use first_line from swarmflow.dsl.examples_support",
+        agents="agent a {}",
+    )
+    result = await run_text(source, FunctionModel(lambda r: f"{r.prompt}!\nsecond line"), task="t")
     assert sorted(result.output) == ["<x>", "<y!>"]
 
 
@@ -114,8 +122,11 @@ async def test_pipeline_fed_by_parallel_streams_items_as_they_finish():
         return f"candidate {request.prompt}"
 
     source = flow_text(
-        "  reviews = pipeline(parallel(3) |i| { a(\"coder {i}\") }) |c| { b(c) }\n"
-        "  return len(compact(reviews))", agents=AB, edges="edges a -> b")
+        '  reviews = pipeline(parallel(3) |i| { a("coder {i}") }) |c| { b(c) }\n'
+        "  return len(compact(reviews))",
+        agents=AB,
+        edges="edges a -> b",
+    )
     result = await run_text(source, FunctionModel(policy), task="t")
     assert result.status == "ok", result.error
     assert result.output == 3
@@ -123,12 +134,14 @@ async def test_pipeline_fed_by_parallel_streams_items_as_they_finish():
 
 async def test_compact_keep_and_human():
     source = flow_text(
-        "  outs = parallel(2) |i| { a(\"{i}\") }\n"
+        '  outs = parallel(2) |i| { a("{i}") }\n'
         "  kept = compact(outs, keep: has_text)\n"
-        "  answer = human(\"Ship {len(kept)}?\", kept, timeout: 5s)\n"
+        '  answer = human("Ship {len(kept)}?", kept, timeout: 5s)\n'
         "  return answer",
-        head="use has_text from swarmflow.dsl.examples_support", agents="agent a {}",
-        edges="edges a -> human")
+        head="use has_text from swarmflow.dsl.examples_support",
+        agents="agent a {}",
+        edges="edges a -> human",
+    )
     model = FunctionModel(lambda r: "" if r.prompt == "0" else "kept")
     result = await run_text(source, model, task="t", human=["yes, ship it"])
     assert result.output == "yes, ship it"
@@ -138,8 +151,10 @@ async def test_compact_keep_and_human():
 
 async def test_sessions_keep_turns_in_source_order_and_close():
     source = flow_text(
-        "  session a {\n    send \"one\"\n    send each [\"two\", \"three\"]\n"
-        "    v = ask \"four\"\n  }\n  return v.text", agents="agent a {}")
+        '  session a {\n    send "one"\n    send each ["two", "three"]\n'
+        '    v = ask "four"\n  }\n  return v.text',
+        agents="agent a {}",
+    )
     model = FunctionModel(lambda r: f"ack {r.prompt}")
     result = await run_text(source, model, task="t")
     assert [r.prompt for r in model.requests] == ["one", "two", "three", "four"]
@@ -149,7 +164,9 @@ async def test_sessions_keep_turns_in_source_order_and_close():
 
 
 async def test_a_return_inside_a_session_still_closes_it():
-    source = flow_text("  session a {\n    v = ask \"q\"\n    return v.text\n  }", agents="agent a {}")
+    source = flow_text(
+        '  session a {\n    v = ask "q"\n    return v.text\n  }', agents="agent a {}"
+    )
     result = await run_text(source, FunctionModel(lambda r: "answer"), task="t")
     assert result.output == "answer"
     assert [e.type for e in result.events if e.type == "operator_finished"] == ["operator_finished"]
@@ -158,9 +175,11 @@ async def test_a_return_inside_a_session_still_closes_it():
 async def test_structured_answers_and_outputs():
     source = flow_text(
         "  r = a(task, output: Review)\n"
-        "  session b { v = ask \"pick\" as Verdict }\n"
+        '  session b { v = ask "pick" as Verdict }\n'
         "  return [r.value.score, v.choice]",
-        head="use Review, Verdict from swarmflow.dsl.examples_support", agents=AB)
+        head="use Review, Verdict from swarmflow.dsl.examples_support",
+        agents=AB,
+    )
 
     def policy(request):
         if request.agent == "a":
@@ -172,8 +191,9 @@ async def test_structured_answers_and_outputs():
 
 
 async def test_inputs_use_defaults_and_text_is_converted():
-    source = flow_text("  return n * 2", signature="flow f(task: str, n: int = 4) -> int",
-                       agents="")
+    source = flow_text(
+        "  return n * 2", signature="flow f(task: str, n: int = 4) -> int", agents=""
+    )
     flow = load(source)
     assert (await run(flow, model=FunctionModel(echo), task="t")).output == 8
     assert (await run(flow, model=FunctionModel(echo), task="t", n="5")).output == 10
@@ -212,10 +232,12 @@ def test_load_refuses_a_flow_with_errors():
 
 
 def test_load_reports_missing_imports_and_non_models_where_they_are_used():
-    source = flow_text("  session a { v = ask \"q\" as first_line }\n  return v",
-                       head="use first_line from swarmflow.dsl.examples_support\n"
-                            "use nothing from swarmflow.dsl.examples_support",
-                       agents="agent a {}")
+    source = flow_text(
+        '  session a { v = ask "q" as first_line }\n  return v',
+        head="use first_line from swarmflow.dsl.examples_support\n"
+        "use nothing from swarmflow.dsl.examples_support",
+        agents="agent a {}",
+    )
     with pytest.raises(DslError) as caught:
         load(source)
     messages = [(d.line, d.message) for d in caught.value.diagnostics]

@@ -13,13 +13,71 @@ from .helpers import DOCS, EXAMPLES
 
 SEEDS = [p.read_text() for p in sorted(EXAMPLES.glob("*.swarm"))]
 SEEDS += re.findall(r"^```swarm[^\n]*\n(.*?)^```", DOCS.read_text(), re.DOTALL | re.MULTILINE)
-VOCABULARY = ["flow", "use", "from", "as", "budget", "agent", "edges", "steps", "return", "if",
-              "else", "session", "ask", "send", "each", "parallel", "pipeline", "compact",
-              "human", "and", "or", "not", "true", "none", "{", "}", "(", ")", "[", "]", "|",
-              ",", ":", ";", ".", "=", "==", "->", "+", "-", "*", "/", "<", '"', '"""', "#",
-              "\n", " ", "400k", "$5", "30m", "3q", "x", "coder", "{x}", "\\", "\t", "é"]
-FAST = settings(max_examples=200, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+VOCABULARY = [
+    "flow",
+    "use",
+    "from",
+    "as",
+    "budget",
+    "agent",
+    "edges",
+    "steps",
+    "return",
+    "if",
+    "else",
+    "session",
+    "ask",
+    "send",
+    "each",
+    "parallel",
+    "pipeline",
+    "compact",
+    "human",
+    "and",
+    "or",
+    "not",
+    "true",
+    "none",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "|",
+    ",",
+    ":",
+    ";",
+    ".",
+    "=",
+    "==",
+    "->",
+    "+",
+    "-",
+    "*",
+    "/",
+    "<",
+    '"',
+    '"""',
+    "#",
+    "\n",
+    " ",
+    "400k",
+    "$5",
+    "30m",
+    "3q",
+    "x",
+    "coder",
+    "{x}",
+    "\\",
+    "\t",
+    "é",
+]
+FAST = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 _TOKEN = re.compile(r"\w+|\s+|.", re.DOTALL)
 
 
@@ -68,10 +126,14 @@ def _mutate_chars(draw: st.DrawFn, token: str) -> str:
     k = draw(st.integers(0, len(token) - 1))
     op = draw(st.sampled_from(["delete", "duplicate", "swap"]))
     if op == "delete":
-        return token[:k] + token[k + 1:]
+        return token[:k] + token[k + 1 :]
     if op == "duplicate":
         return token[:k] + token[k] + token[k:]
-    return token[:k] + token[k + 1:k + 2] + token[k] + token[k + 2:] if k + 1 < len(token) else token
+    return (
+        token[:k] + token[k + 1 : k + 2] + token[k] + token[k + 2 :]
+        if k + 1 < len(token)
+        else token
+    )
 
 
 @FAST

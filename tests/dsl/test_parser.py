@@ -36,7 +36,7 @@ def test_every_example_parses(path):
 
 def test_declarations_are_read_with_their_parts():
     module = parse(
-        'flow fix(task: str, n: int = 3) -> Verdict\n'
+        "flow fix(task: str, n: int = 3) -> Verdict\n"
         "use Verdict, first_line as first from swarmflow.dsl.examples_support\n"
         "budget tokens 2M, calls 400, cost $5, time 30m\n"
         'agent coder { card "c.md.j2"  tools [read_file, edit]  workspace worktree  '
@@ -48,16 +48,24 @@ def test_declarations_are_read_with_their_parts():
     assert [p.name.id for p in flow.params] == ["task", "n"]
     assert flow.returns is not None and flow.returns.name == "Verdict"
     assert [(n.name.id, n.local.id) for n in module.uses[0].names] == [
-        ("Verdict", "Verdict"), ("first_line", "first")]
+        ("Verdict", "Verdict"),
+        ("first_line", "first"),
+    ]
     assert module.uses[0].module == "swarmflow.dsl.examples_support"
     assert {b.key.id: b.value.value for b in module.budget} == {
-        "tokens": 2_000_000, "calls": 400, "cost": 5.0, "time": 1800.0}
+        "tokens": 2_000_000,
+        "calls": 400,
+        "cost": 5.0,
+        "time": 1800.0,
+    }
     fields = {f.key.id: f.value for f in module.agents[0].fields}
     assert isinstance(fields["tools"], ast.NameList)
     assert [t.id for t in fields["tools"].items] == ["read_file", "edit"]
     assert fields["allowance"].value == 400_000  # type: ignore[union-attr]
-    assert [[n.id for n in c.names] for c in module.edges] == [["coder", "human"],
-                                                               ["coder", "coder"]]
+    assert [[n.id for n in c.names] for c in module.edges] == [
+        ["coder", "human"],
+        ["coder", "coder"],
+    ]
 
 
 def test_units_fold_into_numbers():
@@ -123,8 +131,11 @@ def test_long_strings_and_escapes():
 
 
 def test_sessions_ask_and_send():
-    stmts = steps_of(flow_text(
-        "session arbiter(task: task) {\n send each reviews\n v = ask \"pick\" as Verdict\n}"))
+    stmts = steps_of(
+        flow_text(
+            'session arbiter(task: task) {\n send each reviews\n v = ask "pick" as Verdict\n}'
+        )
+    )
     session = stmts[0]
     assert isinstance(session, ast.Session) and session.agent.id == "arbiter"
     send, ask = session.body.stmts
@@ -135,8 +146,11 @@ def test_sessions_ask_and_send():
 
 
 def test_newlines_inside_brackets_and_else_on_its_own_line():
-    stmts = steps_of(flow_text(
-        "x = f(a,\n      b)\nif x {\n  y = 1\n}\nelse if z {\n  y = 2\n}\nelse {\n  y = 3\n}"))
+    stmts = steps_of(
+        flow_text(
+            "x = f(a,\n      b)\nif x {\n  y = 1\n}\nelse if z {\n  y = 2\n}\nelse {\n  y = 3\n}"
+        )
+    )
     assert isinstance(stmts[0], ast.Assign)
     branch = stmts[1]
     assert isinstance(branch, ast.If) and branch.orelse is not None
@@ -159,9 +173,13 @@ def test_positions_of_nodes():
     ("source", "where", "words"),
     [
         ("flow f() -> str\nsteps {\n  x = (1 + \n}\n", (3, 7), "never closed"),
-        ("flow f() -> str\nsteps {\n  x = paralel(3) { a() }\n}\n", (3, 18), "did you mean 'parallel'"),
+        (
+            "flow f() -> str\nsteps {\n  x = paralel(3) { a() }\n}\n",
+            (3, 18),
+            "did you mean 'parallel'",
+        ),
         ("flow f() -> str\nsteps {\n  x = f(a = 1)\n}\n", (3, 11), "name: value"),
-        ("flow f() -> str\nsteps {\n  x = \"open\n}\n", (3, 7), "not closed"),
+        ('flow f() -> str\nsteps {\n  x = "open\n}\n', (3, 7), "not closed"),
         ("flow f() -> str\nsteps {\n  for x in y { }\n}\n", (3, 3), "no loops"),
         ("flow f() -> str\nsteps {\n  each = 1\n}\n", (3, 3), "reserved word"),
         ("flow f() -> str\nsteps {\n  x = 3 @ 4\n}\n", (3, 9), "unexpected character"),
@@ -170,8 +188,8 @@ def test_positions_of_nodes():
         ("flow f() -> str\nsteps {\n  x = p(a) |c| c\n}\n", (3, 16), "braces"),
         ("flow f() -> str\nsteps {\n  if x: y\n}\n", (3, 7), "braces"),
         ("flow f() -> str\nsteps {\n  x = 1 }\n}\n", (4, 1), "unmatched '}'"),
-        ("flow f() -> str\nsteps {\n  x = \"{a +}\"\n}\n", (3, 12), "template"),
-        ("flow f() -> str\nsteps {\n  x = \"a } b\"\n}\n", (3, 10), "lone '}'"),
+        ('flow f() -> str\nsteps {\n  x = "{a +}"\n}\n', (3, 12), "template"),
+        ('flow f() -> str\nsteps {\n  x = "a } b"\n}\n', (3, 10), "lone '}'"),
         ("flow f() -> str\nsteps {\n  x = 'a'\n}\n", (3, 7), "double quotes"),
         ("agent a { tools [x, y }\n", (1, 17), "'[' is never closed"),
         ("agent a { tools [x y] }\n", (1, 20), "expected ',' or ']'"),
@@ -213,8 +231,14 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
     logger.setLevel(logging.DEBUG)
     try:
         with caplog.at_level(logging.DEBUG, logger="lark"):
-            Lark(_GRAMMAR.read_text(), parser="lalr", lexer=SwarmLexer, start=["start", "expr"],
-                 maybe_placeholders=True, debug=True)
+            Lark(
+                _GRAMMAR.read_text(),
+                parser="lalr",
+                lexer=SwarmLexer,
+                start=["start", "expr"],
+                maybe_placeholders=True,
+                debug=True,
+            )
     finally:
         logger.setLevel(old)
     assert not [r for r in caplog.records if "conflict" in r.getMessage().lower()]

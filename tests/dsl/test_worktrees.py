@@ -27,8 +27,21 @@ def repo(tmp_path):
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "app.py").write_text("VALUE = 1\n")
     subprocess.run(["git", "-C", str(root), "add", "."], check=True)
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t",
-                    "commit", "-qm", "start"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "start",
+        ],
+        check=True,
+    )
     return root
 
 
@@ -50,8 +63,9 @@ def policy(request):
 
 async def test_the_worktree_flagship_runs_with_streaming_reviews(repo, tmp_path):
     flow = load_source(flagship(), "flagship.swarm")
-    result = await run(flow, model=FunctionModel(policy), repo=repo, task="bump VALUE",
-                       runs_root=tmp_path / "runs")
+    result = await run(
+        flow, model=FunctionModel(policy), repo=repo, task="bump VALUE", runs_root=tmp_path / "runs"
+    )
     assert result.status == "ok", result.error
     assert result.output.choice == 0
     commits = of_type(result.events, "workspace_changed")
@@ -59,5 +73,8 @@ async def test_the_worktree_flagship_runs_with_streaming_reviews(repo, tmp_path)
     reviews = [e for e in of_type(result.events, "agent_finished") if e.agent == "reviewer"]
     assert len(reviews) == 3
     # each reviewer read its own coder's worktree, lent with `workspace: c`
-    assert sorted(r.preview.split("\t")[-1] for r in reviews) == ["VALUE = 00", "VALUE = 10",
-                                                                   "VALUE = 20"]
+    assert sorted(r.preview.split("\t")[-1] for r in reviews) == [
+        "VALUE = 00",
+        "VALUE = 10",
+        "VALUE = 20",
+    ]

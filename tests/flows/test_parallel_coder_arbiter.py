@@ -85,9 +85,7 @@ def target_of(result: RunResult) -> Path:
 # -- the three properties of a demo run ---------------------------------------------------------
 
 
-def test_the_chosen_patch_makes_the_targets_tests_pass(
-    demo_run: RunResult, tmp_path: Path
-) -> None:
+def test_the_chosen_patch_makes_the_targets_tests_pass(demo_run: RunResult, tmp_path: Path) -> None:
     out = demo_run.output
     assert isinstance(out, FixResult)
     assert (out.chosen, out.decided_by) == (0, "arbiter")
@@ -156,7 +154,10 @@ def test_a_verdict_below_the_threshold_goes_to_the_human(tmp_path: Path) -> None
     answered = [e for e in result.events if isinstance(e, HumanAnswered)]
     assert len(asked) == 2 and asked[0].payload["choice"] == 0
     assert "cannot read the answer 'perhaps'" in asked[1].question
-    assert [(e.answer, e.answered_by) for e in answered] == [("perhaps", "scripted"), ("n", "scripted")]
+    assert [(e.answer, e.answered_by) for e in answered] == [
+        ("perhaps", "scripted"),
+        ("n", "scripted"),
+    ]
     assert not [e for e in result.events if isinstance(e, WorkspaceChanged) and e.agent is None]
 
 
