@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from swarmflow.cli import dsl_commands, flow_commands  # type: ignore[attr-defined]
+from swarmflow.cli import dsl_commands, flow_commands
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,8 +28,10 @@ def register(subparsers: Any) -> None:
     )
     check.set_defaults(handler=check_command)
 
-    graph = subparsers.add_parser("graph", help="print a flow's team and step graph")
-    graph.add_argument("file", metavar="FILE")
+    graph = subparsers.add_parser(
+        "graph", help="print a flow's team and step graph, or a finished run's executed graph"
+    )
+    graph.add_argument("file", metavar="FILE|RUN_DIR")
     graph.add_argument(
         "--format",
         choices=("mermaid", "dot"),
@@ -107,7 +109,21 @@ def _program(path: str) -> tuple[Any, int]:
 
 
 def graph_command(args: argparse.Namespace) -> int:
-    """Print the declared team, then the step graph, as Mermaid or DOT."""
+    """Print the declared team, then the step graph, as Mermaid or DOT.
+
+    Given a run directory instead of a file, print the declared topology and the executed
+    graph that the run left in `graph.mmd`.
+    """
+    recorded = Path(args.file) / "graph.mmd"
+    if Path(args.file).is_dir():
+        if not recorded.is_file():
+            print(
+                f"swarmflow graph: {args.file} holds no graph.mmd (not a run directory?)",
+                file=sys.stderr,
+            )
+            return USAGE
+        print(recorded.read_text(), end="")
+        return OK
     program, status = _program(args.file)
     if program is None:
         return status

@@ -434,3 +434,33 @@ async def solve(
         keep_workspaces=keep,
         **inputs,
     )
+
+
+# -- helpers the `.swarm` twin of this flow calls (examples/parallel_coder_arbiter/flow.swarm) --
+
+
+def survivors(outcomes: Sequence[Outcome]) -> list[Candidate]:
+    """The usable coder outputs, each numbered by its coder, after `compact()`."""
+    kept = {id(value) for value in compact(outcomes)}
+    return [
+        Candidate(o.index, o.value) for o in outcomes if isinstance(o, Ok) and id(o.value) in kept
+    ]
+
+
+async def apply_verdict(
+    verdict: Verdict, candidates: Sequence[Candidate], target: str
+) -> FixResult:
+    """Apply the chosen candidate's patch to an output branch of `target`."""
+    patches = {c.index: c.work.patch for c in candidates if c.work.patch is not None}
+    patch = patches.get(verdict.choice) if verdict.choice is not None else None
+    result = FixResult(
+        chosen=verdict.choice if patch is not None else None,
+        patch=patch,
+        verdict=verdict,
+        decided_by="arbiter" if patch is not None else "nobody",
+    )
+    if patch is None:
+        return result
+    branch = f"swarmflow/{current_run('apply').run_id}/result"
+    sha = await _apply(Path(target), patch, branch)
+    return result.model_copy(update={"output_branch": branch, "commit": sha})
