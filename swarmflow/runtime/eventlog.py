@@ -136,7 +136,11 @@ class EventLog:
             self._history = []
 
     def emit(self, cls: type[E], **fields: Any) -> E | None:
-        """Number, serialise, scrub and record one event.
+        """Number, serialise, scrub and record one event (see `record`)."""
+        return self.record(cls, fields)
+
+    def record(self, cls: type[E], fields: dict[str, Any]) -> E | None:
+        """Number, serialise, scrub and record one event from a dict of its fields.
 
         The JSON line is built straight from the fields; the pydantic model is built only for
         sinks that want objects (memory, usage tally, waiters), or always when

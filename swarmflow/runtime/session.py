@@ -45,6 +45,7 @@ from swarmflow.runtime.toolrun import ToolRunner, agent_tool_specs
 from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
 
 S = SessionState
+NO_USAGE = Usage()
 DEFAULT_CONTEXT_TOKENS = 120_000
 DEFAULT_GOAL_ROUNDS = 5
 
@@ -117,7 +118,7 @@ class AgentSession:
         self.history: list[Message] = []
         self.system = system
         self.steps = 0
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.last_text = ""
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
@@ -125,14 +126,14 @@ class AgentSession:
         self._lock: anyio.Lock | None = None  # made on first `turn`; one-shot calls skip it
         self._goals = run.goals.get(agent.name, ())
         self._rails = bool(run.rails)
-        self._price = run.prices.price(getattr(self.model, "name", None))
+        self._model_name: str | None = getattr(self.model, "name", None)
+        self._price = run.prices.price(self._model_name)
         self._ledgers = all_ledgers(self._ledger_heads())
         self._specs, spec_tokens = agent_tool_specs(run, agent, tool_specs)
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
-        self._model_name = getattr(self.model, "name", None)
         system_tokens = estimate_tokens(system) + 4 if system else 0
         self._fixed_tokens = system_tokens + spec_tokens
-        self._emit(SessionStarted, model=getattr(self.model, "name", None), tools=list(agent.tools))
+        self._emit(SessionStarted, model=self._model_name, tools=list(agent.tools))
         run.sessions.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -156,7 +157,7 @@ class AgentSession:
 
     def _emit(self, cls: Any, **fields: Any) -> None:
         fields["agent"], fields["session"], fields["branch"] = self._envelope
-        self.run.log.emit(cls, **fields)
+        self.run.log.record(cls, fields)
 
     def _to(self, target: SessionState) -> None:
         check_transition(self.state, target)
