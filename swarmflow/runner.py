@@ -233,7 +233,6 @@ async def _close(
     except SwarmflowError as exc:  # the run's work is done; say what could not be cleaned up
         status, error = "failed", error or exc
     await _close_models(ctx)
-    _write_graphs(ctx)
     ledger = ctx.ledger
     log.emit(
         RunFinished,
@@ -243,6 +242,7 @@ async def _close(
         cost=ledger.spent_cost,
         calls=ledger.spent_calls,
         seconds=ledger.elapsed(),
+        graph=ctx.graph.mermaid(),
     )
     log.close()
     return status, error
@@ -252,14 +252,6 @@ async def _close_models(ctx: RunContext) -> None:
     closer = getattr(ctx.model_for, "aclose", None)
     if closer is not None:
         await closer()
-
-
-def _write_graphs(ctx: RunContext) -> None:
-    """Keep the declared topology and the executed graph beside the event log."""
-    text = f"{ctx.team.mermaid()}\n\n{ctx.graph.mermaid()}\n"
-    # A read-only or vanished run directory must not fail the run.
-    with contextlib.suppress(OSError):
-        (ctx.run_dir / "graph.mmd").write_text(text)
 
 
 def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:

@@ -29,7 +29,7 @@ def test_graph_of_a_plain_directory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["graph", str(tmp_path)]) == 2
-    assert "graph.mmd" in capsys.readouterr().err
+    assert "events.jsonl" in capsys.readouterr().err
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,18 +112,10 @@ def graph_command(args: argparse.Namespace) -> int:
     """Print the declared team, then the step graph, as Mermaid or DOT.
 
     Given a run directory instead of a file, print the declared topology and the executed
-    graph that the run left in `graph.mmd`.
+    graph, both read back from the run's event log.
     """
-    recorded = Path(args.file) / "graph.mmd"
     if Path(args.file).is_dir():
-        if not recorded.is_file():
-            print(
-                f"swarmflow graph: {args.file} holds no graph.mmd (not a run directory?)",
-                file=sys.stderr,
-            )
-            return USAGE
-        print(recorded.read_text(), end="")
-        return OK
+        return _run_graph(Path(args.file))
     program, status = _program(args.file)
     if program is None:
         return status
@@ -137,6 +129,30 @@ def graph_command(args: argparse.Namespace) -> int:
         print()
         print(f"%% steps of {program.name}")
         print(program.steps_mermaid())
+    return OK
+
+
+def _run_graph(run_dir: Path) -> int:
+    """The graphs a finished run recorded in `events.jsonl`."""
+    from swarmflow.core.events import RunFinished, RunStarted
+    from swarmflow.core.team import Agent, Team
+    from swarmflow.sinks import read_events
+
+    log = run_dir / "events.jsonl"
+    if not log.is_file():
+        print(
+            f"swarmflow graph: {run_dir} holds no events.jsonl (not a run directory?)",
+            file=sys.stderr,
+        )
+        return USAGE
+    events = list(read_events(log))
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    finished = next((e for e in events if isinstance(e, RunFinished)), None)
+    if started is not None:
+        team = Team([Agent(name) for name in started.agents], edges=started.edges)
+        print(team.mermaid())
+        print()
+    print(finished.graph if finished is not None else "%% the run has not finished")
     return OK
 
 

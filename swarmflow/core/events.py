@@ -49,6 +49,8 @@ class RunFinished(EventBase):
     cost: float = 0.0
     calls: int = 0
     seconds: float = 0.0
+    graph: str = ""
+    """The executed run graph as Mermaid (large fan-outs summarised)."""
 
 
 class OperatorStarted(EventBase):

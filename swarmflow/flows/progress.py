@@ -70,7 +70,7 @@ class ProgressSink:
         self.rows: dict[str, Row] = {}
         self._drawn = 0
 
-    def write(self, event: EventBase | None, line: str) -> None:
+    def write(self, event: EventBase | None, line: bytes) -> None:
         """Update the view for one event (None: one of the types it did not ask for)."""
         if event is None:
             return

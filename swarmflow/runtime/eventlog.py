@@ -21,7 +21,7 @@ Predicate = Callable[[EventBase], bool]
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET = 8
-REDACTED = "[redacted]"
+REDACTED = b"[redacted]"
 VALIDATE_ENV = "SWARMFLOW_VALIDATE_EVENTS"
 _ALL = "*"
 
@@ -119,8 +119,10 @@ class EventLog:
         """Model calls and spend per agent, added up as `model_called` events are recorded."""
         self._validate = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
-        words = [re.escape(s) for s in secrets]
-        self._secret_re = re.compile("|".join(words)) if words else None
+        # JSON escapes some characters; look for each secret both raw and as JSON would show it.
+        forms = {form for s in secrets for form in (s, json.dumps(s)[1:-1])}
+        words = [re.escape(f.encode()) for f in sorted(forms, key=len, reverse=True)]
+        self._secret_re = re.compile(b"|".join(words)) if words else None
 
     @property
     def _observed(self) -> bool:
@@ -154,7 +156,7 @@ class EventLog:
         self._seq += 1
         if shape.type == "model_called":
             self._tally(data)
-        line = to_json(data, fallback=str).decode()
+        line = to_json(data, fallback=str)
         if self._secret_re is not None and self._secret_re.search(line):
             line = self._secret_re.sub(REDACTED, line)
             data = json.loads(line)

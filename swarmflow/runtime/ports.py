@@ -18,9 +18,9 @@ from swarmflow.core.patch import Patch
 
 @runtime_checkable
 class EventSink(Protocol):
-    """Receives every event, in order. `line` is the event's scrubbed JSON."""
+    """Receives every event, in order. `line` is the event's scrubbed JSON, UTF-8 encoded."""
 
-    def write(self, event: EventBase | None, line: str) -> None:
+    def write(self, event: EventBase | None, line: bytes) -> None:
         """`event` is None for sinks that declare `wants_objects = False` or that list the
         `event_types` they want and this is not one of them."""
         ...

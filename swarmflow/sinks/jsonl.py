@@ -26,10 +26,10 @@ class JsonlSink:
         # chain has nothing left to do: its BytesLogger writes and flushes each line directly.
         import structlog  # only when a run writes a log: keeps `import swarmflow` cheap
 
-        self._logger = structlog.BytesLogger(self._fh)
+        self._msg = structlog.BytesLogger(self._fh).msg
 
-    def write(self, event: EventBase | None, line: str) -> None:
-        self._logger.msg(line.encode())
+    def write(self, event: EventBase | None, line: bytes) -> None:
+        self._msg(line)
 
     def close(self) -> None:
         if not self._fh.closed:

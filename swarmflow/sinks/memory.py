@@ -11,7 +11,7 @@ class MemorySink:
     def __init__(self) -> None:
         self.events: list[EventBase] = []
 
-    def write(self, event: EventBase | None, line: str) -> None:
+    def write(self, event: EventBase | None, line: bytes) -> None:
         if event is not None:  # always an object: this sink wants objects (the default)
             self.events.append(event)
 
