@@ -5,7 +5,6 @@ One run = one team, one budget ledger, one event stream, one run directory (`run
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence

@@ -14,8 +14,10 @@ EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs" / "dsl.md"
 
 # Envelope fields that differ between two runs of the same flow: ids, clocks, latencies.
+# `graph` numbers nodes in creation order, which is scheduling, not behaviour; the
+# equivalence test compares the graphs' nodes separately (`graph_nodes`).
 VOLATILE = frozenset(
-    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds"}
+    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph"}
 )
 
 
@@ -55,6 +57,12 @@ def load(source: str) -> Any:
 def normalised(events: list[EventBase]) -> list[dict[str, Any]]:
     """Events with ids, timestamps and latencies left out, for comparing two runs."""
     return [e.model_dump(exclude=set(VOLATILE)) for e in events]
+
+
+def graph_nodes(events: list[EventBase]) -> list[str]:
+    """The executed graph's node labels and states, without their creation-order ids."""
+    graph = next(e for e in events if e.type == "run_finished").graph  # type: ignore[attr-defined]
+    return sorted(line.split('"', 1)[1] for line in graph.splitlines() if '["' in line)
 
 
 def of_type(events: list[EventBase], kind: str) -> list[Any]:

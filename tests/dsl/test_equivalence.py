@@ -9,7 +9,7 @@ from swarmflow.dsl import load_flow
 from swarmflow.dsl.examples_support import Verdict, parallel_coder_arbiter
 from swarmflow.testing import ScriptedModel, Step
 
-from .helpers import EXAMPLES, normalised
+from .helpers import EXAMPLES, graph_nodes, normalised
 
 
 def scripted(confidence: float, latency: float = 0.0) -> ScriptedModel:
@@ -45,6 +45,7 @@ async def test_python_and_dsl_record_the_same_events(confidence, latency):
     assert a.status == b.status == "ok"
     assert a.output == b.output
     assert normalised(a.events) == normalised(b.events)
+    assert graph_nodes(a.events) == graph_nodes(b.events)
     key = [(e.type, e.agent, e.branch) for e in a.events]
     assert key == [(e.type, e.agent, e.branch) for e in b.events]
     asked = [e for e in a.events if e.type == "human_requested"]
