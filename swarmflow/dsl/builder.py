@@ -14,7 +14,7 @@ from typing import Any
 from lark import Token, Transformer, Tree
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.diagnostics import Diagnostic
+from swarmflow.dsl.diagnostics import Diagnostic, Spot
 from swarmflow.dsl.templates import plain_text, split_template
 from swarmflow.dsl.units import UnitError, parse_quantity
 
@@ -164,7 +164,7 @@ class AstBuilder(Transformer[Token, Any]):
         if token.type in ("STRING", "LONG_STRING"):
             text, problems = plain_text(token)
             for message, line, column in problems:
-                build_state.get().problem(message, _Spot(line, column))
+                build_state.get().problem(message, Spot(line, column))
             return ast.Str(texts=[text], **_at(token))
         if token.type == "NONE":
             return ast.Const(value=None, **_at(token))
@@ -323,7 +323,7 @@ class AstBuilder(Transformer[Token, Any]):
     def _string(self, token: Token) -> ast.Str:
         texts, holes, problems = split_template(token)
         for message, line, column in problems:
-            build_state.get().problem(message, _Spot(line, column))
+            build_state.get().problem(message, Spot(line, column))
         parse_hole = build_state.get().parse_hole
         values = [parse_hole(text, line, column) for text, line, column in holes]
         values = [v for v in values if v is not None]
@@ -365,13 +365,3 @@ class AstBuilder(Transformer[Token, Any]):
 
 def _is_comparison(node: ast.Binary) -> bool:
     return _PRECEDENCE.get(node.op) == _COMPARISON
-
-
-class _Spot:
-    """A bare position, for problems found inside a token."""
-
-    def __init__(self, line: int, column: int) -> None:
-        self.line = line
-        self.column = column
-        self.end_line = line
-        self.end_column = column + 1

@@ -15,7 +15,7 @@ from swarmflow.dsl.check_context import (
     AgentInfo,
     Context,
 )
-from swarmflow.dsl.diagnostics import did_you_mean, listing
+from swarmflow.dsl.diagnostics import Spot, did_you_mean, listing
 from swarmflow.dsl.units import show_quantity
 
 BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
@@ -55,7 +55,7 @@ def _check_header(module: ast.Module, ctx: Context) -> None:
         ctx.error(
             "missing-flow",
             "a .swarm file declares its signature first, e.g. `flow fix(task: str) -> str`",
-            _Spot(1, 1),
+            Spot(1, 1),
         )
     for extra in module.flows[1:]:
         ctx.error(
@@ -65,7 +65,7 @@ def _check_header(module: ast.Module, ctx: Context) -> None:
         ctx.error(
             "missing-steps",
             "this flow has no `steps { ... }` block, so it does nothing",
-            module.flows[0] if module.flows else _Spot(1, 1),
+            module.flows[0] if module.flows else Spot(1, 1),
         )
 
 
@@ -359,13 +359,3 @@ def _add_edges(chain: ast.EdgeChain, ctx: Context) -> None:
         elif (a.id, b.id) in ctx.edges:
             ctx.warning("edge", f"edge {a.id} -> {b.id} is declared twice", b)
         ctx.edges.add((a.id, b.id))
-
-
-class _Spot:
-    """A place with no node: the start of the file."""
-
-    def __init__(self, line: int, column: int) -> None:
-        self.line = line
-        self.column = column
-        self.end_line = line
-        self.end_column = column + 1

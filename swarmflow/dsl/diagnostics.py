@@ -52,6 +52,16 @@ class Diagnostic(BaseModel):
         return min(self.end_column, len(text) + 1) - self.column
 
 
+class Spot:
+    """A bare position with no syntax node: inside a token, or the start of a file."""
+
+    def __init__(self, line: int, column: int) -> None:
+        self.line = line
+        self.column = column
+        self.end_line = line
+        self.end_column = column + 1
+
+
 def _caret(text: str, column: int, width: int) -> str:
     # Keep tabs so the caret lines up however the terminal renders them.
     column = max(1, min(column, len(text) + 1))

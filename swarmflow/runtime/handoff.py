@@ -37,26 +37,18 @@ def _refuse(run: RunContext, source: str, target: str, via: str, agent: str | No
     declared = sorted(run.team.edges)
     shown = ", ".join(f"{a} -> {b}" for a, b in declared) or "none"
     reason = f"no edge {source} -> {target}"
-    scope = current_scope()
+    fields = {
+        "agent": agent,
+        "branch": current_scope().branch,
+        "source": source,
+        "target": target,
+        "reason": reason,
+    }
+    # An agent's own message_agent call is a refused message; anything else is a handoff.
     if via == "message_agent":
-        run.log.emit(
-            MessageRefused,
-            agent=agent,
-            branch=scope.branch,
-            source=source,
-            target=target,
-            reason=reason,
-        )
+        run.log.record(MessageRefused, fields)
     else:
-        run.log.emit(
-            HandoffRefused,
-            agent=agent,
-            branch=scope.branch,
-            source=source,
-            target=target,
-            via=via,
-            reason=reason,
-        )
+        run.log.record(HandoffRefused, {**fields, "via": via})
     raise TopologyError(
         f"refused to hand a value from {source!r} to {target!r} via {via}: the team declares "
         f"no edge {source} -> {target} (declared edges: {shown})",
