@@ -10,10 +10,11 @@ from pydantic import BaseModel
 
 from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.calls import ask_structured, finish_output, open_session, render_prompt
+from swarmflow.runtime.calls import finish_output, open_session, render_prompt
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.session import AgentSession
+from swarmflow.runtime.structured import ask_structured
 
 
 class SessionHandle:

@@ -8,21 +8,17 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from swarmflow.core.errors import (
     AgentFailed,
     BudgetExhausted,
     ConfigError,
-    SwarmflowError,
-    ToolError,
-    TopologyError,
 )
-from swarmflow.core.events import MessageSent, SpawnRefused, WorkspaceChanged
+from swarmflow.core.events import WorkspaceChanged
 from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.patch import Patch
 from swarmflow.core.states import EndReason, SessionState
@@ -39,8 +35,8 @@ from swarmflow.runtime.context import (
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.session import AgentSession
+from swarmflow.runtime.structured import ask_structured
 
-ASK_RETRIES = 3
 _BUDGET_REASONS = frozenset(
     {
         EndReason.BUDGET_EXCEEDED,
@@ -72,7 +68,9 @@ async def open_session(
         session.workspace = await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
-        session.messenger = _messenger(run, session)
+        from swarmflow.runtime.messaging import messenger_for  # it calls back into call_agent
+
+        session.messenger = messenger_for(run, session)
     return session
 
 
@@ -232,86 +230,3 @@ def _describe_output(out: AgentOutput) -> str:
     if out.patch is not None and not out.patch.empty:
         parts.append(f"Patch ({', '.join(out.patch.files)}):\n```diff\n{out.patch.diff}```")
     return "\n".join(p for p in parts if p)
-
-
-# -- structured answers ---------------------------------------------------------------------
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-async def ask_structured(
-    session: AgentSession, prompt: str, output: type[BaseModel], retries: int = ASK_RETRIES
-) -> BaseModel | None:
-    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded."""
-    schema = json.dumps(output.model_json_schema())
-    text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n{schema}"
-    for _attempt in range(retries):
-        answer = await session.turn(text)
-        if session.state is not SessionState.DONE:
-            return None
-        try:
-            return parse_structured(answer, output)
-        except ValueError as exc:
-            text = f"That answer was not valid: {exc}\nAnswer again with only the JSON object."
-    raise AgentFailed(
-        f"agent {session.agent.name!r} gave no valid {output.__name__} in {retries} attempts",
-        reason=EndReason.ERROR.value,
-        agent=session.agent.name,
-        session=session.id,
-    )
-
-
-def parse_structured(text: str, output: type[BaseModel]) -> BaseModel:
-    """Validate the JSON object in `text` (bare, fenced, or embedded) against `output`."""
-    errors = []
-    for candidate in _json_candidates(text):
-        try:
-            return output.model_validate_json(candidate)
-        except ValidationError as exc:
-            errors.append(_summarise(exc))
-    detail = errors[0] if errors else "no JSON object found in the answer"
-    raise ValueError(detail)
-
-
-def _json_candidates(text: str) -> list[str]:
-    out = [text.strip()]
-    out.extend(m.group(1).strip() for m in _FENCE.finditer(text))
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        out.append(text[start : end + 1])
-    return [c for c in dict.fromkeys(out) if c]
-
-
-def _summarise(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-    )
-
-
-# -- agent-initiated messages ---------------------------------------------------------------
-
-
-def _messenger(run: RunContext, session: AgentSession) -> Any:
-    async def message_agent(to: str, text: str) -> str:
-        return await send_message(run, session, to, text)
-
-    return message_agent
-
-
-async def send_message(run: RunContext, sender: AgentSession, to: str, text: str) -> str:
-    """Deliver a `message_agent` call: roster and edge checks, then the recipient's answer."""
-    me = sender.agent.name
-    if not run.team.has(to):
-        reason = f"no agent named {to!r}: the roster cannot change within a run"
-        sender._emit(SpawnRefused, requested=to, reason=reason)
-        raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
-    try:
-        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent", agent=me)
-    except TopologyError as exc:
-        raise ToolError(f"refused: {exc.message}") from None
-    sender._emit(MessageSent, source=me, target=to, text=text[:2000])
-    try:
-        reply = await call_agent(to, SourcedStr(text, frozenset({me})))
-    except SwarmflowError as exc:
-        return f"{to} could not answer: {exc}"
-    return reply.text

@@ -1,0 +1,42 @@
+"""Agent-initiated messages: the `message_agent` tool's delivery, roster and edge checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmflow.core.errors import SwarmflowError, ToolError, TopologyError
+from swarmflow.core.events import MessageSent, SpawnRefused
+from swarmflow.core.output import SourcedStr
+from swarmflow.runtime.context import RunContext
+from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.session import AgentSession
+
+
+def messenger_for(run: RunContext, session: AgentSession) -> Any:
+    """The callable behind `session`'s `message_agent` tool."""
+
+    async def message_agent(to: str, text: str) -> str:
+        return await send_message(run, session, to, text)
+
+    return message_agent
+
+
+async def send_message(run: RunContext, sender: AgentSession, to: str, text: str) -> str:
+    """Deliver a `message_agent` call: roster and edge checks, then the recipient's answer."""
+    me = sender.agent.name
+    if not run.team.has(to):
+        reason = f"no agent named {to!r}: the roster cannot change within a run"
+        sender._emit(SpawnRefused, requested=to, reason=reason)
+        raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
+    try:
+        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent", agent=me)
+    except TopologyError as exc:
+        raise ToolError(f"refused: {exc.message}") from None
+    sender._emit(MessageSent, source=me, target=to, text=text[:2000])
+    try:
+        from swarmflow.runtime.calls import call_agent  # calls opens sessions that use this
+
+        reply = await call_agent(to, SourcedStr(text, frozenset({me})))
+    except SwarmflowError as exc:
+        return f"{to} could not answer: {exc}"
+    return reply.text
