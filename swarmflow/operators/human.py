@@ -51,26 +51,26 @@ async def human(
         channel=chosen.name,
         token=token,
     )
+    status = "failed"
     try:
         answer, who, timed_out = await _ask(chosen, question, payload, token, timeout)
-    except BaseException:
-        run.graph.close(node, "failed")
-        raise
-    if timed_out:
-        answer, who = _on_timeout(
-            run, scope.branch, question, timeout=timeout, policy=on_timeout, default=default
+        if timed_out:
+            answer, who = _on_timeout(
+                run, scope.branch, question, timeout=timeout, policy=on_timeout, default=default
+            )
+        else:
+            answer = _convert(answer, output, question)
+        run.log.emit(
+            HumanAnswered,
+            branch=scope.branch,
+            answer=_jsonable(answer),
+            answered_by=who,
+            timed_out=timed_out,
         )
-    else:
-        answer = _convert(answer, output, question)
-    run.log.emit(
-        HumanAnswered,
-        branch=scope.branch,
-        answer=_jsonable(answer),
-        answered_by=who,
-        timed_out=timed_out,
-    )
-    run.graph.close(node)
-    return answer
+        status = "ok"
+        return answer
+    finally:
+        run.graph.close(node, status)
 
 
 async def _ask(

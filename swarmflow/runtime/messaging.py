@@ -26,17 +26,20 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
     me = sender.agent.name
     if not run.team.has(to):
         reason = f"no agent named {to!r}: the roster cannot change within a run"
-        sender._emit(SpawnRefused, requested=to, reason=reason)
+        sender.emit(SpawnRefused, requested=to, reason=reason)
         raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
     try:
         check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent", agent=me)
     except TopologyError as exc:
         raise ToolError(f"refused: {exc.message}") from None
-    sender._emit(MessageSent, source=me, target=to, text=text[:2000])
+    sender.emit(MessageSent, source=me, target=to, text=text[:2000])
     try:
         from swarmflow.runtime.calls import call_agent  # calls opens sessions that use this
 
+        sender.wait_for_teammate()
         reply = await call_agent(to, SourcedStr(text, frozenset({me})))
     except SwarmflowError as exc:
         return f"{to} could not answer: {exc}"
+    finally:
+        sender.resume_tools()
     return reply.text

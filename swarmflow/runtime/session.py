@@ -172,6 +172,14 @@ class AgentSession:
         """How this session's `message_agent` tool reaches teammates (set by the caller)."""
         return self.messenger
 
+    def wait_for_teammate(self) -> None:
+        """A tool call is waiting on another agent (`message_agent`)."""
+        self._to(S.WAITING)
+
+    def resume_tools(self) -> None:
+        if self.state is S.WAITING:
+            self._to(S.RUNNING_TOOLS)
+
     def _append(self, message: Message) -> None:
         self.history.append(message)
         self._history_tokens += message_tokens(message)
@@ -240,9 +248,6 @@ class AgentSession:
             if finish is None:
                 return
             self.last_text = finish.text
-            if not self.agent_goals():
-                self._end(finish.reason)
-                return
             rounds += 1
             decision, note = await self._judge(finish, rounds)
             if decision == "complete":
