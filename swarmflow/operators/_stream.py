@@ -8,16 +8,18 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.runtime.context import RunContext
 
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectSendStream
+
 T = TypeVar("T")
-Producer = Callable[[MemoryObjectSendStream[Any]], Awaitable[None]]
+Producer = Callable[["MemoryObjectSendStream[Any]"], Awaitable[None]]
 
 
 class BackgroundStream(Generic[T]):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Literal
 
 import anyio
@@ -117,6 +116,8 @@ def _token(run: RunContext, branch: str, question: str) -> str:
     key = f"{branch}|{question}"
     count = run.human_answers.get(key, 0)
     run.human_answers[key] = count + 1
+    import hashlib  # only when a person is asked; keeps `import swarmflow` cheap
+
     return hashlib.sha256(f"{key}|{count}".encode()).hexdigest()[:16]
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Ok, Outcome
@@ -23,6 +22,9 @@ from swarmflow.operators._node import operator_node
 from swarmflow.operators._stream import BackgroundStream
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.taskgroup import branch_group
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectSendStream
 
 
 def _limiter(limit: int | None) -> anyio.CapacityLimiter | None:

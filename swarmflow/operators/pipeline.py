@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from swarmflow.core.emptiness import is_empty
 from swarmflow.core.errors import ConfigError
@@ -16,6 +15,9 @@ from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
 from swarmflow.operators._stream import BackgroundStream
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope, enter_scope
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 Stage = Callable[[Any], Awaitable[Any]]
 DEFAULT_LIMIT = 4
