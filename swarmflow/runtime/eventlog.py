@@ -45,6 +45,7 @@ class AgentUsage:
 class _Shape:
     type: str
     envelope: dict[str, Any]
+    tallied: bool
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -59,7 +60,8 @@ def _shape(cls: type[EventBase]) -> _Shape:
         for name, info in fields.items():
             if name not in envelope and name not in _STAMPED and not info.is_required():
                 envelope[name] = info.get_default(call_default_factory=True)
-        shape = _SHAPES[cls] = _Shape(envelope["type"], envelope)
+        kind = envelope["type"]
+        shape = _SHAPES[cls] = _Shape(kind, envelope, tallied=kind == "model_called")
     return shape
 
 
@@ -125,8 +127,9 @@ class EventLog:
         self._secret_re = re.compile(b"|".join(words)) if words else None
 
     @property
-    def _observed(self) -> bool:
-        return self._history is not None or bool(self._waiters)
+    def _all_objects(self) -> bool:
+        """Whether every event needs its model: validation on, history kept, or waiters."""
+        return self._validate or self._history is not None or bool(self._waiters)
 
     @property
     def count(self) -> int:
@@ -148,20 +151,20 @@ class EventLog:
         sinks that want objects (memory, usage tally, waiters), or always when
         `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
         """
-        shape = _shape(cls)
+        shape = _SHAPES.get(cls) or _shape(cls)
         t = self._clock() - self._t0
-        data = {"run_id": self.run_id, "seq": self._seq, "ts": self._wall0 + t, "t": t}
-        data.update(shape.envelope)
-        data.update(fields)
-        self._seq += 1
-        if shape.type == "model_called":
+        seq = self._seq
+        self._seq = seq + 1
+        data = {"run_id": self.run_id, "seq": seq, "ts": self._wall0 + t, "t": t,
+                **shape.envelope, **fields}  # fmt: skip
+        if shape.tallied:
             self._tally(data)
         line = to_json(data, fallback=str)
         if self._secret_re is not None and self._secret_re.search(line):
             line = self._secret_re.sub(REDACTED, line)
             data = json.loads(line)
         event: E | None = None
-        if self._validate or shape.type in self._wanted or self._observed:
+        if self._all_objects or shape.type in self._wanted:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)
