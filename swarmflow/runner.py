@@ -182,9 +182,12 @@ async def _close(
         session.close()
     for closer in ctx.on_close:
         closer()
+    # A run that did not finish keeps its worktrees and branches: nothing done is lost, and a
+    # person (or a resumed run) can pick the work up from them.
+    keep = ctx.keep_workspaces or status != "ok"
     try:
         if ctx.workspaces is not None:
-            await ctx.workspaces.close(keep=ctx.keep_workspaces)
+            await ctx.workspaces.close(keep=keep)
     except SwarmflowError as exc:  # the run's work is done; say what could not be cleaned up
         status, error = "failed", error or exc
     await _close_models(ctx)
