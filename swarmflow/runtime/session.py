@@ -26,6 +26,7 @@ from swarmflow.core.events import (
     SessionEnded,
     SessionStarted,
 )
+from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import (
     Message,
@@ -74,6 +75,7 @@ class AgentSession:
         "_price",
         "_rails",
         "_specs",
+        "_system_message",
         "_tool_runner",
         "agent",
         "closed",
@@ -129,6 +131,7 @@ class AgentSession:
         self._model_name: str | None = getattr(self.model, "name", None)
         self._price = run.prices.price(self._model_name)
         self._ledgers = all_ledgers(self._ledger_heads())
+        self._system_message = Message("system", system) if system else None
         self._specs, spec_tokens = agent_tool_specs(run, agent, tool_specs)
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
         system_tokens = estimate_tokens(system) + 4 if system else 0
@@ -303,9 +306,7 @@ class AgentSession:
         if self._history_tokens > budget:
             self._compact(budget)
         # A snapshot: the request must not change when the history grows afterwards.
-        messages: tuple[Message, ...] = tuple(self.history)
-        if self.system:
-            messages = (Message("system", self.system), *messages)
+        messages = HistoryView(self.history, len(self.history), self._system_message)
         return ModelRequest(
             messages=messages,
             tools=self._specs,
