@@ -137,7 +137,8 @@ async def call_agent(
                 value = None
             else:
                 value = await ask_structured(session, text, output)
-            patch = await _finalize(run, session, workspace is None)
+            owned = workspace is None and session.workspace is not None
+            patch = await _finalize(run, session) if owned else None
         finally:
             session.close()
         result = finish_output(run, session, text, value, patch)
@@ -148,8 +149,9 @@ async def call_agent(
         run.graph.close(node, status)
 
 
-async def _finalize(run: RunContext, session: AgentSession, owned: bool) -> Patch | None:
-    if not owned or session.workspace is None:
+async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
+    """Commit the session's own workspace and record the change."""
+    if session.workspace is None:
         return None
     lines = session.last_text.strip().splitlines()
     summary = lines[0][:72] if lines else "work"

@@ -13,6 +13,10 @@ from swarmflow.runtime.context import RunContext, current_scope
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     """The agents behind `values`: declared provenance, plus the agents whose fingerprinted
     output appears in the plain (untagged) strings among them."""
+    if type(values) is str:  # the common case: a plain prompt, nothing to walk
+        if len(run.fingerprints):
+            return frozenset(run.fingerprints.sources(values))
+        return frozenset()
     found, plain = trace(values, run.product_sources)
     if plain and len(run.fingerprints):
         extra: set[str] = set()
