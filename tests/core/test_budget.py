@@ -144,3 +144,44 @@ def test_one_session_exceeds_by_at_most_one_estimate_error(
         worst = max(worst, actual - estimate)
         r.settle(Charge(tokens=actual, calls=1))
     assert root.spent_tokens <= limit + max(worst, 0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    limit=st.integers(min_value=2_000, max_value=40_000),
+    outputs=st.lists(st.integers(0, 200), min_size=50, max_size=60),
+)
+def test_fifty_concurrent_agent_sessions_never_overspend(limit: int, outputs: list[int]) -> None:
+    """Through the public API: 50+ sessions in parallel, each drawing random usage; calls
+    that would not fit are refused before they are sent, so spend stays within the limit."""
+    from swarmflow import Agent, Team, agent, flow, parallel, run
+    from swarmflow.core.messages import ModelRequest, Usage
+    from swarmflow.testing import FunctionModel, Step
+
+    draws = iter(outputs * 4)
+
+    async def policy(req: ModelRequest) -> Step:
+        await anyio.lowlevel.checkpoint()  # let the other sessions interleave
+        return Step(
+            text="ok", usage=Usage(input=req.estimated_prompt_tokens, output=next(draws, 0))
+        )
+
+    @flow(team=Team([Agent("w", max_output_tokens=200)]), budget={"tokens": limit})
+    async def fan() -> object:
+        async def branch(i: int) -> None:
+            for _ in range(3):
+                await agent("w", f"task {i}")
+
+        return await parallel(branch, n=len(outputs))
+
+    result = anyio.run(lambda: run(fan, model=FunctionModel(policy), events="memory"))
+    spent = result.events[-1].tokens
+    assert spent <= limit
+    sessions = [e for e in result.events if e.type == "session_ended"]
+    calls = sum(1 for e in result.events if e.type == "model_called")
+    assert calls == sum(1 for e in sessions if e.reason == "completed")  # refused: never sent
+    assert all(
+        e.reason in ("completed", "budget exhausted before model call", "budget exceeded")
+        for e in result.events
+        if e.type == "session_ended"
+    )
