@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -30,19 +31,22 @@ PIPELINE_KEYWORDS = ("limit", "buffer")
 HUMAN_KEYWORDS = ("timeout", "on_timeout", "default", "output")
 
 
-class CheckerBase:
-    """State shared by the expression and statement checks."""
+class CheckerBase(ABC):
+    """State shared by the expression and statement checks; the expression checker fills in
+    how values are inferred."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.scope = Scope()
         self.spends: list[Spend] = [Spend()]
 
+    @abstractmethod
     def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
-        raise NotImplementedError
+        """The value an expression node stands for."""
 
+    @abstractmethod
     def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
-        raise NotImplementedError
+        """The value a `|x| { ... }` body gives for parameters of the given values."""
 
     def handoff(self, value: Value, target: str, node: Any, via: str) -> None:
         """The handoff rule, statically: every source of `value` needs an edge to `target`."""

@@ -155,7 +155,7 @@ def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
                 break
             out.append(tok)
     except LexError:
-        pass
+        pass  # the tokens before a lexing error are all the context a hint needs
     return out
 
 

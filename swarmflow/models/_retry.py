@@ -75,14 +75,14 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         try:
             return float(millis) / 1000
         except ValueError:
-            pass
+            pass  # malformed: fall back to Retry-After
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
         return float(value)
     except ValueError:
-        pass
+        pass  # not seconds: an HTTP date, parsed below
     from email.utils import parsedate_to_datetime  # rarely needed; keeps import time down
 
     try:

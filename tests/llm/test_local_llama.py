@@ -70,7 +70,7 @@ def _wait_until_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> Non
                 if answer.status == 200:
                     return
         except (urllib.error.URLError, OSError):
-            pass
+            pass  # not listening yet: try again until the deadline
         time.sleep(0.25)  # a sync fixture polling a subprocess; no event loop to block
     pytest.fail(f"llama.cpp server not ready in {START_TIMEOUT:g} s:\n{log.read_text()}")
 
