@@ -127,9 +127,9 @@ class EventLog:
         self._secret_re = re.compile(b"|".join(words)) if words else None
 
     @property
-    def _all_objects(self) -> bool:
-        """Whether every event needs its model: validation on, history kept, or waiters."""
-        return self._validate or self._history is not None or bool(self._waiters)
+    def _observed(self) -> bool:
+        """Whether someone reads events back as models (history kept, or waiters)."""
+        return self._history is not None or bool(self._waiters)
 
     @property
     def count(self) -> int:
@@ -164,7 +164,7 @@ class EventLog:
             line = self._secret_re.sub(REDACTED, line)
             data = json.loads(line)
         event: E | None = None
-        if self._all_objects or shape.type in self._wanted:
+        if self._validate or shape.type in self._wanted or self._observed:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)

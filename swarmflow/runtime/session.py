@@ -46,6 +46,10 @@ from swarmflow.runtime.toolrun import ToolRunner, agent_tool_specs
 from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
 
 S = SessionState
+# Plain module constants: reading an Enum member off its class goes through a descriptor, and
+# the inner loop reads them on every step.
+IDLE, PRECHECK, CALLING_MODEL = S.IDLE, S.PRECHECK, S.CALLING_MODEL
+RUNNING_TOOLS, WAITING = S.RUNNING_TOOLS, S.WAITING
 NO_USAGE = Usage()
 DEFAULT_CONTEXT_TOKENS = 120_000
 DEFAULT_GOAL_ROUNDS = 5
@@ -113,7 +117,7 @@ class AgentSession:
         self.workspace = workspace
         self.model = run.model_for(agent)
         self._envelope = (agent.name, self.id, scope.branch)
-        self.state = S.IDLE
+        self.state = IDLE
         self.reason: EndReason | None = None
         self.detail = ""
         self.error: BaseException | None = None
@@ -177,11 +181,11 @@ class AgentSession:
 
     def wait_for_teammate(self) -> None:
         """A tool call is waiting on another agent (`message_agent`)."""
-        self._to(S.WAITING)
+        self._to(WAITING)
 
     def resume_tools(self) -> None:
-        if self.state is S.WAITING:
-            self._to(S.RUNNING_TOOLS)
+        if self.state is WAITING:
+            self._to(RUNNING_TOOLS)
 
     def _append(self, message: Message) -> None:
         self.history.append(message)
@@ -199,7 +203,7 @@ class AgentSession:
     async def turn_unlocked(self, content: str) -> str:
         """Run one turn without the turn lock, for a caller that owns the session alone."""
         if self.state.is_end:
-            self._to(S.IDLE)
+            self._to(IDLE)
         self.error = None
         self._append(Message("user", content))
         token = current_session.set(self)
@@ -276,20 +280,20 @@ class AgentSession:
 
     async def _inner_loop(self) -> Finish | None:
         while True:
-            self._to(S.PRECHECK)
+            self._to(PRECHECK)
             if self._precheck_stops():
                 return None
             request = self._build_request()
             reservation = self._reserve(request)
             if reservation is None:
                 return None
-            self._to(S.CALLING_MODEL)
+            self._to(CALLING_MODEL)
             response = await self._call_model(request, reservation)
             if response is None:
                 return None
             if not response.tool_calls:
                 return Finish(EndReason.COMPLETED, response.text or "")
-            self._to(S.RUNNING_TOOLS)
+            self._to(RUNNING_TOOLS)
             finish = await self._tools.run_all(response.tool_calls)
             if finish is not None or self.state.is_end:
                 return finish
@@ -426,7 +430,7 @@ class AgentSession:
             return
         self.closed = True
         self.run.sessions.discard(self)
-        if self.state is S.IDLE:
+        if self.state is IDLE:
             self.state, self.reason = S.DONE, EndReason.COMPLETED
             self.detail = "closed before any turn"
         elif not self.state.is_end:
