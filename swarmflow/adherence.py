@@ -62,9 +62,20 @@ class Adherence:
         lines = [f"adherence: {'yes' if self.adherent else 'NO'}"]
         for a in self.axes:
             mark = "ok " if a.ok else "DEV"
-            lines.append(f"  [{mark}] {a.name:<17} {a.realized}")
+            lines.append(f"  [{mark}] {a.name:<17} {_show(a.realized)}")
             lines.extend(f"          - {d}" for d in a.deviations)
         return "\n".join(lines)
+
+
+def _show(value: Any) -> str:
+    """A realized value for people: `a=1, b=2` rather than a dict's repr."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_show(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(_show(v) for v in value) or "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def adherence(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swarmflow.adherence import adherence
 from swarmflow.core.events import (
     AgentFinished,
     BranchFinished,
@@ -301,15 +302,25 @@ def chosen_index(d: Digest) -> int | None:
 
 def render_report(events: Iterable[EventBase], run_dir: Path | str | None = None) -> str:
     """The closing summary of a run, from its events (and where its directory is)."""
+    events = list(events)
     d = digest(events)
     parts = [
         _header(d),
         _candidates(d),
         _decision(d),
         _usage(d),
+        _organization(events),
         _footer(d, run_dir),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _organization(events: list[EventBase]) -> str:
+    """Whether the declared team and edges were really followed (the adherence axes)."""
+    try:
+        return adherence(events).render()
+    except ValueError:  # a log cut off before run_started has nothing to measure against
+        return ""
 
 
 def report_from_dir(run_dir: Path | str) -> str:

@@ -78,6 +78,7 @@ def test_demo_runs_offline_and_report_prints_the_same_summary_from_the_log(
     assert "← chosen" in summary and "dropped by compact: empty" in summary
     assert "arbiter chose candidate 0, confidence 0.90 (threshold 0.70)" in summary
     assert "candidate 0 applied to branch swarmflow/" in summary and "commit " in summary
+    assert "adherence: yes" in summary and "[ok ] information flow" in summary
     assert "coder 0" in shown.err and "run ok" in shown.err  # the live progress
 
     run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "events.jsonl").exists())
