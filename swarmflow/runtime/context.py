@@ -65,12 +65,18 @@ class RunContext:
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
     goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     tool_specs: dict[str, tuple[list[ToolSpec], int]] = field(default_factory=dict)
+    ledger_sets: dict[tuple[int, str], tuple[Ledger, list[Ledger]]] = field(default_factory=dict)
+    """The ledgers a session charges, by branch ledger and agent (see AgentSession)."""
     """Each agent's tool schemas and their token estimate, computed once per run."""
     context_tokens: int | None = None
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""
     nursery: TaskGroup | None = None
     """The run's task group for background work (streams); cancelled when the flow ends."""
+
+    @property
+    def has_rails(self) -> bool:
+        return bool(self.rails)
 
     def agent_ledger(self, agent: Agent) -> Ledger | None:
         """The per-agent allowance ledger, a child of the run ledger (None if unlimited)."""

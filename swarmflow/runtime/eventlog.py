@@ -121,15 +121,15 @@ class EventLog:
         """Model calls and spend per agent, added up as `model_called` events are recorded."""
         self._validate = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
+        self._update_objects()
         # JSON escapes some characters; look for each secret both raw and as JSON would show it.
         forms = {form for s in secrets for form in (s, json.dumps(s)[1:-1])}
         words = [re.escape(f.encode()) for f in sorted(forms, key=len, reverse=True)]
         self._secret_re = re.compile(b"|".join(words)) if words else None
 
-    @property
-    def _observed(self) -> bool:
-        """Whether someone reads events back as models (history kept, or waiters)."""
-        return self._history is not None or bool(self._waiters)
+    def _update_objects(self) -> None:
+        """Whether every event needs its model: validation on, history kept, or waiters."""
+        self._all_objects = self._validate or self._history is not None or bool(self._waiters)
 
     @property
     def count(self) -> int:
@@ -139,6 +139,7 @@ class EventLog:
         """Keep events in memory so `wait_for` can match events already emitted."""
         if self._history is None:
             self._history = []
+            self._update_objects()
 
     def emit(self, cls: type[E], **fields: Any) -> E | None:
         """Number, serialise, scrub and record one event (see `record`)."""
@@ -164,7 +165,7 @@ class EventLog:
             line = self._secret_re.sub(REDACTED, line)
             data = json.loads(line)
         event: E | None = None
-        if self._validate or shape.type in self._wanted or self._observed:
+        if self._all_objects or shape.type in self._wanted:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)
@@ -194,6 +195,7 @@ class EventLog:
             else:
                 keep.append((pred, flag, slot))
         self._waiters = keep
+        self._update_objects()
 
     async def wait_for(self, predicate: Predicate) -> EventBase:
         """Wait until an event matching `predicate` is emitted (or was, with history kept)."""
@@ -202,6 +204,7 @@ class EventLog:
                 return event
         flag, slot = anyio.Event(), []  # type: ignore[var-annotated]
         self._waiters.append((predicate, flag, slot))
+        self._update_objects()
         await flag.wait()
         return slot[0]  # type: ignore[no-any-return]
 

@@ -131,10 +131,10 @@ class AgentSession:
         self._history_tokens = 0
         self._lock: anyio.Lock | None = None  # made on first `turn`; one-shot calls skip it
         self._goals = run.goals.get(agent.name, ())
-        self._rails = bool(run.rails)
+        self._rails = run.has_rails
         self._model_name: str | None = getattr(self.model, "name", None)
         self._price = run.prices.price(self._model_name)
-        self._ledgers = all_ledgers(self._ledger_heads())
+        self._ledgers = self._ledger_set()
         self._system_message = Message("system", system) if system else None
         self._specs, spec_tokens = agent_tool_specs(run, agent, tool_specs)
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
@@ -151,12 +151,20 @@ class AgentSession:
             self._tool_runner = ToolRunner(self)
         return self._tool_runner
 
-    def _ledger_heads(self) -> list[Ledger]:
-        heads = [self.scope.ledger]
-        allowance = self.run.agent_ledger(self.agent)
-        if allowance is not None:
-            heads.append(allowance)
-        return heads
+    def _ledger_set(self) -> list[Ledger]:
+        """Every ledger a call of this session charges: its branch's chain and its allowance's.
+
+        Cached per branch ledger and agent: thousands of sessions share a handful of sets.
+        """
+        key = (id(self.scope.ledger), self.agent.name)
+        found = self.run.ledger_sets.get(key)
+        if found is None or found[0] is not self.scope.ledger:
+            heads = [self.scope.ledger]
+            allowance = self.run.agent_ledger(self.agent)
+            if allowance is not None:
+                heads.append(allowance)
+            found = self.run.ledger_sets[key] = (self.scope.ledger, all_ledgers(heads))
+        return found[1]
 
     def emit(self, cls: Any, **fields: Any) -> None:
         """Record an event with this session's envelope."""
