@@ -75,6 +75,7 @@ class Ledger:
     __slots__ = (
         "_clock",
         "_started",
+        "limited",
         "limits",
         "name",
         "parent",
@@ -96,6 +97,9 @@ class Ledger:
     ) -> None:
         self.name = name
         self.limits = limits or Limits()
+        lim = self.limits
+        # Most ledgers (shared branches, the run without a budget) limit nothing: skip checks.
+        self.limited = any(x is not None for x in (lim.tokens, lim.cost, lim.calls, lim.seconds))
         self.parent = parent
         self._clock: Clock = clock or (parent._clock if parent else time.monotonic)
         self._started = self._clock()
@@ -189,7 +193,7 @@ class Reservation:
             ledger.spent_tokens += actual.tokens
             ledger.spent_cost += actual.cost
             ledger.spent_calls += actual.calls
-            if ledger._over() and _strictly_over(ledger):
+            if ledger.limited and _strictly_over(ledger):
                 over.append(ledger.name)
         return over
 
@@ -249,6 +253,8 @@ def reserve(heads: Iterable[Ledger], charge: Charge) -> Reservation:
 
 
 def _refuse_if_unfit(ledger: Ledger, charge: Charge) -> None:
+    if not ledger.limited:
+        return
     if ledger._wall_clock_over():
         raise BudgetExhausted(
             f"ledger {ledger.name!r} ran out of wall time ({ledger.limits.seconds}s)",
