@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from swarmflow.cli.model_options import add_model_options, model_from_args
+
 OK, PROBLEMS, USAGE = 0, 1, 2
 
 
@@ -65,6 +67,7 @@ def register(subparsers: Any) -> None:
         help="cap the run's tokens below the flow's own budget",
     )
     run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
+    add_model_options(run)
     run.set_defaults(handler=run_command)
 
 
@@ -238,13 +241,14 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
         options["model"] = demo_model()
         options["human"] = _approve
-    else:
-        options["model"] = args.model
     if args.budget_tokens is not None:
         options["budget"] = {"tokens": args.budget_tokens}
     if args.repo:
         options["repo"] = args.repo
-    return await run(flow, **options, **inputs)
+    if args.demo:
+        return await run(flow, **options, **inputs)
+    async with model_from_args(args) as model:  # our own client: closed when the run ends
+        return await run(flow, model=model, **options, **inputs)
 
 
 def _approve(question: str, payload: Any) -> Any:

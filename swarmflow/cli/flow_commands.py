@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from swarmflow.cli.model_options import add_model_options, model_from_args
 from swarmflow.core.errors import ConfigError, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
@@ -52,6 +53,7 @@ def _register_demo(subparsers: Any) -> None:
         metavar="NAME",
         help="a real model on the OpenAI-compatible endpoint in OPENAI_BASE_URL/OPENAI_API_KEY",
     )
+    add_model_options(demo)
     add("--repo", type=Path, metavar="PATH", help="a git repository to work on (needs --model)")
     add("--task", metavar="TEXT", help="what the coders should do (needs --model)")
     add(
@@ -147,10 +149,8 @@ async def _demo(args: argparse.Namespace) -> RunResult:
     _say(f"human: {human.name}{note}")
     if args.model is None:
         return await _solve(args, target, runs_root / run_id, human, demo_model())
-    from swarmflow.models import OpenAIModel
-
     # Our own client, so its connections are closed when the run is over.
-    async with OpenAIModel(args.model) as model:
+    async with model_from_args(args) as model:
         return await _solve(args, target, runs_root / run_id, human, model)
 
 

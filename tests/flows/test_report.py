@@ -242,11 +242,13 @@ def test_demo_with_a_model_name_runs_against_the_endpoint_in_the_environment(
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         argv = ["demo", "--model", "test-model", "--repo", str(target), "--task", "fix median",
-                "--coders", "1", "--runs-dir", str(tmp_path / "runs")]  # fmt: skip
+                "--coders", "1", "--runs-dir", str(tmp_path / "runs"),
+                "--force-tool-choice", "--timeout", "30"]  # fmt: skip
         args = parse(argv)
         assert args.handler(args) == 0, capsys.readouterr().err
     assert not server.errors
     assert len(server.bodies) == 9
+    assert server.bodies[0]["tool_choice"] == "required"  # --force-tool-choice reached the wire
     assert {t["function"]["name"] for t in server.bodies[0]["tools"]} == {
         "read_file", "list_files", "search", "edit", "write_file", "run_shell", "submit",
     }  # fmt: skip

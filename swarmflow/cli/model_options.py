@@ -1,0 +1,41 @@
+"""Options for a real model on an OpenAI-compatible endpoint, shared by `demo` and `run`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.models import OpenAIModel
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """`--stream`, `--force-tool-choice` and `--timeout`, used with `--model`."""
+    parser.add_argument(
+        "--stream", action="store_true", help="stream the model's answers (with --model)"
+    )
+    parser.add_argument(
+        "--force-tool-choice",
+        action="store_true",
+        help="ask for a tool call whenever tools are offered: some local servers only call "
+        "tools when forced (with --model)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="per-attempt timeout of a model call (default 60; with --model)",
+    )
+
+
+def model_from_args(args: argparse.Namespace) -> OpenAIModel:
+    """The OpenAI-compatible model that `--model` and its options describe."""
+    from swarmflow.models import OpenAIModel
+
+    return OpenAIModel(
+        args.model,
+        stream=args.stream,
+        force_tool_choice=args.force_tool_choice,
+        timeout=args.timeout,
+    )
