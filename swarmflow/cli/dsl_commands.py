@@ -68,6 +68,19 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     add_model_options(run)
+    run.add_argument(
+        "--defer",
+        action="store_true",
+        help="pause the run at a question for a person and print its resume token",
+    )
+    run.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TOKEN=VALUE",
+        help="resume a paused run: the answer to the question with this token (JSON or text); "
+        "implies --defer",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -184,6 +197,7 @@ def run_command(args: argparse.Namespace) -> int:
         return USAGE
     try:
         inputs = _typed_inputs(args)
+        parse_answers(args.answer)
     except ValueError as exc:
         print(f"swarmflow run: {exc}", file=sys.stderr)
         return USAGE
@@ -241,6 +255,10 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
         options["model"] = demo_model()
         options["human"] = _approve
+    if args.defer or args.answer:
+        from swarmflow.channels import DeferredHuman
+
+        options["human"] = DeferredHuman(parse_answers(args.answer))
     if args.budget_tokens is not None:
         options["budget"] = {"tokens": args.budget_tokens}
     if args.repo:
@@ -249,6 +267,22 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
         return await run(flow, **options, **inputs)
     async with model_from_args(args) as model:  # our own client: closed when the run ends
         return await run(flow, model=model, **options, **inputs)
+
+
+def parse_answers(pairs: list[str]) -> dict[str, Any]:
+    """`TOKEN=VALUE` pairs; a value that parses as JSON is taken as JSON, else as text."""
+    import json
+
+    answers: dict[str, Any] = {}
+    for pair in pairs:
+        token, sep, value = pair.partition("=")
+        if not sep or not token:
+            raise ValueError(f"--answer {pair!r}: expected TOKEN=VALUE")
+        try:
+            answers[token] = json.loads(value)
+        except json.JSONDecodeError:
+            answers[token] = value
+    return answers
 
 
 def _approve(question: str, payload: Any) -> Any:
@@ -262,6 +296,7 @@ def _report(result: Any) -> int:
         print(f"error: {type(result.error).__name__}: {result.error}")
     if result.pause_token:
         print(f"paused: answer token {result.pause_token}")
+        print(f"resume: run again with the same inputs and --answer {result.pause_token}=ANSWER")
     print(f"output: {_show(result.output)}")
     print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
     print(f"events: {result.events_path}")
