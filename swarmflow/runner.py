@@ -140,7 +140,9 @@ async def _execute(
                     await _close(ctx, log, status, None)
                 raise
             except Exception as exc:
-                status, error = "failed", exc
+                pause = _pause_inside(exc)
+                status, error = ("paused", pause) if pause else ("failed", exc)
+                token = pause.token if pause else None
             finally:
                 # Work the flow abandoned (an unclosed stream, say) ends with the flow.
                 nursery.cancel_scope.cancel()
@@ -210,6 +212,16 @@ async def _close_models(ctx: RunContext) -> None:
     closer = getattr(ctx.model_for, "aclose", None)
     if closer is not None:
         await closer()
+
+
+def _pause_inside(exc: Exception) -> RunPaused | None:
+    """A pause that a task group wrapped (every member a pause): the run pauses, not fails."""
+    if isinstance(exc, ExceptionGroup):
+        leaves = exc.exceptions
+        if leaves and all(_pause_inside(e) for e in leaves):
+            return _pause_inside(leaves[0])
+        return None
+    return exc if isinstance(exc, RunPaused) else None
 
 
 def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:

@@ -10,7 +10,7 @@ import anyio
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.emptiness import is_empty
-from swarmflow.core.errors import ConfigError
+from swarmflow.core.errors import ConfigError, RunPaused
 from swarmflow.core.events import BranchFinished
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
@@ -139,6 +139,9 @@ class BranchSet:
                     value = await make()
         except anyio.get_cancelled_exc_class():
             self._finish(node, Cancelled(i, branch))
+            raise
+        except RunPaused:  # a control signal, not a failure: the whole run pauses
+            self._finish(node, Cancelled(i, branch, "paused for a person"))
             raise
         except Exception as exc:  # errors travel as data: a failing branch is an outcome
             outcome = Failed(exc, i, branch)

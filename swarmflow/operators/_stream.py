@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 
-from swarmflow.core.errors import ConfigError
+from swarmflow.core.errors import ConfigError, RunPaused
 from swarmflow.runtime.context import RunContext
 
 if TYPE_CHECKING:
@@ -20,6 +20,18 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Producer = Callable[["MemoryObjectSendStream[Any]"], Awaitable[None]]
+
+
+def _unwrap(exc: Exception) -> Exception:
+    """What a task group's wrapping hides: its one exception, or the first of several pauses
+    (a run pauses at one question at a time; resuming reaches the next)."""
+    while isinstance(exc, ExceptionGroup):
+        pauses = [e for e in exc.exceptions if isinstance(e, RunPaused)]
+        if len(exc.exceptions) == 1 or len(pauses) == len(exc.exceptions):
+            exc = exc.exceptions[0]
+        else:
+            break
+    return exc
 
 
 class BackgroundStream(Generic[T]):
@@ -31,6 +43,7 @@ class BackgroundStream(Generic[T]):
         send, self._receive = anyio.create_memory_object_stream[T](buffer)
         self._scope = anyio.CancelScope()
         self._done = anyio.Event()
+        self._error: Exception | None = None
         run.on_close.append(self._receive.close)  # an abandoned stream is closed with the run
         run.nursery.start_soon(self._produce, producer, send)
 
@@ -41,6 +54,8 @@ class BackgroundStream(Generic[T]):
                     await producer(send)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the consumer went away; nothing is waiting for the rest
+        except Exception as exc:  # surfaces to the consumer, not as a crash of the whole run
+            self._error = _unwrap(exc)
         finally:
             self._done.set()
 
@@ -52,6 +67,9 @@ class BackgroundStream(Generic[T]):
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._receive.close()
+            await self._done.wait()  # the producer may still be recording why it stopped
+            if self._error is not None:
+                raise self._error from None
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from swarmflow.core.emptiness import is_empty
-from swarmflow.core.errors import ConfigError
+from swarmflow.core.errors import ConfigError, RunPaused
 from swarmflow.core.events import BranchFinished
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
@@ -137,6 +137,10 @@ class _Plan:
         except anyio.get_cancelled_exc_class():
             self.run.graph.close(node, "cancelled")
             self._record(Cancelled(item.index, branch))
+            raise
+        except RunPaused:  # a control signal, not a failure: the whole run pauses
+            self.run.graph.close(node, "cancelled")
+            self._record(Cancelled(item.index, branch, "paused for a person"))
             raise
         except Exception as exc:  # per-item failure: the other items keep flowing
             self.run.graph.close(node, "failed")

@@ -170,3 +170,30 @@ async def test_scripted_answers_by_list_or_mapping(answers: object) -> None:
 
     result = await run_one([], body, FunctionModel(lambda r: ""), human=answers)
     assert result.output == "a"
+
+
+async def test_a_deferred_question_inside_a_branch_pauses_the_whole_run() -> None:
+    from swarmflow import parallel, pipeline
+
+    async def branch(i: int) -> object:
+        return await human(f"Approve branch {i}?")
+
+    result = await run_one(
+        [], lambda: parallel(branch, n=2), FunctionModel(lambda r: ""), human=DeferredHuman()
+    )
+    assert result.status == "paused" and isinstance(result.error, RunPaused)
+
+    async def staged() -> list[object]:
+        return await pipeline([1, 2], lambda x: human(f"Approve item {x}?")).collect()
+
+    result = await run_one([], staged, FunctionModel(lambda r: ""), human=DeferredHuman())
+    assert result.status == "paused" and isinstance(result.error, RunPaused)
+
+
+def test_pauses_wrapped_by_a_task_group_still_pause_the_run() -> None:
+    from swarmflow.runner import _pause_inside
+
+    first = RunPaused("q1", token="a", question="q1")
+    second = RunPaused("q2", token="b", question="q2")
+    assert _pause_inside(ExceptionGroup("g", [first, ExceptionGroup("h", [second])])) is first
+    assert _pause_inside(ExceptionGroup("g", [first, ValueError("x")])) is None
