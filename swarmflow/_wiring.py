@@ -26,6 +26,13 @@ from swarmflow.testing import check_real_call_allowed
 ModelSpec = Model | str | Callable[[Agent], Model] | None
 
 
+def check_team(flow: Flow[..., Any]) -> None:
+    """Refuse to start a flow whose team declaration has errors (unknown agents in edges)."""
+    errors = [d.message for d in flow.team.check() if d.severity == "error"]
+    if errors:
+        raise ConfigError(f"flow {flow.name!r} declares a broken team: " + "; ".join(errors))
+
+
 def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any]) -> None:
     try:
         flow.signature.bind(**inputs)

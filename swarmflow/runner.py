@@ -16,6 +16,7 @@ from swarmflow._wiring import (
     ModelResolver,
     ModelSpec,
     check_inputs,
+    check_team,
     choose_sinks,
     default_tools,
     human_channel,
@@ -76,6 +77,7 @@ async def run(
     """
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
+    check_team(flow)
     check_inputs(flow, inputs)
     run_id = run_id or new_run_id()
     root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Ok, Outcome
 from swarmflow.operators._branches import (
@@ -25,6 +26,13 @@ from swarmflow.runtime.taskgroup import branch_group
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
+
+
+def _check_options(limit: int | None, first: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise ConfigError(f"parallel(limit={limit}): at least one branch must be able to run")
+    if first is not None and first < 1:
+        raise ConfigError(f"parallel(first={first}): first= counts successes, so it must be >= 1")
 
 
 def _limiter(limit: int | None) -> anyio.CapacityLimiter | None:
@@ -48,6 +56,7 @@ class _Parallel:
         `first=k`, the call returns after k successes and the rest are `Cancelled`.
         """
         makers = branch_makers(items, n, "parallel")
+        _check_options(limit, first)
         detail = {"branches": len(makers), "limit": limit, "split": str(split), "first": first}
         with operator_node("parallel", detail=detail) as (run, scope):
             return await _run_all(
@@ -66,6 +75,7 @@ class _Parallel:
         The branches start at once. Closing the iterator cancels those still running.
         """
         makers = branch_makers(items, n, "parallel.stream")
+        _check_options(limit, None)
         run, parent = current_run("parallel.stream()"), current_scope()
         node = run.graph.open("parallel.stream", parent.branch, parent.node)
         scope = Scope(parent.branch, parent.ledger, node)

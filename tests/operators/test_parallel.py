@@ -192,3 +192,26 @@ async def test_stream_yields_in_completion_order() -> None:
 
     result = await run_one([Agent("w")], body, FunctionModel(policy))
     assert result.output == ["fast", "slow"]
+
+
+async def test_nonsense_options_are_clear_errors() -> None:
+    for bad in ({"limit": 0}, {"first": 0}):
+        result = await run_one(
+            [Agent("w")],
+            lambda bad=bad: parallel(lambda i: agent("w", "x"), n=2, **bad),
+            FunctionModel(lambda r: "ok"),
+        )
+        assert result.status == "failed" and next(iter(bad)) in str(result.error)
+
+
+async def test_a_team_with_an_edge_to_nobody_does_not_start() -> None:
+    import pytest
+
+    from swarmflow import ConfigError, Team, flow, run
+
+    @flow(team=Team([Agent("a")], edges=[("a", "ghost")]))
+    async def f() -> None:
+        return None
+
+    with pytest.raises(ConfigError, match="ghost"):
+        await run(f, model=FunctionModel(lambda r: ""))
