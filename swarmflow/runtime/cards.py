@@ -52,8 +52,3 @@ def render_card(card: str, variables: dict[str, Any], search_path: tuple[str, ..
         raise TemplateError(f"role card {card!r} not found (searched {where})") from None
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"role card {label}, line {exc.lineno}: {exc.message}") from None
-
-
-def render_text(template: str, variables: dict[str, Any]) -> str:
-    """Render a prompt template string with StrictUndefined."""
-    return render_card(template, variables)

@@ -11,21 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import sniffio
 
 if TYPE_CHECKING:
     import asyncio
-
-
-class BranchGroup(Protocol):
-    """What operators need from a task group."""
-
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
-
-    def cancel(self) -> None: ...
 
 
 class _AsyncioGroup:
@@ -80,7 +72,7 @@ class _AsyncioGroup:
             raise cancelled_error
 
 
-def branch_group() -> Any:
+def branch_group() -> _AsyncioGroup | _AnyioGroup:
     """A task group for branches: lean on asyncio, anyio's elsewhere."""
     if sniffio.current_async_library() == "asyncio":
         return _AsyncioGroup()
