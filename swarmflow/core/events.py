@@ -188,6 +188,18 @@ class WorkspaceChanged(EventBase):
     files: list[str] = []
 
 
+class PatchApplied(EventBase):
+    """A candidate's patch landed on an output branch of the target repository."""
+
+    type: Literal["patch_applied"] = "patch_applied"
+    repository: str
+    git_branch: str
+    commit: str
+    files: list[str] = []
+    source_commit: str = ""
+    """The candidate's own commit that was applied."""
+
+
 class HumanRequested(EventBase):
     type: Literal["human_requested"] = "human_requested"
     question: str
@@ -235,6 +247,7 @@ Event = Annotated[
     | RailVetoed
     | GoalEvaluated
     | WorkspaceChanged
+    | PatchApplied
     | HumanRequested
     | HumanAnswered
     | BranchFinished

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.core.budget import BudgetSnapshot
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.events import WorkspaceChanged
+from swarmflow.core.events import PatchApplied
 from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
@@ -328,14 +328,14 @@ async def _apply(target: Path, patch: Patch, branch: str) -> str:
     """Point `branch` at the chosen patch and record the change in the event log."""
     sha = await apply_patch(target, patch, branch)
     run_ctx, scope = current_run("apply"), current_scope()
-    # The flow itself moved a branch of the target, so the log says so like any workspace change.
     run_ctx.log.emit(
-        WorkspaceChanged,
+        PatchApplied,
         branch=scope.branch,
-        workspace="repository",
-        commit=sha,
+        repository=str(target),
         git_branch=branch,
+        commit=sha,
         files=list(patch.files),
+        source_commit=patch.commit,
     )
     return sha
 

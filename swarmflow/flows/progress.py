@@ -19,6 +19,7 @@ from swarmflow.core.events import (
     HumanRequested,
     ModelCalled,
     OutcomesCompacted,
+    PatchApplied,
     RunFinished,
     RunStarted,
     SessionEnded,
@@ -165,6 +166,9 @@ def _note(event: EventBase, rows: dict[str, Row]) -> str:
         )
     if isinstance(event, WorkspaceChanged):
         return _workspace_note(event, rows)
+    if isinstance(event, PatchApplied):
+        files = ", ".join(event.files) or "no files"
+        return f"applied to branch {event.git_branch} at {event.commit[:10]} ({files})"
     if isinstance(event, HumanRequested):
         return f"asking a human ({event.channel}): {_short(event.question, 70)}"
     if isinstance(event, HumanAnswered):
@@ -177,12 +181,11 @@ def _note(event: EventBase, rows: dict[str, Row]) -> str:
 
 
 def _workspace_note(event: WorkspaceChanged, rows: dict[str, Row]) -> str:
-    """A commit by a coder, or the flow moving the output branch."""
+    """A commit in an agent's workspace."""
     files = ", ".join(event.files) or "no files"
     row = rows.get(event.session or "")
-    if row is None:
-        return f"applied to branch {event.git_branch} at {event.commit[:10]} ({files})"
-    return f"{row.label} committed {event.commit[:10]} ({files})"
+    who = row.label if row is not None else (event.agent or "the flow")
+    return f"{who} committed {event.commit[:10]} ({files})"
 
 
 def _short(text: str, width: int) -> str:

@@ -22,6 +22,7 @@ from swarmflow.core.events import (
     HumanRequested,
     ModelCalled,
     OutcomesCompacted,
+    PatchApplied,
     RunFinished,
     RunStarted,
     SessionEnded,
@@ -117,7 +118,7 @@ class Digest:
     candidates: dict[int, CandidateDigest] = field(default_factory=dict)
     human: tuple[str, Any, Any, str] | None = None
     """Question, payload, answer and who answered."""
-    applied: WorkspaceChanged | None = None
+    applied: PatchApplied | None = None
     refusals: list[str] = field(default_factory=list)
     last_t: float = 0.0
 
@@ -189,10 +190,12 @@ def _on_session_ended(d: Digest, e: SessionEnded) -> None:
 
 def _on_workspace_changed(d: Digest, e: WorkspaceChanged) -> None:
     s = d.sessions.get(e.session or "")
-    if s is None:
-        d.applied = e  # no session: the flow itself moved the output branch
-    else:
+    if s is not None:
         s.commit, s.files = e.commit, list(e.files)
+
+
+def _on_patch_applied(d: Digest, e: PatchApplied) -> None:
+    d.applied = e
 
 
 def _on_branch_finished(d: Digest, e: BranchFinished) -> None:
@@ -229,6 +232,7 @@ _FOLD: dict[type[EventBase], Callable[[Digest, Any], None]] = {
     AgentFinished: _on_agent_finished,
     SessionEnded: _on_session_ended,
     WorkspaceChanged: _on_workspace_changed,
+    PatchApplied: _on_patch_applied,
     BranchFinished: _on_branch_finished,
     OutcomesCompacted: _on_compacted,
     HumanRequested: _on_human_requested,
@@ -292,7 +296,7 @@ def chosen_index(d: Digest) -> int | None:
     if d.applied is None:
         return None
     for index, c in d.candidates.items():
-        if c.coder is not None and c.coder.commit == d.applied.commit:
+        if c.coder is not None and c.coder.commit in (d.applied.source_commit, d.applied.commit):
             return index
     return None
 

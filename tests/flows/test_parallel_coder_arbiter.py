@@ -23,6 +23,7 @@ from swarmflow.core.events import (
     HumanAnswered,
     HumanRequested,
     OutcomesCompacted,
+    PatchApplied,
     RunFinished,
     RunStarted,
     SessionEnded,
@@ -130,10 +131,11 @@ def test_the_event_log_is_complete(demo_run: RunResult) -> None:
     assert dropped == [{"index": 2, "reason": "empty"}]
 
     changes = [e for e in events if isinstance(e, WorkspaceChanged)]
-    assert sorted((e.agent or "flow") for e in changes) == ["coder", "coder", "flow"]
-    applied = next(e for e in changes if e.agent is None)
+    assert [e.agent for e in changes] == ["coder", "coder"]
+    (applied,) = [e for e in events if isinstance(e, PatchApplied)]
     assert applied.commit == demo_run.output.commit
     assert applied.git_branch == demo_run.output.output_branch
+    assert applied.source_commit in {e.commit for e in changes}
 
     tests = [e for e in events if isinstance(e, ToolExecuted) and e.agent == "reviewer"]
     assert sorted(e.result.splitlines()[0] for e in tests) == ["exit code: 0", "exit code: 1"]
@@ -158,7 +160,7 @@ def test_a_verdict_below_the_threshold_goes_to_the_human(tmp_path: Path) -> None
         ("perhaps", "scripted"),
         ("n", "scripted"),
     ]
-    assert not [e for e in result.events if isinstance(e, WorkspaceChanged) and e.agent is None]
+    assert not [e for e in result.events if isinstance(e, PatchApplied)]
 
 
 def test_a_crashing_coder_is_a_failed_outcome_and_the_flow_still_finishes(

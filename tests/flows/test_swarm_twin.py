@@ -42,5 +42,6 @@ def test_the_twin_fixes_the_demo_repository(tmp_path: Path) -> None:
     assert fixed.output_branch and suite_passes(target, fixed.output_branch, tmp_path / "clone")
     assert "worktrees" not in git(target, "worktree", "list")  # removed at the end of the run
     kinds = [e.type for e in result.events]
-    assert kinds.count("workspace_changed") >= 3  # two coders' commits and the applied patch
+    assert kinds.count("workspace_changed") == 2  # the two coders' commits
+    assert kinds.count("patch_applied") == 1
     assert kinds[-1] == "run_finished"
