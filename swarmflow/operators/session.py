@@ -57,9 +57,19 @@ class SessionHandle:
         text = render_prompt(message)
         check_handoff(self._run, self.name, message, via="session message", agent=self.name)
         session = await self._open()
-        async with self._turns:
+        await self._take_turn()
+        try:
             await session.turn_unlocked(text)  # this handle's lock already serialises its turns
+        finally:
+            self._turns.release()
         return finish_output(self._run, session, text, None, None)
+
+    async def _take_turn(self) -> None:
+        """Wait for the turn lock; taken at once, without a checkpoint, when nobody holds it."""
+        if self._turns.locked():
+            await self._turns.acquire()
+        else:
+            self._turns.acquire_nowait()
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
         """Run a turn and, with `output=`, return its answer validated as that model.

@@ -171,7 +171,7 @@ def finish_output(
     run: RunContext, session: AgentSession, given: str, value: Any, patch: Patch | None
 ) -> AgentOutput:
     """Fingerprint and tag what the agent produced, then return it or raise."""
-    sources = frozenset({session.agent.name})
+    sources = session.provenance
     run.fingerprints.add(session.agent.name, session.last_text, given)
     if value is not None:
         run.remember_product(value, sources)

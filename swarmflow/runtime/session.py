@@ -90,6 +90,7 @@ class AgentSession:
         "last_text",
         "messenger",
         "model",
+        "provenance",
         "reason",
         "run",
         "scope",
@@ -116,6 +117,8 @@ class AgentSession:
         self.scope = scope
         self.workspace = workspace
         self.model = run.model_for(agent)
+        self.provenance = frozenset({agent.name})
+        """What this session produces carries its agent as provenance."""
         self._envelope = (agent.name, self.id, scope.branch)
         self.state = IDLE
         self.reason: EndReason | None = None
