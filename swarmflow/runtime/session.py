@@ -117,8 +117,7 @@ class AgentSession:
         self.scope = scope
         self.workspace = workspace
         self.model = run.model_for(agent)
-        self.provenance = frozenset({agent.name})
-        """What this session produces carries its agent as provenance."""
+        self.provenance = frozenset({agent.name})  # what this session produces comes from its agent
         self._envelope = (agent.name, self.id, scope.branch)
         self.state = IDLE
         self.reason: EndReason | None = None
