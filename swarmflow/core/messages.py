@@ -129,7 +129,6 @@ class Model(Protocol):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request."""
-        ...
 
 
 def estimate_tokens(text: str | None) -> int:

@@ -23,7 +23,6 @@ class EventSink(Protocol):
     def write(self, event: EventBase | None, line: bytes) -> None:
         """`event` is None for sinks that declare `wants_objects = False` or that list the
         `event_types` they want and this is not one of them."""
-        ...
 
     def close(self) -> None: ...
 
@@ -37,11 +36,9 @@ class Workspace(Protocol):
 
     async def finalize(self, message: str) -> Patch | None:
         """Commit what changed and return the diff against the base (None if not versioned)."""
-        ...
 
     async def release(self, keep: bool = False) -> None:
         """Give the workspace back (remove a worktree unless `keep`)."""
-        ...
 
 
 class WorkspaceProvider(Protocol):
@@ -107,4 +104,3 @@ class HumanChannel(Protocol):
         self, question: str, payload: Any, *, token: str, timeout: float | None
     ) -> tuple[Any, str]:
         """Raise `TimeoutError` when nobody answered within `timeout` seconds."""
-        ...

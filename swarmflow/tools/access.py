@@ -25,11 +25,9 @@ class VersionedFiles(Protocol):
 
     async def read_text(self, path: str, reader: str | None) -> str:
         """The file's text; a `reader` records the version it saw, None only peeks."""
-        ...
 
     async def write_text(self, path: str, content: str, reader: str) -> None:
         """Write unless the reader's snapshot is stale."""
-        ...
 
 
 async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = True) -> str:
