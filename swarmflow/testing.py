@@ -147,6 +147,9 @@ class ScriptedModel:
             raise AssertionError(f"ScriptedModel has unplayed steps: {left}")
 
 
+_PLAIN_REPLIES = (str, Step, ModelResponse, ToolCall, list, tuple)
+"""Replies that are not awaitable: checked first, since `inspect.isawaitable` is slow."""
+
 Policy = Callable[[ModelRequest], "Reply | Awaitable[Reply]"]
 
 
@@ -168,7 +171,7 @@ class FunctionModel:
         if self.record:
             self.requests.append(request)
         reply = self.fn(request)
-        if type(reply) is not str and inspect.isawaitable(reply):
+        if not isinstance(reply, _PLAIN_REPLIES) and inspect.isawaitable(reply):
             reply = await reply
         step = _as_step(reply)
         if step.latency or step.error is not None:

@@ -31,6 +31,8 @@ class FingerprintIndex:
 
     def add(self, agent: str, output: str, given: str = "") -> None:
         """Record `agent`'s output, minus what it was given."""
+        if len(output) < 2 * SHINGLE_WORDS - 1:  # too short to hold one shingle of words
+            return
         own = shingles(output)
         if not own:
             return

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from swarmflow.core.fastinit import fast_init
+
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 
@@ -37,6 +39,7 @@ class ToolCall:
         return value
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One chat message."""
@@ -57,6 +60,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens of one call. `cached_input` is the part of `input` served from a prompt cache."""
@@ -77,6 +81,7 @@ class Usage:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything a model needs for one call."""
@@ -110,6 +115,7 @@ class ModelRequest:
         return self.messages[-1] if self.messages else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """What a model answered."""

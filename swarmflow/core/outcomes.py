@@ -8,9 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from swarmflow.core.fastinit import fast_init
+
 T = TypeVar("T")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Ok(Generic[T]):
     """The branch returned a value."""
@@ -24,6 +27,7 @@ class Ok(Generic[T]):
         return True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Failed:
     """The branch raised."""
@@ -58,6 +62,7 @@ class Cancelled:
         return None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Empty:
     """The branch returned nothing usable: None, an empty string or an empty patch."""

@@ -17,9 +17,13 @@ class Price:
     output: float
 
     def cost(self, usage: Usage) -> float:
-        fresh = max(usage.input - usage.cached_input, 0)
+        return self.cost_of(usage.input, usage.output, usage.cached_input)
+
+    def cost_of(self, input_tokens: int, output_tokens: int, cached: int = 0) -> float:
+        """USD for token counts, without building a `Usage` (the reservation's estimate)."""
+        fresh = max(input_tokens - cached, 0)
         return (
-            fresh * self.input + usage.cached_input * self.cached_input + usage.output * self.output
+            fresh * self.input + cached * self.cached_input + output_tokens * self.output
         ) / 1_000_000
 
 

@@ -19,6 +19,9 @@ class SessionState(StrEnum):
     STOPPED = "stopped"
     ERROR = "error"
 
+    # A member is its value: hash it as the string (C speed) rather than by name in Python.
+    __hash__ = str.__hash__
+
     @property
     def is_end(self) -> bool:
         return self in END_STATES
@@ -41,6 +44,8 @@ class EndReason(StrEnum):
     WALL_CLOCK = "wall clock"
     GOAL_BLOCKED = "goal blocked"
     ERROR = "error"
+
+    __hash__ = str.__hash__
 
 
 DONE_REASONS = frozenset({EndReason.COMPLETED, EndReason.SUBMITTED})

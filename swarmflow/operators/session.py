@@ -12,6 +12,7 @@ from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
 from swarmflow.runtime.calls import finish_output, open_session, render_prompt
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
+from swarmflow.runtime.gate import TurnGate
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
@@ -29,7 +30,7 @@ class SessionHandle:
         self._scope = Scope(parent.branch, parent.ledger, self._node)
         self._session: AgentSession | None = None
         self._opening = anyio.Lock(fast_acquire=True)
-        self._turns = anyio.Lock(fast_acquire=True)
+        self._turns = TurnGate()
 
     @property
     def session(self) -> AgentSession | None:
@@ -56,20 +57,14 @@ class SessionHandle:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         text = render_prompt(message)
         check_handoff(self._run, self.name, message, via="session message", agent=self.name)
-        session = await self._open()
-        await self._take_turn()
+        session = self._session or await self._open()
+        if not self._turns.take():
+            await self._turns.acquire()
         try:
-            await session.turn_unlocked(text)  # this handle's lock already serialises its turns
+            await session.turn_unlocked(text)  # this handle's gate already serialises its turns
         finally:
             self._turns.release()
         return finish_output(self._run, session, text, None, None)
-
-    async def _take_turn(self) -> None:
-        """Wait for the turn lock; taken at once, without a checkpoint, when nobody holds it."""
-        if self._turns.locked():
-            await self._turns.acquire()
-        else:
-            self._turns.acquire_nowait()
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
         """Run a turn and, with `output=`, return its answer validated as that model.

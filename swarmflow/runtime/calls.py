@@ -29,6 +29,7 @@ from swarmflow.runtime.context import (
     Scope,
     current_run,
     current_scope,
+    maybe_run,
     reset_scope,
     set_scope,
 )
@@ -37,6 +38,7 @@ from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
+COMPLETED = EndReason.COMPLETED
 _BUDGET_REASONS = frozenset(
     {
         EndReason.BUDGET_EXCEEDED,
@@ -122,7 +124,7 @@ async def call_agent(
     **card_vars: Any,
 ) -> AgentOutput:
     """Run one fresh session of agent `name` to completion, as a node of the run graph."""
-    run = current_run(f"agent({name!r})")
+    run = maybe_run() or current_run(f"agent({name!r})")
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)
     token = set_scope(Scope(parent.branch, parent.ledger, node))
@@ -182,8 +184,8 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state.value,
-        reason=(session.reason or EndReason.COMPLETED).value,
+        state=session.state._value_,  # the plain string: `.value` is a slow descriptor
+        reason=(session.reason or COMPLETED)._value_,
         provenance=sources,
         detail=session.detail,
     )
@@ -192,6 +194,8 @@ def finish_output(
 
 
 def _raise_for_state(session: AgentSession, out: AgentOutput) -> None:
+    if session.state is not SessionState.ERROR and session.reason not in _BUDGET_REASONS:
+        return
     where = {"agent": session.agent.name, "session": session.id}
     if session.state is SessionState.ERROR:
         err = AgentFailed(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.fastinit import fast_init
 from swarmflow.core.fingerprint import FingerprintIndex
 from swarmflow.core.messages import Model, ToolSpec
 from swarmflow.core.pricing import PriceTable
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from swarmflow.runtime.session import AgentSession
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Where the caller is: its branch path, its ledger and its parent graph node."""
@@ -65,9 +67,11 @@ class RunContext:
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
     goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     tool_specs: dict[str, tuple[list[ToolSpec], int]] = field(default_factory=dict)
+    """Each agent's tool schemas and their token estimate, computed once per run."""
     ledger_sets: dict[tuple[int, str], tuple[Ledger, list[Ledger]]] = field(default_factory=dict)
     """The ledgers a session charges, by branch ledger and agent (see AgentSession)."""
-    """Each agent's tool schemas and their token estimate, computed once per run."""
+    profiles: dict[int, tuple[Agent, Any]] = field(default_factory=dict)
+    """Each declared agent's resolved model, price and tools (see runtime.profile)."""
     context_tokens: int | None = None
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""

@@ -31,9 +31,10 @@ def check_handoff(
 ) -> frozenset[str]:
     """Refuse (event + `TopologyError`) if any source of `values` lacks an edge to `target`."""
     sources = sources_of(run, values)
-    for source in sorted(sources):
-        if not run.team.allows(source, target):
-            _refuse(run, source, target, via, agent)
+    if sources:
+        for source in sorted(sources):
+            if not run.team.allows(source, target):
+                _refuse(run, source, target, via, agent)
     return sources
 
 

@@ -1,0 +1,52 @@
+"""What every session of one agent shares within a run, resolved once per run.
+
+A fan-out starts thousands of sessions of the same agent; each would otherwise resolve the
+model, look up the price, build the tool schemas and copy the tool list again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swarmflow.core.messages import Model, ToolSpec
+from swarmflow.core.pricing import Price
+from swarmflow.core.team import Agent
+from swarmflow.runtime.context import RunContext
+from swarmflow.runtime.toolrun import agent_tool_specs
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProfile:
+    """An agent's model, price, tool schemas and goal evaluators in this run."""
+
+    model: Model
+    model_name: str | None
+    price: Price
+    specs: list[ToolSpec]
+    spec_tokens: int
+    tools: tuple[str, ...]
+    goals: tuple[Any, ...]
+
+
+def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
+    """The agent's profile, built on its first session of the run.
+
+    Keyed by the declaration, not the name: sub-flow teams may reuse a name.
+    """
+    found = run.profiles.get(id(agent))
+    if found is None or found[0] is not agent:
+        model = run.model_for(agent)
+        name: str | None = getattr(model, "name", None)
+        specs, spec_tokens = agent_tool_specs(run, agent)
+        profile = AgentProfile(
+            model=model,
+            model_name=name,
+            price=run.prices.price(name),
+            specs=specs,
+            spec_tokens=spec_tokens,
+            tools=tuple(agent.tools),
+            goals=run.goals.get(agent.name, ()),
+        )
+        found = run.profiles[id(agent)] = (agent, profile)
+    return found[1]
