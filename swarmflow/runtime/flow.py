@@ -43,8 +43,9 @@ class Flow(Generic[P, R]):
         self.card_path = card_path or _default_card_path(fn)
         functools.update_wrapper(self, fn)
 
-    @property
+    @functools.cached_property
     def signature(self) -> inspect.Signature:
+        """The flow function's signature (computed once: every run checks its inputs)."""
         return inspect.signature(self.fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:

@@ -6,6 +6,7 @@ import anyio
 
 from swarmflow.runtime.gate import TurnGate
 
+
 async def test_free_gate_is_taken_at_once_and_released() -> None:
     gate = TurnGate()
     assert gate.take()
