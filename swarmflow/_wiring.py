@@ -21,7 +21,6 @@ from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.human import ConsoleHuman, NoHuman, ScriptedHuman
 from swarmflow.runtime.ports import EventSink, HumanChannel
 from swarmflow.sinks import JsonlSink, MemorySink
-from swarmflow.testing import check_real_call_allowed
 
 ModelSpec = Model | str | Callable[[Agent], Model] | None
 
@@ -108,6 +107,8 @@ class ModelResolver:
             if chosen not in self.built:
                 self.built[chosen] = _openai_model(chosen)
             chosen = self.built[chosen]
+        from swarmflow.testing import check_real_call_allowed  # not needed at import time
+
         check_real_call_allowed(chosen)
         return _instrument(chosen)  # type: ignore[arg-type]
 
