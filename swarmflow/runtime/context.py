@@ -17,7 +17,7 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.fastinit import fast_init
 from swarmflow.core.fingerprint import FingerprintIndex
-from swarmflow.core.messages import Model, ToolSpec
+from swarmflow.core.messages import Model
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.runtime.eventlog import EventLog
@@ -66,8 +66,6 @@ class RunContext:
     human_answers: dict[str, Any] = field(default_factory=dict)
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
     goals: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    tool_specs: dict[str, tuple[list[ToolSpec], int]] = field(default_factory=dict)
-    """Each agent's tool schemas and their token estimate, computed once per run."""
     ledger_sets: dict[tuple[int, str], tuple[Ledger, list[Ledger]]] = field(default_factory=dict)
     """The ledgers a session charges, by branch ledger and agent (see AgentSession)."""
     profiles: dict[int, tuple[Agent, Any]] = field(default_factory=dict)
@@ -77,10 +75,6 @@ class RunContext:
     """Called when the run ends (streams the flow never closed)."""
     nursery: TaskGroup | None = None
     """The run's task group for background work (streams); cancelled when the flow ends."""
-
-    @property
-    def has_rails(self) -> bool:
-        return bool(self.rails)
 
     def agent_ledger(self, agent: Agent) -> Ledger | None:
         """The per-agent allowance ledger, a child of the run ledger (None if unlimited)."""

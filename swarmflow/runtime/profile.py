@@ -32,7 +32,7 @@ class AgentProfile:
 def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
     """The agent's profile, built on its first session of the run.
 
-    Keyed by the declaration, not the name: sub-flow teams may reuse a name.
+    Keyed by the declaration, not the name: sub-flow teams may reuse a name with other tools.
     """
     found = run.profiles.get(id(agent))
     if found is None or found[0] is not agent:

@@ -311,15 +311,21 @@ class AgentSession:
                 return None
             self._to(CALLING_MODEL)
             if self._rails:
-                response = await self._call_model_railed(request, reservation)
-            else:  # the common case, inline: one coroutine frame fewer on every call
-                started = perf_counter()
-                try:
-                    answer = await self.model.complete(request)
-                except BaseException:
-                    reservation.release()
-                    raise
-                response = self._settle(request, answer, reservation, perf_counter() - started)
+                railed = await self._before_model_call(request, reservation)
+                if railed is None:
+                    return None
+                request = railed
+            # The call itself stays inline: one coroutine frame fewer on every model call.
+            started = perf_counter()
+            try:
+                answer = await self.model.complete(request)
+            except BaseException:
+                reservation.release()
+                raise
+            latency = perf_counter() - started
+            if self._rails:
+                answer = await self._rail(Hook.AFTER_MODEL_CALL, answer)
+            response = self._settle(request, answer, reservation, latency)
             if response is None:
                 return None
             if not response.tool_calls:
@@ -381,25 +387,17 @@ class AgentSession:
             self._end(EndReason(exc.reason), exc.message)
             return None
 
-    async def _call_model_railed(
+    async def _before_model_call(
         self, request: ModelRequest, reservation: Reservation
-    ) -> ModelResponse | None:
-        """The model call with the before and after rails around it."""
+    ) -> ModelRequest | None:
+        """The request as the before-call rails amend it; None (session ended) on a veto."""
         try:
-            request = await self._rail(Hook.BEFORE_MODEL_CALL, request)
+            amended: ModelRequest = await self._rail(Hook.BEFORE_MODEL_CALL, request)
         except _Vetoed as veto:
             reservation.release()
             self._end(EndReason.ERROR, veto.message)
             return None
-        started = perf_counter()
-        try:
-            response = await self.model.complete(request)
-        except BaseException:
-            reservation.release()
-            raise
-        latency = perf_counter() - started
-        response = await self._rail(Hook.AFTER_MODEL_CALL, response)
-        return self._settle(request, response, reservation, latency)
+        return amended
 
     def _settle(
         self,

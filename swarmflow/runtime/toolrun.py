@@ -139,22 +139,15 @@ class ToolRunner:
         return result
 
 
-def agent_tool_specs(
-    run: RunContext, agent: Agent, given: list[ToolSpec] | None = None
-) -> tuple[list[ToolSpec], int]:
-    """An agent's tool schemas and their token estimate, computed once per run."""
-    if given is not None:
-        return given, _spec_tokens(given)
-    cached = run.tool_specs.get(agent.name)
-    if cached is None:
-        missing = [name for name in agent.tools if name not in run.tools]
-        if missing:
-            raise ConfigError(
-                f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
-            )
-        specs = [tool_spec(run.tools.get(name)) for name in agent.tools]
-        cached = run.tool_specs[agent.name] = (specs, _spec_tokens(specs))
-    return cached
+def agent_tool_specs(run: RunContext, agent: Agent) -> tuple[list[ToolSpec], int]:
+    """An agent's tool schemas and their token estimate (its `AgentProfile` keeps them)."""
+    missing = [name for name in agent.tools if name not in run.tools]
+    if missing:
+        raise ConfigError(
+            f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
+        )
+    specs = [tool_spec(run.tools.get(name)) for name in agent.tools]
+    return specs, _spec_tokens(specs)
 
 
 def _spec_tokens(specs: list[ToolSpec]) -> int:
