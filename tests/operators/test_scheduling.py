@@ -126,3 +126,27 @@ def test_run_sync_and_input_checking() -> None:
         assert "txt" in str(exc)
     else:
         raise AssertionError("expected an error")
+
+
+async def test_a_subflow_agent_reusing_a_name_keeps_its_own_tools() -> None:
+    """Per-run caches are keyed by declaration: the inner "w" may call tools, the outer may not."""
+    seen: list[tuple[str, ...]] = []
+
+    def policy(request: ModelRequest) -> str:
+        seen.append(tuple(spec.name for spec in request.tools))
+        return "done"
+
+    @flow(team=Team([Agent("w", tools=("read_file",))]))
+    async def inner() -> str:
+        return (await agent("w", "inner")).text
+
+    @flow(team=Team([Agent("w")]))
+    async def outer() -> str:
+        await agent("w", "outer")
+        return await inner()
+
+    result = await run(outer, model=FunctionModel(policy))
+    result.raise_for_status()
+    assert seen == [(), ("read_file",)]
+    started = [e.tools for e in of_type(result, "session_started")]
+    assert started == [[], ["read_file"]]
