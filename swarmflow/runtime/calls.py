@@ -29,7 +29,6 @@ from swarmflow.runtime.context import (
     Scope,
     current_run,
     current_scope,
-    maybe_run,
     reset_scope,
     set_scope,
 )
@@ -124,7 +123,7 @@ async def call_agent(
     **card_vars: Any,
 ) -> AgentOutput:
     """Run one fresh session of agent `name` to completion, as a node of the run graph."""
-    run = maybe_run() or current_run(f"agent({name!r})")
+    run = current_run(f"agent({name!r})")
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)
     token = set_scope(Scope(parent.branch, parent.ledger, node))
