@@ -15,11 +15,11 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.events import ModelRetried
 from swarmflow.core.messages import Model
+from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.team import Agent
 from swarmflow.runtime.context import current_session
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.human import ConsoleHuman, NoHuman, ScriptedHuman
-from swarmflow.runtime.ports import EventSink, HumanChannel
 from swarmflow.sinks import JsonlSink, MemorySink
 
 ModelSpec = Model | str | Callable[[Agent], Model] | None

@@ -31,6 +31,7 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused, SwarmflowError
 from swarmflow.core.events import RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
+from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
@@ -39,7 +40,6 @@ from swarmflow.runtime.calls import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog, environment_secrets
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.ports import EventSink, HumanChannel
 from swarmflow.runtime.rails import Rail, Rails
 from swarmflow.sinks import MemorySink
 

@@ -11,15 +11,14 @@ CORE = {"swarmflow.core"}
 ADAPTERS = {"swarmflow.models", "swarmflow.tools", "swarmflow.workspaces", "swarmflow.sinks"}
 RUNTIME = {"swarmflow.runtime"}
 OPERATORS = {"swarmflow.operators"}
-PORTS = {"swarmflow.runtime.ports"}  # adapters implement the runtime's ports
 
 ALLOWED: dict[str, set[str]] = {
     "swarmflow.core": CORE,
     # Adapters share one layer: the shared workspace uses the tools' path and file helpers.
-    "swarmflow.models": CORE | ADAPTERS | PORTS,
-    "swarmflow.tools": CORE | ADAPTERS | PORTS,
-    "swarmflow.workspaces": CORE | ADAPTERS | PORTS,
-    "swarmflow.sinks": CORE | ADAPTERS | PORTS,
+    "swarmflow.models": CORE | ADAPTERS,
+    "swarmflow.tools": CORE | ADAPTERS,
+    "swarmflow.workspaces": CORE | ADAPTERS,
+    "swarmflow.sinks": CORE | ADAPTERS,
     "swarmflow.runtime": CORE | RUNTIME,
     "swarmflow.operators": CORE | RUNTIME | OPERATORS,
 }

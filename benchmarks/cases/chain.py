@@ -45,7 +45,7 @@ from benchmarks.cases._common import (
 )
 from swarmflow import Agent, Flow, Team, agent, agent_session, budget, compact, flow
 from swarmflow.core.messages import ModelRequest
-from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.testing import FunctionModel, Step, tool_call
 from swarmflow.tools import ArgsModel, ToolRegistry
 

@@ -14,6 +14,7 @@ from swarmflow.cli.model_options import add_model_options, model_from_args
 from swarmflow.core.errors import ConfigError, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
+from swarmflow.core.ports import HumanChannel
 from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
 from swarmflow.flows.progress import ProgressSink
@@ -21,7 +22,6 @@ from swarmflow.flows.report import render_report, report_from_dir
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
 from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult
 from swarmflow.runtime.human import ConsoleHuman, ScriptedHuman
-from swarmflow.runtime.ports import HumanChannel
 from swarmflow.workspaces.git import git_succeeds
 
 USAGE_ERROR = 2

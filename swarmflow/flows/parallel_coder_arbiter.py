@@ -27,6 +27,7 @@ from swarmflow.core.events import PatchApplied
 from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
+from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.team import Agent, Team
 from swarmflow.flows.target_repo import default_test_command
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
@@ -34,7 +35,6 @@ from swarmflow.operators.session import SessionHandle
 from swarmflow.runner import RunResult, run
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.ports import EventSink, HumanChannel
 from swarmflow.workspaces import apply_patch
 
 FLOW_NAME = "parallel_coder_arbiter"

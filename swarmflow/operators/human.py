@@ -9,10 +9,10 @@ from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import ConfigError, HumanError, HumanTimeout
 from swarmflow.core.events import HumanAnswered, HumanRequested
+from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import HUMAN
 from swarmflow.runtime.context import RunContext, current_run, current_scope
 from swarmflow.runtime.handoff import check_handoff
-from swarmflow.runtime.ports import HumanChannel
 
 _NO_DEFAULT: Any = object()
 

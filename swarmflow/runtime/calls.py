@@ -21,6 +21,7 @@ from swarmflow.core.errors import (
 from swarmflow.core.events import WorkspaceChanged
 from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.patch import Patch
+from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
 from swarmflow.runtime.cards import render_card
@@ -33,7 +34,6 @@ from swarmflow.runtime.context import (
     set_scope,
 )
 from swarmflow.runtime.handoff import check_handoff
-from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 

@@ -18,11 +18,11 @@ from swarmflow.core.errors import ConfigError
 from swarmflow.core.fastinit import fast_init
 from swarmflow.core.fingerprint import FingerprintIndex
 from swarmflow.core.messages import Model
+from swarmflow.core.ports import HumanChannel, ToolSource, Workspace, WorkspaceProvider
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.graph import RunGraph
-from swarmflow.runtime.ports import HumanChannel, ToolSource, Workspace, WorkspaceProvider
 from swarmflow.runtime.rails import Rails
 
 if TYPE_CHECKING:

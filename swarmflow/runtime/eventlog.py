@@ -14,7 +14,7 @@ import anyio
 from pydantic_core import to_json
 
 from swarmflow.core.events import EventBase
-from swarmflow.runtime.ports import EventSink
+from swarmflow.core.ports import EventSink
 
 E = TypeVar("E", bound=EventBase)
 Predicate = Callable[[EventBase], bool]

@@ -36,11 +36,11 @@ from swarmflow.core.messages import (
     Usage,
     estimate_tokens,
 )
+from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
-from swarmflow.runtime.ports import Workspace
 from swarmflow.runtime.profile import agent_profile
 from swarmflow.runtime.rails import Hook, RailContext
 from swarmflow.runtime.toolrun import ToolRunner

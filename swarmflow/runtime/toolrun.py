@@ -15,8 +15,8 @@ from pydantic import BaseModel, ValidationError
 from swarmflow.core.errors import ConfigError, SwarmflowError, ToolError
 from swarmflow.core.events import ToolExecuted, ToolRefused
 from swarmflow.core.messages import Message, ToolCall, ToolSpec, estimate_tokens
+from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.states import EndReason
-from swarmflow.runtime.ports import Tool, ToolContext, ToolResult
 from swarmflow.runtime.rails import Hook
 
 if TYPE_CHECKING:

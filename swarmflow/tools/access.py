@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 import anyio.to_thread
 
 from swarmflow.core.errors import ToolError
-from swarmflow.runtime.ports import ToolContext
+from swarmflow.core.ports import ToolContext
 from swarmflow.tools.base import workspace_of
 from swarmflow.tools.paths import resolve_inside
 

@@ -8,7 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from swarmflow.core.errors import ToolError
-from swarmflow.runtime.ports import ToolContext, Workspace
+from swarmflow.core.ports import ToolContext, Workspace
 
 A = TypeVar("A", bound=BaseModel)
 

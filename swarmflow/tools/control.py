@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError, TopologyError
-from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.base import ArgsModel, expect_args
 
 

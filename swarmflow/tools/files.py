@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
-from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import read_text, write_text
 from swarmflow.tools.base import ArgsModel, expect_args
 

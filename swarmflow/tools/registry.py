@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.messages import ToolSpec
-from swarmflow.runtime.ports import Tool, ToolContext, ToolResult
+from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.tools.control import MessageAgent, Submit
 from swarmflow.tools.files import Edit, ReadFile, WriteFile
 from swarmflow.tools.search import ListFiles, Search

@@ -12,7 +12,7 @@ import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
-from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.base import ArgsModel, expect_args, root_of
 from swarmflow.tools.paths import relative_name, resolve_inside
 

@@ -21,7 +21,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
-from swarmflow.runtime.ports import ToolContext, ToolResult
+from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.base import ArgsModel, expect_args, root_of
 
 DEFAULT_TIMEOUT = 60.0

@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 
 from swarmflow.core.errors import ConfigError, WorkspaceError
-from swarmflow.runtime.ports import Workspace
+from swarmflow.core.ports import Workspace
 from swarmflow.workspaces.local import LocalWorkspace
 from swarmflow.workspaces.shared import SharedWorkspace
 from swarmflow.workspaces.worktree import OnCommit, WorktreeWorkspace

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from swarmflow import Agent, HumanTimeout, RunPaused, agent_session, human
 from swarmflow.channels import DeferredHuman, ScriptedHuman
 from swarmflow.core.messages import ModelRequest
-from swarmflow.runtime.ports import HumanChannel
+from swarmflow.core.ports import HumanChannel
 from swarmflow.testing import FunctionModel, ScriptedModel
 from tests.runtime.helpers import of_type, run_one
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from swarmflow.runtime.ports import ToolContext, Workspace
+from swarmflow.core.ports import ToolContext, Workspace
 from swarmflow.tools import ToolRegistry, default_registry
 from swarmflow.workspaces import LocalWorkspace
 

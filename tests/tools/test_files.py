@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swarmflow.runtime.ports import ToolContext
+from swarmflow.core.ports import ToolContext
 from swarmflow.tools import ToolRegistry
 
 from .conftest import make_ctx

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from swarmflow.core.errors import ConfigError, ToolError
-from swarmflow.runtime.ports import Tool, ToolContext, ToolResult
+from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.tools import ArgsModel, ToolRegistry, default_registry, parse_args
 from swarmflow.tools.registry import strip_titles
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmflow.runtime.ports import ToolContext
+from swarmflow.core.ports import ToolContext
 from swarmflow.tools import ToolRegistry, scrubbed_env
 from swarmflow.tools.shell import OUTPUT_CAP, CappedOutput
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.core.errors import ConfigError
-from swarmflow.runtime.ports import Workspace, WorkspaceProvider
+from swarmflow.core.ports import Workspace, WorkspaceProvider
 from swarmflow.workspaces import (
     DefaultWorkspaces,
     LocalWorkspace,

@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from swarmflow.core.errors import ToolError, WorkspaceEscape
-from swarmflow.runtime.ports import ToolContext, Workspace
+from swarmflow.core.ports import ToolContext, Workspace
 from swarmflow.tools import VersionedFiles, default_registry
 from swarmflow.workspaces import SharedWorkspace, StaleWrite
 

@@ -8,7 +8,7 @@ import pytest
 
 from swarmflow.core.errors import WorkspaceError
 from swarmflow.core.patch import Patch
-from swarmflow.runtime.ports import Workspace
+from swarmflow.core.ports import Workspace
 from swarmflow.workspaces import WorktreeWorkspace, apply_patch
 
 from .conftest import run_git

@@ -1,4 +1,5 @@
-"""The ports the runtime needs; adapters (tools, workspaces, sinks, channels) implement them.
+"""The ports the runtime needs. Adapters (tools, workspaces, sinks, channels) implement them,
+so they live in core, where adapters may import them without pointing outward.
 
 The runtime never imports a concrete adapter, `openai` or `subprocess`.
 """
