@@ -7,9 +7,11 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
+import anyio.lowlevel
 from pydantic import BaseModel
 
 from swarmflow.core.errors import (
@@ -57,7 +59,7 @@ async def open_session(
     workspace: Any = None,
 ) -> AgentSession:
     """Check the card variables' handoff, render the card, acquire the workspace."""
-    agent = run.team.get(name)
+    agent = declared_agent(run, name)
     card_vars = card_vars or {}
     if card_vars:
         check_handoff(run, name, card_vars, via="template variable", agent=name)
@@ -73,6 +75,18 @@ async def open_session(
 
         session.messenger = messenger_for(run, session)
     return session
+
+
+def declared_agent(run: RunContext, name: str) -> Agent:
+    """The team's agent called `name`; an unknown name names the closest declared one."""
+    if not isinstance(name, str) or not run.team.has(name):
+        close = difflib.get_close_matches(str(name), run.team.names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        declared = ", ".join(run.team.names) or "no agents"
+        raise ConfigError(
+            f"unknown agent {name!r}{hint}; the team declares {declared}", agent=str(name)
+        )
+    return run.team.get(name)
 
 
 def _borrowed_workspace(run: RunContext, workspace: Any) -> Workspace | None:
@@ -123,6 +137,7 @@ async def call_agent(
     **card_vars: Any,
 ) -> AgentOutput:
     """Run one fresh session of agent `name` to completion, as a node of the run graph."""
+    await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
     run = current_run(f"agent({name!r})")
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)

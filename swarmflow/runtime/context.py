@@ -26,8 +26,6 @@ from swarmflow.runtime.graph import RunGraph
 from swarmflow.runtime.rail_registry import Rails
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
-
     from swarmflow.runtime.session import AgentSession
 
 
@@ -71,10 +69,6 @@ class RunContext:
     profiles: dict[int, tuple[Agent, Any]] = field(default_factory=dict)
     """Each declared agent's resolved model, price and tools (see runtime.profile)."""
     context_tokens: int | None = None
-    on_close: list[Callable[[], None]] = field(default_factory=list)
-    """Called when the run ends (streams the flow never closed)."""
-    nursery: TaskGroup | None = None
-    """The run's task group for background work (streams); cancelled when the flow ends."""
 
     def agent_ledger(self, agent: Agent) -> Ledger | None:
         """The per-agent allowance ledger, a child of the run ledger (None if unlimited)."""
