@@ -34,6 +34,7 @@ from swarmflow.runtime.context import (
     set_scope,
 )
 from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -69,9 +70,7 @@ async def open_session(
         session.workspace = await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
-        from swarmflow.runtime.messaging import messenger_for  # it calls back into call_agent
-
-        session.messenger = messenger_for(run, session)
+        session.messenger = messenger_for(run, session, call_agent)
     return session
 
 
@@ -158,7 +157,7 @@ async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
     summary = lines[0][:72] if lines else "work"
     patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
     if patch is not None and patch.commit and not patch.empty:
-        session._emit(
+        session.emit(
             WorkspaceChanged,
             workspace=session.workspace.kind,
             commit=patch.commit,
