@@ -14,8 +14,8 @@ from swarmflow.runtime.calls import finish_output, open_session, render_prompt
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.gate import TurnGate
 from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.replay import journaled_turn
 from swarmflow.runtime.session import AgentSession
-from swarmflow.runtime.structured import ask_structured
 
 
 class SessionHandle:
@@ -61,7 +61,7 @@ class SessionHandle:
         if not self._turns.take():
             await self._turns.acquire()
         try:
-            await session.turn_unlocked(text)  # this handle's gate already serialises its turns
+            await journaled_turn(session, text, None)  # this handle's gate serialises its turns
         finally:
             self._turns.release()
         return finish_output(self._run, session, text, None, None)
@@ -77,7 +77,7 @@ class SessionHandle:
         check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
         session = await self._open()
         async with self._turns:  # a re-ask must follow its own question, not another sender's
-            value = await ask_structured(session, text, output)
+            value = await journaled_turn(session, text, output)
         finish_output(self._run, session, text, value, None)
         return value
 
