@@ -47,11 +47,11 @@ from swarmflow.run_dirs import (
     sync_sinks,
     write_manifest,
 )
-from swarmflow.runtime.calls import call_agent
+from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog, environment_secrets
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.rails import Rail, Rails
+from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.sinks import MemorySink
 
 DEFAULT_RUNS_ROOT = "runs"

@@ -62,7 +62,7 @@ def resume_command(args: argparse.Namespace) -> int:
     """Load the run's flow again and resume it; 0 when it then ends ok."""
     import anyio
 
-    from swarmflow.cli.dsl_commands import parse_answers
+    from swarmflow.cli.run_commands import parse_answers
     from swarmflow.core.errors import ConfigError
     from swarmflow.run_dirs import open_interrupted
 
