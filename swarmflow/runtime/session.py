@@ -4,7 +4,8 @@ Inner loop, one step per model call: precheck limits, build the context, price a
 call, call the model, settle the actual usage, run the tool calls, record the observations.
 It ends at a final answer, at `submit`, or at a limit. The outer loop asks the agent's goal
 evaluators whether a finished round completes the task, needs another round, or is blocked.
-Rails run at seven hooks; `swarmflow.runtime.rails` says what a veto and an amend do at each.
+Rails run at seven hooks; `swarmflow.runtime.rail_registry` says what a veto and an amend do
+at each.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from swarmflow.core.tokens import message_units, prompt_units
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.profile import agent_profile
-from swarmflow.runtime.rails import Hook, RailContext, Verdict
+from swarmflow.runtime.rail_registry import Hook, RailContext, Verdict
 from swarmflow.runtime.toolrun import ToolRunner
 from swarmflow.runtime.window import fit, history_units
 
@@ -123,7 +124,7 @@ class AgentSession:
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self._history_units = 0
         self._sent_units = 0
-        self._lock: anyio.Lock | None = None  # made on first `turn`; one-shot calls skip it
+        self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
         self._goals = profile.goals
         self._rails = bool(run.rails)
         self._model_name = profile.model_name
@@ -204,17 +205,41 @@ class AgentSession:
             )
         return self._tool_runner
 
+    def adopt_turn(
+        self, messages: list[Message], *, replace: bool, text: str, usage: Usage, steps: int
+    ) -> None:
+        """Take over a turn a resumed run replays from its journal (no model is called)."""
+        if replace:
+            self.history, self._history_units = [], 0
+        for message in messages:
+            self._append(message)
+        self.last_text = text
+        self.steps += steps
+        self.usage += usage
+        # The recorded turn went precheck -> calling model -> done; the replay walks the same
+        # legal path so the session's state is what it would have been.
+        if self.state.is_end:
+            self._to(SessionState.IDLE)
+        self._to(SessionState.PRECHECK)
+        self._to(SessionState.CALLING_MODEL)
+        self._end(EndReason.COMPLETED)
+
     # -- a turn -----------------------------------------------------------------------------
+
+    @property
+    def turn_lock(self) -> anyio.Lock:
+        """The session's one turn lock: `turn` takes it; hold it to run several turns in a row."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
 
     async def turn(self, content: str) -> str:
         """Run one turn on a user message; concurrent turns on one session are serialised."""
-        if self._lock is None:
-            self._lock = anyio.Lock(fast_acquire=True)
-        async with self._lock:
+        async with self.turn_lock:
             return await self.turn_unlocked(content)
 
     async def turn_unlocked(self, content: str) -> str:
-        """Run one turn without the turn lock, for a caller that owns the session alone."""
+        """Run one turn; the caller holds `turn_lock` or owns the session alone."""
         return await self._take_turn(content)
 
     async def _take_turn(self, content: str) -> str:

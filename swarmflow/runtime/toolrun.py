@@ -20,7 +20,7 @@ from swarmflow.core.events import ToolExecuted, ToolRefused
 from swarmflow.core.messages import Message, ToolCall
 from swarmflow.core.ports import Emit, ToolContext, ToolResult, ToolSource
 from swarmflow.core.toolcalls import invoke, parse_args, validate_args
-from swarmflow.runtime.rails import Hook, Verdict
+from swarmflow.runtime.rail_registry import Hook, Verdict
 
 LOOP_BLOCK_LIMIT = 3
 """Identical calls with identical results in a row that count as a loop."""
