@@ -6,7 +6,7 @@ from typing import Any
 
 from swarmflow import Flow, agent, agent_session, human
 from swarmflow.dsl.examples_support import Review, Triage
-from swarmflow.runtime.calls import render_prompt
+from swarmflow.runtime.prompts import render_prompt
 
 
 async def review_loop(task: str) -> str:
