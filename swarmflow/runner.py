@@ -46,6 +46,17 @@ from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
+from swarmflow.run_dirs import (
+    Durability,
+    Interrupted,
+    claim,
+    open_interrupted,
+    open_journal,
+    release,
+    resumed,
+    sync_sinks,
+    write_manifest,
+)
 from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.background import BranchWork, owning
 from swarmflow.runtime.context import RunContext, Scope, running
@@ -79,14 +90,20 @@ async def run(
     goals: Mapping[str, Sequence[Any]] | None = None,
     keep_workspaces: bool = False,
     context_tokens: int | None = None,
+    resume: str | Path | None = None,
+    strict: bool = False,
+    durability: Durability = "write",
     raise_on_failure: bool = True,
     **inputs: Any,
 ) -> RunResult:
     """Execute `flow` with `inputs` (its parameters, by name) and return its `RunResult`.
 
     `events` picks the built-in sinks ("both", "jsonl", "memory", or your own list); `sinks`
-    adds more beside them (a progress display, say). `run_id` names the run directory. A
-    paused run returns with `status="paused"`.
+    adds more beside them (a progress display, say). `run_id` names the run directory.
+    `resume=RUN_DIR` goes on with an interrupted run (docs/durability.md): finished calls are
+    replayed from its journal; `strict=True` refuses a flow that no longer matches it.
+    `durability="fsync"` also syncs every event and journal record to disk. A paused run
+    returns with `status="paused"`.
 
     Raises:
         FlowFailed: the run failed (its `RunResult` is on `.result`, the cause chained);
@@ -97,13 +114,24 @@ async def run(
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     check_team(flow)
+    interrupted = open_interrupted(resume) if resume is not None else None
+    if interrupted is not None:
+        run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
     check_inputs(flow, inputs, options=RUN_OPTIONS)
     run_id = run_id or new_run_id()
     root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
-    run_dir = (root / run_id).resolve()  # worktrees and tools must not depend on the cwd
+    # Worktrees and tools must not depend on the cwd.
+    run_dir = interrupted.run_dir if interrupted else (root / run_id).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
+    claim(run_dir)
     memory, chosen = choose_sinks(events, run_dir)
-    log = EventLog(run_id, [*chosen, *sinks], secrets=environment_secrets(model_secrets(model)))
+    log = EventLog(
+        run_id,
+        sync_sinks([*chosen, *sinks], durability),
+        secrets=environment_secrets(model_secrets(model)),
+        start_seq=interrupted.log.next_seq if interrupted else 0,
+    )
+    write_manifest(run_dir, flow, inputs, repo=repo, model=model)
     ctx = RunContext(
         run_id=run_id,
         run_dir=run_dir,
@@ -120,8 +148,9 @@ async def run(
         keep_workspaces=keep_workspaces,
         goals={k: tuple(v) for k, v in (goals or {}).items()},
         context_tokens=context_tokens,
+        journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
     )
-    result = await _execute(ctx, flow, inputs, memory)
+    result = await _execute(ctx, flow, inputs, memory, interrupted)
     if result.status == "failed" and raise_on_failure:
         raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error
     return result
@@ -151,6 +180,9 @@ def run_sync(
     goals: Mapping[str, Sequence[Any]] | None = None,
     keep_workspaces: bool = False,
     context_tokens: int | None = None,
+    resume: str | Path | None = None,
+    strict: bool = False,
+    durability: Durability = "write",
     raise_on_failure: bool = True,
     **inputs: Any,
 ) -> RunResult:
@@ -172,6 +204,9 @@ def run_sync(
         goals=goals,
         keep_workspaces=keep_workspaces,
         context_tokens=context_tokens,
+        resume=resume,
+        strict=strict,
+        durability=durability,
         raise_on_failure=raise_on_failure,
         **inputs,
     )
@@ -184,16 +219,20 @@ async def _execute(
     flow: Flow[..., Any],
     inputs: dict[str, Any],
     memory: MemorySink | None,
+    interrupted: Interrupted | None = None,
 ) -> RunResult:
-    ctx.log.emit(
-        RunStarted,
-        flow=flow.name,
-        inputs=jsonable(inputs),
-        limits=limits_of(ctx.ledger),
-        agents=flow.team.names,
-        edges=[list(e) for e in flow.team.edges],
-        roles=roles_of(flow),
-    )
+    if interrupted is not None:
+        resumed(ctx, flow.name, interrupted)
+    else:
+        ctx.log.emit(
+            RunStarted,
+            flow=flow.name,
+            inputs=jsonable(inputs),
+            limits=limits_of(ctx.ledger),
+            agents=flow.team.names,
+            edges=[list(e) for e in flow.team.edges],
+            roles=roles_of(flow),
+        )
     try:
         output, status, error, token = await _attempt(ctx, flow, inputs)
     except BaseException:  # cancelled from outside (or interrupted): record it, then go on out
@@ -283,6 +322,9 @@ async def _close(
         graph=ctx.graph.mermaid(),
     )
     log.close()
+    if ctx.journal is not None:
+        ctx.journal.close()
+    release(ctx.run_dir)
     return status, error
 
 

@@ -63,8 +63,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="TOKEN=VALUE",
-        help="resume a paused run: the answer to the question with this token (JSON or text); "
-        "implies --defer",
+        help="refused here: answers go to the paused run, with "
+        "`swarmflow resume RUN_DIR --answer TOKEN=VALUE`",
     )
     run.set_defaults(handler=run_command)
 
@@ -92,9 +92,15 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return USAGE
+    if args.answer:
+        print(
+            "swarmflow run: an answer belongs to the paused run that asked; give it with "
+            "swarmflow resume RUN_DIR --answer TOKEN=VALUE",
+            file=sys.stderr,
+        )
+        return USAGE
     try:
         inputs = _typed_inputs(args)
-        parse_answers(args.answer)
     except ValueError as exc:
         print(f"swarmflow run: {exc}", file=sys.stderr)
         return USAGE
@@ -156,10 +162,10 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
         options["model"] = demo_model()
         options["human"] = _approve
-    if args.defer or args.answer:
+    if args.defer:
         from swarmflow.channels import DeferredHuman
 
-        options["human"] = DeferredHuman(parse_answers(args.answer))
+        options["human"] = DeferredHuman()
     options["budget"] = lowered_budget(flow.limits, args)
     options["raise_on_failure"] = False  # a failed run is reported, not a traceback
     if args.repo:
@@ -210,7 +216,7 @@ def _report(result: Any) -> int:
             print(f"  at {where}")
     if result.pause_token:
         print(f"paused: answer token {result.pause_token}")
-        print(f"resume: run again with the same inputs and --answer {result.pause_token}=ANSWER")
+        print(f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE")
     print(f"output: {_show(result.output)}")
     print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
     print(f"events: {result.events_path}")

@@ -17,8 +17,9 @@ DOCS = ROOT / "docs" / "dsl.md"
 # `graph` numbers nodes in creation order, which is scheduling, not behaviour; the
 # equivalence test compares the graphs' nodes separately (`graph_nodes`).
 VOLATILE = frozenset(
-    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph"}
-)
+    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph",
+     "token"}  # a person's resume token is bound to its run
+)  # fmt: skip
 
 
 def flow_text(
@@ -67,3 +68,8 @@ def graph_nodes(events: list[EventBase]) -> list[str]:
 
 def of_type(events: list[EventBase], kind: str) -> list[Any]:
     return [e for e in events if e.type == kind]
+
+
+def passed(value: Any) -> Any:
+    """A Python callable for flows under test: gives back what it is given."""
+    return value
