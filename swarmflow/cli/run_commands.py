@@ -209,9 +209,9 @@ def _approve(question: str, payload: Any) -> Any:
 
 def _report(result: Any) -> int:
     print(f"status: {result.status}")
-    if result.error is not None and result.status != "paused":
+    if result.error is not None:
         print(f"error: {type(result.error).__name__}: {result.error}")
-        where = flow_line(result.error)
+        where = flow_line(result.error) if result.status == "failed" else None
         if where is not None:
             print(f"  at {where}")
     if result.pause_token:

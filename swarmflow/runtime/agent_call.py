@@ -158,6 +158,7 @@ async def call_agent(
     token = set_scope(scope)
     status = "failed"
     try:
+        declared_agent(run, name)
         text = render_prompt(prompt)
         check_handoff(run, name, prompt, via="prompt", agent=name)
         if run.journal is not None:
