@@ -33,12 +33,13 @@ from swarmflow.core.events import RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.pricing import Price, PriceTable
+from swarmflow.core.secrets import secret_values
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
 from swarmflow.runtime.calls import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
-from swarmflow.runtime.eventlog import EventLog, environment_secrets
+from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rails import Rail, Rails
 from swarmflow.sinks import MemorySink
@@ -85,7 +86,7 @@ async def run(
     run_dir.mkdir(parents=True, exist_ok=True)
     memory, chosen = choose_sinks(events, run_dir)
     sinks = [*chosen, *sinks]
-    log = EventLog(run_id, sinks, secrets=environment_secrets(model_secrets(model)))
+    log = EventLog(run_id, sinks, secrets=secret_values(extra=model_secrets(model)))
     limits = merge_limits(flow.limits, Limits.coerce(budget))
     resolver = ModelResolver(model)
     ctx = RunContext(

@@ -13,7 +13,7 @@ from swarmflow.core.output import AgentOutput
 from swarmflow.runtime.calls import finish_output, open_session, render_prompt
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.gate import TurnGate
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -56,7 +56,9 @@ class SessionHandle:
     async def send(self, message: Any) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         text = render_prompt(message)
-        check_handoff(self._run, self.name, message, via="session message", agent=self.name)
+        check_outgoing(
+            self._run, self.name, text, values=message, via="session message", agent=self.name
+        )
         session = self._session or await self._open()
         if not self._turns.take():
             await self._turns.acquire()
@@ -74,7 +76,9 @@ class SessionHandle:
         if output is None:
             return await self.send(prompt)
         text = render_prompt(prompt)
-        check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
+        check_outgoing(
+            self._run, self.name, text, values=prompt, via="session message", agent=self.name
+        )
         session = await self._open()
         async with self._turns:  # a re-ask must follow its own question, not another sender's
             value = await ask_structured(session, text, output)

@@ -33,7 +33,7 @@ from swarmflow.runtime.context import (
     reset_scope,
     set_scope,
 )
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing, remember_output
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -59,9 +59,11 @@ async def open_session(
     """Check the card variables' handoff, render the card, acquire the workspace."""
     agent = run.team.get(name)
     card_vars = card_vars or {}
-    if card_vars:
-        check_handoff(run, name, card_vars, via="template variable", agent=name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
+    if card_vars or system:
+        check_outgoing(
+            run, name, system or "", values=card_vars, via="template variable", agent=name
+        )
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
@@ -130,7 +132,7 @@ async def call_agent(
     status = "failed"
     try:
         text = render_prompt(prompt)
-        check_handoff(run, name, prompt, via="prompt", agent=name)
+        check_outgoing(run, name, text, values=prompt, via="prompt", agent=name)
         session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
         try:
             if output is None:  # a fresh session has no other caller to serialise with
@@ -173,9 +175,6 @@ def finish_output(
 ) -> AgentOutput:
     """Fingerprint and tag what the agent produced, then return it or raise."""
     sources = session.provenance
-    run.fingerprints.add(session.agent.name, session.last_text, given)
-    if value is not None:
-        run.remember_product(value, sources)
     out = AgentOutput(
         agent=session.agent.name,
         session=session.id,
@@ -188,6 +187,7 @@ def finish_output(
         provenance=sources,
         detail=session.detail,
     )
+    remember_output(run, session, out)
     _raise_for_state(session, out)
     return out
 
