@@ -37,11 +37,11 @@ from swarmflow.core.secrets import secret_values
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
-from swarmflow.runtime.calls import call_agent
+from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.rails import Rail, Rails
+from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.sinks import MemorySink
 
 DEFAULT_RUNS_ROOT = "runs"

@@ -46,7 +46,7 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
     sender.emit(MessageSent, source=me, target=to, text=preview(text, _MESSAGE_PREVIEW))
     token = _chain.set((*chain, f"{me} -> {to}"))
     try:
-        from swarmflow.runtime.calls import call_agent  # calls opens sessions that use this
+        from swarmflow.runtime.agent_call import call_agent  # calls opens sessions that use this
 
         sender.wait_for_teammate()
         reply = await call_agent(to, SourcedStr(text, frozenset({me})))
