@@ -14,8 +14,8 @@ from swarmflow.runtime.agent_call import finish_output, open_session
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.handoff import check_outgoing
 from swarmflow.runtime.prompts import render_prompt
+from swarmflow.runtime.replay import journaled_turn
 from swarmflow.runtime.session import AgentSession
-from swarmflow.runtime.structured import ask_structured
 
 
 class SessionHandle:
@@ -59,7 +59,8 @@ class SessionHandle:
             self._run, self.name, text, values=message, via="session message", agent=self.name
         )
         session = self._session or await self._open()
-        await session.turn(text)
+        async with session.turn_lock:
+            await journaled_turn(session, text, None)
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
@@ -75,7 +76,7 @@ class SessionHandle:
         )
         session = await self._open()
         async with session.turn_lock:  # a re-ask follows its own question, not another sender's
-            value = await ask_structured(session, text, output)
+            value = await journaled_turn(session, text, output)
         finish_output(self._run, session, text, value, None)
         return value
 

@@ -118,14 +118,16 @@ class EventLog:
         *,
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.perf_counter,
+        start_seq: int = 0,
     ) -> None:
+        """`start_seq`: a resumed run goes on numbering where its log stopped."""
         self.run_id = run_id
         self.sinks = list(sinks)
         self.redactor = Redactor(secrets)
         """The run's secret policy; sinks that print text of their own scrub it with this."""
         self._clock = clock
         self._t0 = clock()
-        self._seq = 0
+        self._seq = start_seq
         self._wall0 = time.time()
         self.usage: dict[str, AgentUsage] = {}
         """Model calls and spend per agent, added up as `model_called` events are recorded."""

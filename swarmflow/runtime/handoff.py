@@ -71,27 +71,26 @@ def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     return found
 
 
-def remember_output(run: RunContext, session: AgentSession, out: AgentOutput) -> None:
+def remember_output(run: RunContext, agent: str, out: AgentOutput, given: str) -> None:
     """Fingerprint and tag everything an agent call produced: its text, its structured value
-    (as rendered and string by string), its patch and diff."""
-    name, sources = session.agent.name, out.provenance
-    given = _given(session)
-    run.fingerprints.add(name, out.text, given)
+    (as rendered and string by string), its patch and diff. `given`: see `given_to`."""
+    sources = out.provenance
+    run.fingerprints.add(agent, out.text, given)
     if out.value is not None:
         run.remember_product(out.value, sources)
-        run.fingerprints.add(name, shown_text(out.value), given)
+        run.fingerprints.add(agent, shown_text(out.value), given)
     if out.patch is not None:
         run.remember_product(out.patch, sources)
-        run.fingerprints.add(name, out.patch.diff, given)
+        run.fingerprints.add(agent, out.patch.diff, given)
 
 
 def remember_message(run: RunContext, session: AgentSession, text: str) -> None:
     """Fingerprint a `message_agent` text as its sender's product: what the sender relays of
     what it was given is then its own, as it would be in its answer."""
-    run.fingerprints.add(session.agent.name, text, _given(session))
+    run.fingerprints.add(session.agent.name, text, given_to(session))
 
 
-def _given(session: AgentSession) -> str:
+def given_to(session: AgentSession) -> str:
     """What the flow gave the agent (its card and the messages sent to it); tool results are
     not included: a file the agent wrote and read back is still its own product."""
     parts = [session.system or ""]
