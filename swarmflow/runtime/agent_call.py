@@ -191,7 +191,7 @@ async def _call(
         session.close()
     result = finish_output(run, session, text, value, patch)
     if journaled is not None:
-        record_call(run, journaled[0], session, result, given_to(session))
+        record_call(run, journaled[0], session, result, text)
     return result
 
 
