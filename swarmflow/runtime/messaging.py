@@ -7,12 +7,13 @@ the model is told why, instead of sessions nesting until the interpreter's stack
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
 from swarmflow.core.errors import SwarmflowError, ToolError, TopologyError
 from swarmflow.core.events import MessageRefused, MessageSent, SpawnRefused
-from swarmflow.core.output import SourcedStr
+from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.secrets import preview
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.handoff import check_outgoing, remember_message
@@ -23,17 +24,22 @@ MAX_MESSAGE_DEPTH = 8
 _MESSAGE_PREVIEW = 2000
 _chain: ContextVar[tuple[str, ...]] = ContextVar("swarmflow_message_chain", default=())
 
+CallAgent = Callable[[str, SourcedStr], Awaitable[AgentOutput]]
+"""Runs the recipient agent on a message and returns its output (the `agent` operator's call)."""
 
-def messenger_for(run: RunContext, session: AgentSession) -> Any:
-    """The callable behind `session`'s `message_agent` tool."""
+
+def messenger_for(run: RunContext, session: AgentSession, call: CallAgent) -> Any:
+    """The callable behind `session`'s `message_agent` tool; `call` runs the recipient."""
 
     async def message_agent(to: str, text: str) -> str:
-        return await send_message(run, session, to, text)
+        return await send_message(run, session, to, text, call)
 
     return message_agent
 
 
-async def send_message(run: RunContext, sender: AgentSession, to: str, text: str) -> str:
+async def send_message(
+    run: RunContext, sender: AgentSession, to: str, text: str, call: CallAgent
+) -> str:
     """Deliver a `message_agent` call: roster, edge and depth checks, then the recipient's
     answer."""
     me = sender.agent.name
@@ -46,10 +52,8 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
     sender.emit(MessageSent, source=me, target=to, text=preview(text, _MESSAGE_PREVIEW))
     token = _chain.set((*chain, f"{me} -> {to}"))
     try:
-        from swarmflow.runtime.agent_call import call_agent  # calls opens sessions that use this
-
         sender.wait_for_teammate()
-        reply = await call_agent(to, SourcedStr(text, frozenset({me})))
+        reply = await call(to, SourcedStr(text, frozenset({me})))
     except SwarmflowError as exc:
         return f"{to} could not answer: {exc}"
     finally:
