@@ -50,7 +50,6 @@ from swarmflow.runtime.replay import (
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
-COMPLETED = EndReason.COMPLETED
 _BUDGET_REASONS = frozenset(
     {
         EndReason.BUDGET_EXCEEDED,
@@ -270,8 +269,8 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state._value_,  # the plain string: `.value` is a slow descriptor
-        reason=(session.reason or COMPLETED)._value_,
+        state=session.state.value,
+        reason=(session.reason or EndReason.COMPLETED).value,
         provenance=sources,
         detail=session.detail,
     )
