@@ -1,5 +1,6 @@
 """The dataflow executor: each step starts as soon as the steps it depends on are done.
 
+The order comes from the standard library's `graphlib.TopologicalSorter` over the step graph.
 A chain of steps runs in the caller's task, exactly as the same awaits written in Python
 would. Once two steps are ready at once, they run concurrently in an anyio task group
 (started in source order; each task carries on with a step it made ready). A failing step
@@ -11,6 +12,8 @@ opened are closed when it ends, however it ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+from graphlib import TopologicalSorter
 from typing import Any
 
 import anyio
@@ -63,7 +66,8 @@ class _GraphRun:
         self.graph = graph
         self.env = env
         self.order = graph.order()
-        self.waiting = {sid: graph.graph.in_degree(sid) for sid in graph.steps}
+        self.sorter = TopologicalSorter({sid: s.depends_on() for sid, s in graph.steps.items()})
+        self.sorter.prepare()
         self.results: dict[str, dict[str, Any]] = {}
         self.returned: Returned | None = None
         self.error: BaseException | None = None
@@ -80,7 +84,7 @@ class _GraphRun:
 
     async def _drive(self) -> None:
         """Run a chain in this task; open a task group only once two steps are ready."""
-        ready = [sid for sid, count in self.waiting.items() if count == 0]
+        ready = self._ready()
         while len(ready) == 1:
             ready = await self._run_one(ready[0])
         if not ready:
@@ -113,12 +117,12 @@ class _GraphRun:
             self.returned = out
             return []  # every later step waits on this one, so none of them starts
         self.results[sid] = out
-        ready = []
-        for nxt in sorted(self.graph.graph.successors(sid), key=self.order.__getitem__):
-            self.waiting[nxt] -= 1
-            if self.waiting[nxt] == 0:
-                ready.append(nxt)
-        return ready
+        self.sorter.done(sid)
+        return self._ready()
+
+    def _ready(self) -> list[str]:
+        """Steps whose dependencies are all done, in source order."""
+        return sorted(self.sorter.get_ready(), key=self.order.__getitem__)
 
     def _result(self) -> GraphResult:
         if self.returned is not None:
@@ -149,8 +153,10 @@ class _GraphRun:
             return {}
         if isinstance(stmt, ast.Session):
             return await self._open(step, stmt, ev)
-        if isinstance(stmt, ast.If):
-            return await self._if(step, stmt, ev)
+        if isinstance(stmt, ast.If | ast.Match):
+            return await self._branch(step, stmt, ev)
+        if isinstance(stmt, ast.Loop):
+            return await self._loop(step, stmt, ev)
         if isinstance(stmt, ast.Return):
             return Returned(await ev.evaluate(stmt.value) if stmt.value is not None else None)
         assert isinstance(stmt, ast.Assign | ast.ExprStmt)
@@ -173,8 +179,15 @@ class _GraphRun:
             while self.handles:
                 await self._close(self.handles[-1])
 
-    async def _if(self, step: Step, stmt: ast.If, ev: Evaluator) -> dict[str, Any] | Returned:
-        chosen = step.branches[0] if await ev.evaluate(stmt.cond) else step.branches[1]
+    async def _branch(
+        self, step: Step, stmt: ast.If | ast.Match, ev: Evaluator
+    ) -> dict[str, Any] | Returned:
+        """Run the branch the condition (or the matched arm) picks, if any."""
+        if isinstance(stmt, ast.If):
+            chosen = step.branches[0] if await ev.evaluate(stmt.cond) else step.branches[1]
+        else:
+            index = arm_for(await ev.evaluate(stmt.subject), stmt.arms)
+            chosen = step.branches[index] if index is not None else None
         finals: dict[str, Any] = {}
         if chosen is not None:
             result = await run_graph(self.rt, chosen, ev.values)
@@ -182,3 +195,28 @@ class _GraphRun:
                 return Returned(result.value)
             finals = result.finals
         return {name: finals.get(name, ev.values.get(name, UNSET)) for name in step.writes}
+
+    async def _loop(self, step: Step, stmt: ast.Loop, ev: Evaluator) -> dict[str, Any] | Returned:
+        """Rounds one after another; what a round assigns is what the next one reads."""
+        rounds = await ev.loop_rounds(stmt)
+        env = dict(ev.values)
+        for item in rounds:
+            if stmt.var is not None:
+                env[stmt.var.id] = item
+            result = await run_graph(self.rt, step.branches[0] or StepGraph(), env)
+            if result.returned:
+                return Returned(result.value)
+            env.update(result.finals)
+            if stmt.until is not None and await Evaluator(self.rt, env).evaluate(stmt.until):
+                break
+        return {name: env.get(name, UNSET) for name in step.writes}
+
+
+def arm_for(value: Any, arms: list[ast.Arm]) -> int | None:
+    """The first arm whose text is `value` (an enum by its value), else the `else` arm."""
+    if isinstance(value, Enum):
+        value = value.value
+    for i, arm in enumerate(arms):
+        if arm.pattern is None or (isinstance(value, str) and arm.pattern == value):
+            return i
+    return None

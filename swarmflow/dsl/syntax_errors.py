@@ -8,8 +8,9 @@ from functools import cache
 from lark import Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
+from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
-from swarmflow.dsl.lexer import LexError, Origin, scan, unclosed_brackets
+from swarmflow.dsl.lexer import LexError, Origin, bad_character
 
 _EXPRESSION_STARTS = frozenset(
     {
@@ -44,11 +45,13 @@ _NAMED = {
     "COMP_OP": "a comparison",
     "MUL_OP": "'*', '/', '//' or '%'",
 }
-_OPERATORS = ("parallel", "pipeline", "compact", "budget", "human", "session")
+_BLOCK_HEADS = frozenset({"IF", "FOR", "REPEAT", "MATCH", "ELSE"})
+
 _PYTHON_HABITS = {
     "def": "steps are written inside `steps { ... }`; there are no function definitions",
-    "for": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
-    "while": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
+    "while": "a loop has a bound: write repeat n { ... } until condition, "
+    "or for x in items { ... }",
+    "range": "write repeat n { ... } to run a body n times",
     "import": "import Python callables with `use name from package.module`",
     "elif": "write `else if`",
     "lambda": "write a body as |x| { ... }",
@@ -63,10 +66,6 @@ def _literals() -> dict[str, str]:
     from swarmflow.dsl.parser import get_parser
 
     return {t.name: t.pattern.value for t in get_parser().terminals if t.pattern.type == "str"}
-
-
-def _names() -> dict[str, str]:
-    return {value: name for name, value in _literals().items()}
 
 
 def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
@@ -88,11 +87,19 @@ def describe_unexpected(
 ) -> Diagnostic:
     """A parser error as a diagnostic with the most useful message we can give."""
     if not isinstance(exc, UnexpectedToken):
-        return _diag(filename, exc.line, exc.column, 1, f"cannot read this: {exc}")
+        line, column = exc.line, exc.column
+        if line == 1:
+            column += where.column - 1
+        message = bad_character(source, exc.pos_in_stream or 0)
+        width = 3 if message.startswith('this """') else 1
+        return _diag(filename, line + where.line - 1, column, width, message)
     token: Token = exc.token
     before = _tokens_before(source, where, token)
     if token.type == "$END":
         return _at_end(exc, source, filename, where, before)
+    unclosed = _unclosed_before(token, before, source, filename) if where == Origin() else None
+    if unclosed is not None:
+        return unclosed
     opener = _mismatched_opener(token, before)
     if opener is not None:
         closer = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}[opener.type]
@@ -115,6 +122,56 @@ def describe_unexpected(
         max(1, len(str(spot))),
         message,
     )
+
+
+_NEW_THINGS = _STATEMENT_STARTS | _DECLARATION_STARTS | {"REPEAT", "FOR", "MATCH", "RBRACE"}
+
+
+def _unclosed_before(
+    token: Token, before: list[Token], source: str, filename: str
+) -> Diagnostic | None:
+    """A bracket or agent block left open on an earlier line, where a new line starts anew."""
+    stack: list[int] = []
+    for i, tok in enumerate(before):
+        if tok.type in ("LPAR", "LSQB", "LBRACE"):
+            stack.append(i)
+        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
+            stack.pop()
+    if not stack:
+        return None
+    at = stack[-1]
+    opener = before[at]
+    if (opener.line or 0) >= (token.line or 0):
+        return None
+    in_agent = at >= 2 and before[at - 2].type == "AGENT"
+    starts_anew = token.type in _NEW_THINGS or (
+        token.type == "NAME" and _assigned(source, token) and not in_agent
+    )
+    if in_agent and (starts_anew or token.type == "LBRACE"):
+        head = before[at - 2]
+        return _diag(
+            filename,
+            head.line or 1,
+            head.column or 1,
+            (opener.column or 1) - (head.column or 1) + 1,
+            f"agent '{before[at - 1]}' is never closed; add '}}' before line {token.line}",
+        )
+    if opener.type != "LBRACE" and starts_anew:
+        closer = {"LPAR": ")", "LSQB": "]"}[opener.type]
+        return _diag(
+            filename,
+            opener.line or 1,
+            opener.column or 1,
+            1,
+            f"this '{opener}' is never closed; add '{closer}' before line {token.line}",
+        )
+    return None
+
+
+def _assigned(source: str, token: Token) -> bool:
+    """Whether `name =` (an assignment, not `==`) begins at `token`."""
+    rest = source[token.end_pos or 0 :].lstrip(" \t")
+    return rest.startswith("=") and not rest.startswith(("==", "=>"))
 
 
 def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
@@ -147,30 +204,40 @@ def _diag(filename: str, line: int, column: int, width: int, message: str) -> Di
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
-    out: list[Token] = []
+    from swarmflow.dsl.parser import tokens
+
     stop = token.start_pos if token.type != "$END" else None
-    try:
-        for tok in scan(source, _names(), where):
-            if stop is not None and tok.start_pos is not None and tok.start_pos >= stop:
-                break
-            out.append(tok)
-    except LexError:
-        pass  # the tokens before a lexing error are all the context a hint needs
-    return out
+    found = tokens(source, where)
+    if stop is None:
+        return found
+    return [t for t in found if t.start_pos is None or t.start_pos < stop]
+
+
+def _unclosed_brackets(source: str) -> list[Token]:
+    """Brackets opened and never closed; for syntax-error hints."""
+    from swarmflow.dsl.parser import tokens
+
+    stack: list[Token] = []
+    for tok in tokens(source):
+        if tok.type in ("LPAR", "LSQB", "LBRACE"):
+            stack.append(tok)
+        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
+            stack.pop()
+    return stack
 
 
 def _at_end(
     exc: UnexpectedToken, source: str, filename: str, where: Origin, before: list[Token]
 ) -> Diagnostic:
     if where == Origin():
-        opened = unclosed_brackets(source)
+        opened = _unclosed_brackets(source)
         if opened:
-            char, line, column = opened[-1]
+            char = str(opened[-1])
             closer = {"(": ")", "[": "]", "{": "}"}[char]
             return _diag(
                 filename,
-                line,
-                column,
+                opened[-1].line or 1,
+                opened[-1].column or 1,
                 1,
                 f"this '{char}' is never closed; add '{closer}' to close it",
             )
@@ -210,12 +277,12 @@ def _unknown_operator(token: Token, expected: set[str], before: list[Token]) -> 
             "only parallel(...) takes a { block } after its parentheses; a per-item body "
             "is written |x| { ... }"
         )
-    close = suggest(name, _OPERATORS)
+    close = suggest(name, names("operator"))
     if close == "parallel" or name == "parallel":
         return f"unknown operator '{name}'; did you mean 'parallel'? (parallel(n) {{ ... }})"
     return (
         f"{name}(...) cannot take a {{ block }}; give it a body as |x| {{ ... }}"
-        f"{did_you_mean(name, _OPERATORS) if close else ''}"
+        f"{did_you_mean(name, names('operator')) if close else ''}"
     )
 
 
@@ -261,8 +328,8 @@ def _python_habit(token: Token, expected: set[str], before: list[Token]) -> str 
     for tok in (token, *(before[-1:] if before else ())):
         if tok.type == "NAME" and str(tok) in _PYTHON_HABITS:
             return f"'{tok}' is Python, not .swarm: {_PYTHON_HABITS[str(tok)]}"
-    if token.type == "COLON" and before and any(t.type == "IF" for t in before[-6:]):
-        return "blocks are written in braces: if condition { ... }"
+    if token.type == "COLON" and before and any(t.type in _BLOCK_HEADS for t in before[-6:]):
+        return "blocks are written in braces: if condition { ... }, for x in xs { ... }"
     return None
 
 

@@ -32,8 +32,9 @@ from swarmflow.runtime.context import (
     reset_scope,
     set_scope,
 )
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing, given_to, remember_output
 from swarmflow.runtime.journal import CallKey, digest_of
+from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.prompts import render_prompt
 from swarmflow.runtime.replay import (
     adopted_workspace,
@@ -46,7 +47,6 @@ from swarmflow.runtime.replay import (
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
-COMPLETED = EndReason.COMPLETED
 _BUDGET_REASONS = frozenset(
     {
         EndReason.BUDGET_EXCEEDED,
@@ -72,9 +72,11 @@ async def open_session(
     """
     agent = run.team.get(name)
     card_vars = card_vars or {}
-    if card_vars:
-        check_handoff(run, name, card_vars, via="template variable", agent=name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
+    if card_vars or system:
+        check_outgoing(
+            run, name, system or "", values=card_vars, via="template variable", agent=name
+        )
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
@@ -82,9 +84,7 @@ async def open_session(
         session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
-        from swarmflow.runtime.messaging import messenger_for  # it calls back into call_agent
-
-        session.messenger = messenger_for(run, session)
+        session.messenger = messenger_for(run, session, call_agent)
     return session
 
 
@@ -144,7 +144,7 @@ async def call_agent(
     status = "failed"
     try:
         text = render_prompt(prompt)
-        check_handoff(run, name, prompt, via="prompt", agent=name)
+        check_outgoing(run, name, text, values=prompt, via="prompt", agent=name)
         if run.journal is not None:
             result = await journaled_call(
                 run, scope, name, text, output=output, workspace=workspace, card_vars=card_vars
@@ -233,7 +233,7 @@ async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
     summary = lines[0][:72] if lines else "work"
     patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
     if patch is not None and patch.commit and not patch.empty:
-        session._emit(
+        session.emit(
             WorkspaceChanged,
             workspace=session.workspace.kind,
             commit=patch.commit,
@@ -248,9 +248,6 @@ def finish_output(
 ) -> AgentOutput:
     """Fingerprint and tag what the agent produced, then return it or raise."""
     sources = session.provenance
-    run.fingerprints.add(session.agent.name, session.last_text, given)
-    if value is not None:
-        run.remember_product(value, sources)
     out = AgentOutput(
         agent=session.agent.name,
         session=session.id,
@@ -258,11 +255,12 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state._value_,  # the plain string: `.value` is a slow descriptor
-        reason=(session.reason or COMPLETED)._value_,
+        state=session.state.value,
+        reason=(session.reason or EndReason.COMPLETED).value,
         provenance=sources,
         detail=session.detail,
     )
+    remember_output(run, session.agent.name, out, given_to(session))
     _raise_for_state(session, out)
     return out
 

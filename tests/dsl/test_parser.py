@@ -180,7 +180,12 @@ def test_positions_of_nodes():
         ),
         ("flow f() -> str\nsteps {\n  x = f(a = 1)\n}\n", (3, 11), "name: value"),
         ('flow f() -> str\nsteps {\n  x = "open\n}\n', (3, 7), "not closed"),
-        ("flow f() -> str\nsteps {\n  for x in y { }\n}\n", (3, 3), "no loops"),
+        ("flow f() -> str\nsteps {\n  while x { }\n}\n", (3, 3), "repeat n { ... } until"),
+        ('flow f()\nagent c {\n card "x"\nagent d {}\n', (2, 1), "agent 'c' is never closed"),
+        ('flow f()\nagent c {\n card "x"\n\nsteps {\n}\n', (2, 1), "agent 'c' is never closed"),
+        ("flow f()\nsteps {\n  x = g([1, 2\n  return x\n}\n", (3, 9), "'[' is never closed"),
+        ("flow f()\nsteps {\n  x = g(1\n  y = 2\n}\n", (3, 8), "add ')' before line 4"),
+        ("flow f() -> str\nsteps {\n  for x in y:\n}\n", (3, 13), "braces"),
         ("flow f() -> str\nsteps {\n  each = 1\n}\n", (3, 3), "reserved word"),
         ("flow f() -> str\nsteps {\n  x = 3 @ 4\n}\n", (3, 9), "unexpected character"),
         ("flow f() -> str\nsteps {\n  x = 3q\n}\n", (3, 7), "unknown unit"),
@@ -224,7 +229,7 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
 
     from lark import Lark, logger
 
-    from swarmflow.dsl.lexer import SwarmLexer
+    from swarmflow.dsl.lexer import Newlines
     from swarmflow.dsl.parser import _GRAMMAR
 
     old = logger.level
@@ -234,7 +239,8 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
             Lark(
                 _GRAMMAR.read_text(),
                 parser="lalr",
-                lexer=SwarmLexer,
+                lexer="contextual",
+                postlex=Newlines(),
                 start=["start", "expr"],
                 maybe_placeholders=True,
                 debug=True,

@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from pydantic import BaseModel
 
 from swarmflow import Agent, Ok, RunResult, Team, agent, agent_session, flow, human, parallel, run
 from swarmflow.channels import DeferredHuman, ScriptedHuman
 from swarmflow.core.errors import ModelUnavailable, ResumeDiverged
 from swarmflow.core.events import EventBase, parse_event
-from swarmflow.runtime.flow import Flow
 from swarmflow.core.messages import ModelRequest
+from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel
 from tests.runtime import kill_target
 
