@@ -420,6 +420,7 @@ class AgentSession:
             cost=cost,
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls] if response.tool_calls else [],
+            output_mode=response.output_mode,
         )
         self._append(Message("assistant", response.text, tuple(response.tool_calls)))
         if response.text:
