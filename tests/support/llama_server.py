@@ -80,7 +80,7 @@ def _wait_until_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> Non
 
 
 @contextmanager
-def llama_server(workdir: Path, n_ctx: int = 2048) -> Iterator[str]:
+def llama_server(workdir: Path, n_ctx: int = 4096) -> Iterator[str]:
     """Start the server in `workdir` and yield its base URL; it is always terminated."""
     gguf = gguf_file()
     log = workdir / "server.log"
