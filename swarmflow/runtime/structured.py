@@ -65,7 +65,11 @@ def output_spec(output: type[BaseModel]) -> OutputSpec:
 async def ask_structured(
     session: AgentSession, prompt: str, output: type[BaseModel], retries: int = ASK_RETRIES
 ) -> BaseModel | None:
-    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded."""
+    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded.
+
+    The caller holds the session's `turn_lock` (or owns the session alone), so that a re-ask
+    follows its own question and no other sender's turn comes between them.
+    """
     spec = output_spec(output)
     if not isinstance(session.model, _OutputAware):
         session.model = _OutputAware(session.model)
@@ -82,7 +86,7 @@ async def _ask_until_valid(
     text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n"
     text += json.dumps(spec.schema)
     for _attempt in range(retries):
-        answer = await session.turn(text)
+        answer = await session.turn_unlocked(text)
         if session.state is not SessionState.DONE:
             return None
         try:
