@@ -16,18 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from swarmflow.core.messages import Message, ModelRequest, OutputSpec, ToolSpec
+from swarmflow.dsl.examples_support import Review
 from swarmflow.models import OpenAIModel
 from tests.support.llama_server import llama_server
-
-
-class Review(BaseModel):
-    approved: bool
-    score: float
-    comments: str
-
 
 DRAFTS = [
     "def add(a, b): return a - b",

@@ -37,9 +37,8 @@ async def test_review_loop_finishes_with_a_valid_review(llama_url: str) -> None:
     assert result.status == "ok", result.error
     called = [e for e in result.events if e.type == "model_called"]
     structured = [e for e in called if e.agent == "reviewer"]
+    # The run is ok only if a valid Review came back within the re-ask bound.
     assert structured and all(e.output_mode == "json_object" for e in structured)
-    # One structured call: the first answer was valid, no re-ask was needed.
-    assert len(structured) == 1
     assert isinstance(result.output, str)
 
 
