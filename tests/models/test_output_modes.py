@@ -368,3 +368,35 @@ async def test_a_4xx_unrelated_to_the_mode_is_not_retried(
     with pytest.raises(ModelResponseError, match="temperature"):
         await make_model().complete(ASK_REVIEW)
     assert len(chat_server.bodies) == 1
+
+
+async def test_a_teammate_messaged_during_a_structured_ask_gets_no_schema() -> None:
+    from swarmflow.testing import FunctionModel, tool_call
+
+    seen: list[tuple[str, OutputSpec | None]] = []
+
+    def policy(request: ModelRequest) -> object:
+        seen.append((request.agent, request.output))
+        if request.agent == "helper":
+            return "the helper's plain answer"
+        if request.messages[-1].role != "tool":
+            return tool_call("message_agent", to="helper", text="what do you think?")
+        return REVIEW
+
+    @flow(
+        team=Team(
+            [Agent("reviewer", tools=["message_agent"]), Agent("helper")],
+            edges=[("reviewer", "helper"), ("helper", "reviewer")],
+        )
+    )
+    async def ask_with_help(draft: str) -> Review:
+        return (await agent("reviewer", draft, output=Review)).value
+
+    result = await run(ask_with_help, model=FunctionModel(policy), draft="x")
+    assert result.output == Review.model_validate_json(REVIEW)
+    assert [(agent_name, spec is not None) for agent_name, spec in seen] == [
+        ("reviewer", True),
+        ("helper", False),
+        ("reviewer", True),
+    ]
+    assert seen[0][1] == OutputSpec("Review", Review.model_json_schema())
