@@ -63,7 +63,9 @@ async def test_the_review_loop_records_the_same_events_as_its_python_twin(approv
 
 def triage_model(route: str) -> ScriptedModel:
     answer = json.dumps({"route": route, "reason": "a null check is missing"})
-    return ScriptedModel({"screener": [answer], "fixer": ["fixed it"], "writer": ["documented it"]})
+    return ScriptedModel(
+        {"screener": [answer], "fixer": ["fixed it"], "writer": ["documented it"]}
+    )
 
 
 @pytest.mark.parametrize(
@@ -197,9 +199,9 @@ async def test_a_for_loop_runs_in_order_and_carries_names():
 
 
 async def test_return_inside_a_loop_ends_the_flow():
-    source = flow_text("  repeat 5 |\n", agents="").replace(
-        "repeat 5 |", 'for i in [1, 2, 3] { if i == 2 { return "stopped at {i}" } }'
-    )
+    source = flow_text(
+        "  repeat 5 |\n", agents=""
+    ).replace("repeat 5 |", 'for i in [1, 2, 3] { if i == 2 { return "stopped at {i}" } }')
     result = await run(load(source + ""), task="t", model=FunctionModel(lambda r: ""))
     assert result.output == "stopped at 2"
 
@@ -212,7 +214,9 @@ async def test_a_negative_round_count_fails_at_its_place():
 
 
 async def test_a_match_with_no_fitting_arm_and_no_else_runs_nothing():
-    source = flow_text('  x = "before"\n  match task { "a" => x = "a" }\n  return x', agents="")
+    source = flow_text(
+        '  x = "before"\n  match task { "a" => x = "a" }\n  return x', agents=""
+    )
     model = FunctionModel(lambda r: "")
     assert (await run(load(source), task="zzz", model=model)).output == "before"
     assert (await run(load(source), task="a", model=model)).output == "a"

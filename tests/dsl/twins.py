@@ -39,7 +39,9 @@ async def route_report(report: str) -> str:
             f"Who should take this report: fix, docs or close?\n{report}", output=Triage
         )
     if triage.route == "fix":
-        answer: Any = (await agent("fixer", f"Fix this: {report}\nNotes: {triage.reason}")).text
+        answer: Any = (
+            await agent("fixer", f"Fix this: {report}\nNotes: {triage.reason}")
+        ).text
     elif triage.route == "docs":
         answer = (await agent("writer", f"Document this: {report}")).text
     else:

@@ -19,11 +19,7 @@ from tests.runtime.helpers import of_type, run_one
 
 TOKEN = "Zq7xK2mP9wL4vB8nR3tY6"  # one long word: 21 letters and digits
 CODE = "def add(a, b): return a - b  # the bug is right here in this line"
-TEAM = [
-    Agent("coder"),
-    Agent("reviewer"),
-    Agent("arbiter", card="Judge {{ candidate | default('') }}."),
-]
+TEAM = [Agent("coder"), Agent("reviewer"), Agent("arbiter", card="Judge {{ candidate | default('') }}.")]
 EDGES = [("coder", "reviewer"), ("reviewer", "arbiter")]
 
 

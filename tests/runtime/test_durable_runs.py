@@ -83,7 +83,9 @@ def read_log(run_dir: Path) -> list[EventBase]:
 
 
 @pytest.mark.parametrize("mode", ["python", "swarm"])
-def test_a_killed_run_resumes_and_pays_only_for_unfinished_calls(tmp_path: Path, mode: str) -> None:
+def test_a_killed_run_resumes_and_pays_only_for_unfinished_calls(
+    tmp_path: Path, mode: str
+) -> None:
     chosen = kill_target.swarm_flow() if mode == "swarm" else kill_target.busy
     run_dir = kill_mid_run(tmp_path / "runs", 17, *(["swarm"] if mode == "swarm" else []))
     done = finished_prompts(run_dir)

@@ -47,9 +47,8 @@ def coding_model() -> ScriptedModel:
 
 def paused_run(repo: Path, root: Path) -> RunResult:
     result: RunResult = anyio.run(
-        lambda: run(
-            code_then_ask, model=coding_model(), human=DeferredHuman(), repo=repo, runs_root=root
-        )  # fmt: skip
+        lambda: run(code_then_ask, model=coding_model(), human=DeferredHuman(), repo=repo,
+                    runs_root=root)  # fmt: skip
     )
     return result
 
