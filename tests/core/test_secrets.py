@@ -91,4 +91,6 @@ def test_a_preview_never_holds_part_of_a_secret(text: str, limit: int) -> None:
         cut = redactor.preview(full, size)
         assert not any(SECRET[:n] in cut for n in range(MIN_PART, len(SECRET) + 1)
                        if SECRET[:n] not in text)  # fmt: skip
-        assert redactor.scrub(full[:size]).count(SECRET[:MIN_PART]) <= text.count(SECRET[:MIN_PART])
+        assert redactor.scrub(full[:size]).count(SECRET[:MIN_PART]) <= text.count(
+            SECRET[:MIN_PART]
+        )

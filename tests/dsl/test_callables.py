@@ -22,7 +22,9 @@ def clean(source: str) -> None:
 
 
 async def run_ok(source: str) -> object:
-    result = await run(load(source), task="t", model=FunctionModel(lambda r: "done"), human=["yes"])
+    result = await run(
+        load(source), task="t", model=FunctionModel(lambda r: "done"), human=["yes"]
+    )
     assert result.status == "ok", result.error
     return result.output
 
