@@ -3,6 +3,7 @@
 Importing swarmflow has no side effects: no I/O, no event loop, no model client.
 """
 
+from swarmflow.batches import batch
 from swarmflow.core.budget import BudgetSnapshot, Limits
 from swarmflow.core.errors import (
     AgentFailed,
@@ -49,6 +50,7 @@ __all__ = [
     "TopologyError",
     "agent",
     "agent_session",
+    "batch",
     "budget",
     "compact",
     "flow",

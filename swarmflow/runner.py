@@ -96,6 +96,7 @@ async def run(
     strict: bool = False,
     durability: Durability = "write",
     raise_on_failure: bool = True,
+    parent_ledger: Ledger | None = None,
     **inputs: Any,
 ) -> RunResult:
     """Execute `flow` with `inputs` (its parameters, by name) and return its `RunResult`.
@@ -105,7 +106,8 @@ async def run(
     `resume=RUN_DIR` goes on with an interrupted run (docs/durability.md): finished calls are
     replayed from its journal; `strict=True` refuses a flow that no longer matches it.
     `durability="fsync"` also syncs every event and journal record to disk. A paused run
-    returns with `status="paused"`.
+    returns with `status="paused"`. `parent_ledger` makes the run's ledger a child of it: every
+    reservation must also fit it and every spend counts against it (a batch's shared budget).
 
     Raises:
         FlowFailed: the run failed (its `RunResult` is on `.result`, the cause chained);
@@ -140,7 +142,9 @@ async def run(
         run_dir=run_dir,
         team=flow.team,
         log=log,
-        ledger=Ledger("run", merge_limits(flow.limits, Limits.coerce(budget))),
+        ledger=Ledger(
+            "run", merge_limits(flow.limits, Limits.coerce(budget)), parent=parent_ledger
+        ),
         model_for=ModelResolver(model),
         tools=tools or default_tools(),
         human=human_channel(human),

@@ -40,6 +40,7 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "batch",
 }
 
 

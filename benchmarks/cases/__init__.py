@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from benchmarks._harness import Row, Settings
 from benchmarks.cases import (
+    batch,
     chain,
     dsl,
     dsl_slow,
@@ -29,4 +30,5 @@ CASES: dict[str, Case] = {
     "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
     "handoff": handoff.bench,
+    "batch": batch.bench,
 }

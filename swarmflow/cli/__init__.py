@@ -9,7 +9,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from swarmflow.cli import dsl_commands, flow_commands, run_commands, run_dirs_commands
+from swarmflow.cli import (
+    batch_commands,
+    dsl_commands,
+    flow_commands,
+    run_commands,
+    run_dirs_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_commands.register(sub)
     flow_commands.register(sub)
     run_dirs_commands.register(sub)
+    batch_commands.register(sub)
     return parser
 
 

@@ -1,0 +1,165 @@
+"""`swarmflow batch FLOW --inputs tasks.jsonl`: one run per task line, resumable.
+
+Exit status: 0 every task ended ok, 1 a task failed or was left unfinished (or the flow cannot
+be loaded), 2 usage, 130 interrupted (what finished is written; run the command again to go on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from swarmflow.cli.model_options import add_model_options, model_from_args
+
+OK, PROBLEMS, USAGE = 0, 1, 2
+INTERRUPTED = 130
+BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
+
+
+def register(subparsers: Any) -> None:
+    """Add `batch` to the `swarmflow` command."""
+    cmd = subparsers.add_parser("batch", help="run a flow once per line of a task list")
+    cmd.add_argument("flow", metavar="FLOW", help="a .swarm file, module:flow or file.py:flow")
+    cmd.add_argument(
+        "--inputs", required=True, metavar="FILE", help="a .jsonl file: one object of inputs a line"
+    )
+    cmd.add_argument(
+        "--out", default="batch", metavar="DIR",
+        help="where results.jsonl and the runs go (default ./batch); run again to go on",
+    )  # fmt: skip
+    cmd.add_argument("--concurrency", type=int, default=8, metavar="N", help="runs at once")
+    for name, kind, unit in BUDGETS:
+        cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
+                         help=f"{unit} shared by every run of the batch")  # fmt: skip
+        cmd.add_argument(f"--task-budget-{name}", type=kind, metavar="N",
+                         help=f"{unit} each run may spend")  # fmt: skip
+    chosen = cmd.add_mutually_exclusive_group()
+    chosen.add_argument("--model", metavar="NAME", help="a model on an OpenAI-compatible endpoint")
+    chosen.add_argument("--demo", action="store_true", help="a scripted demo model: offline")
+    cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
+    cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
+    add_model_options(cmd)
+    cmd.set_defaults(handler=batch_command)
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    """Load the flow, run the batch with a progress line, print the summary table."""
+    import anyio
+
+    from swarmflow.core.errors import ConfigError
+
+    if not args.demo and not args.model:
+        print("swarmflow batch: choose --model NAME, or --demo to run offline", file=sys.stderr)
+        return USAGE
+    try:
+        flow = load_flow_named(args.flow)
+        result = anyio.run(_batch, flow, args)
+    except ConfigError as exc:
+        print(f"swarmflow batch: {exc}", file=sys.stderr)
+        return PROBLEMS
+    except KeyboardInterrupt:
+        print(
+            f"\nswarmflow batch: interrupted; finished tasks are in {args.out}/results.jsonl, "
+            "run the same command again to go on",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    if sys.stderr.isatty():
+        print(file=sys.stderr)  # end the progress line
+    print(result.summary())
+    return OK if result.unfinished == 0 and set(result.counts()) <= {"ok"} else PROBLEMS
+
+
+async def _batch(flow: Any, args: argparse.Namespace) -> Any:
+    from swarmflow.batches import batch
+
+    options: dict[str, Any] = {
+        "out": args.out,
+        "concurrency": args.concurrency,
+        "budget": _limits(args, "budget"),
+        "task_budget": _limits(args, "task_budget"),
+        "on_progress": ProgressLine(sys.stderr),
+        "fsync": args.fsync,
+    }
+    if args.repo:
+        options["repo"] = args.repo
+    if args.fsync:
+        options["durability"] = "fsync"
+    if args.demo:
+        from swarmflow.dsl.demo import demo_model
+
+        return await batch(flow, args.inputs, model=demo_model(), **options)
+    async with model_from_args(args) as model:
+        return await batch(flow, args.inputs, model=model, **options)
+
+
+def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
+    chosen = {name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS}
+    return {name: value for name, value in chosen.items() if value is not None}
+
+
+class ProgressLine:
+    """Redraws one status line on a terminal; elsewhere prints it at most every few seconds."""
+
+    def __init__(self, stream: TextIO, every: float = 5.0) -> None:
+        self.stream = stream
+        self.every = every
+        self.last = 0.0
+        self.tty = stream.isatty()
+
+    def __call__(self, progress: Any) -> None:
+        line = progress.line()
+        if self.tty:
+            self.stream.write(f"\r\033[K{line}")
+        elif time.monotonic() - self.last >= self.every or progress.done == progress.total:
+            self.stream.write(line + "\n")
+            self.last = time.monotonic()
+        self.stream.flush()
+
+
+def load_flow_named(reference: str) -> Any:
+    """The flow `reference` names: a `.swarm` file, `module:flow` or `file.py:flow`.
+
+    Raises:
+        ConfigError: it cannot be read or imported, or the name is not a @flow.
+    """
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.runtime.flow import Flow
+
+    if reference.endswith(".swarm"):
+        from swarmflow.dsl import DslError, load_flow
+
+        try:
+            return load_flow(reference)
+        except DslError as exc:
+            raise ConfigError(str(exc)) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {reference}: {exc}") from None
+    where, sep, name = reference.rpartition(":")
+    if not sep or not where or not name:
+        raise ConfigError(f"FLOW {reference!r}: give a .swarm file, module:flow or file.py:flow")
+    found = getattr(_module(where), name, None)
+    if not isinstance(found, Flow):
+        raise ConfigError(f"{reference} is not a @flow (found {type(found).__name__})")
+    return found
+
+
+def _module(where: str) -> Any:
+    from swarmflow.core.errors import ConfigError
+
+    try:
+        if where.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {where}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(where)
+    except (ImportError, OSError) as exc:
+        raise ConfigError(f"cannot import the flow from {where}: {exc}") from None
