@@ -113,6 +113,7 @@ class ToolRunner:
             workspace=session.workspace,
             emit=session._emit,
             message_agent=session.message_agent_hook(),
+            declaration=session.agent,
         )
         try:
             return await tool.run(args, ctx)
