@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from swarmflow.cli import dsl_commands, flow_commands
+from swarmflow.cli import dsl_commands, flow_commands, run_commands, run_dirs_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,7 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     dsl_commands.register(sub)
+    run_commands.register(sub)
     flow_commands.register(sub)
+    run_dirs_commands.register(sub)
     return parser
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from swarmflow.cli import dsl_commands
+from swarmflow.cli import dsl_commands, run_commands
 
 from .helpers import EXAMPLES, flow_text
 
@@ -16,7 +16,9 @@ FLAGSHIP = str(EXAMPLES / "parallel_coder_arbiter.swarm")
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="swarmflow")
-    dsl_commands.register(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    dsl_commands.register(sub)
+    run_commands.register(sub)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -112,6 +114,6 @@ def test_a_failed_run_exits_1(tmp_path, capsys):
 
 
 def test_parse_inputs():
-    assert dsl_commands.parse_inputs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+    assert run_commands.parse_inputs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
     with pytest.raises(ValueError, match="KEY=VALUE"):
-        dsl_commands.parse_inputs(["novalue"])
+        run_commands.parse_inputs(["novalue"])
