@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
-from swarmflow.tools import grepper
 from swarmflow.tools.access import kind_of
 from swarmflow.tools.base import ArgsModel, expect_args, root_of
+from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.paths import relative_name, resolve_inside
 from swarmflow.tools.shell import kill_group
@@ -31,7 +31,8 @@ MAX_ENTRIES = 500
 MAX_MATCHES = 200
 SEARCH_SECONDS = 10.0
 MAX_SEARCH_SECONDS = 60.0
-MAX_MATCH_CHARS = grepper.MAX_MATCH_CHARS
+GREPPER = Path(__file__).with_name("grepper.py")
+"""The script the search child runs (standard library only)."""
 _OUTPUT_CAP = (MAX_MATCHES + 1) * (MAX_MATCH_CHARS + 300)
 
 
@@ -135,7 +136,7 @@ def _report(pattern: str, hits: list[str], stopped: TimeLimit | None) -> str:
 
 async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str], bool]:
     """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
-    command = [sys.executable, "-I", "-S", grepper.__file__]
+    command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
         process = await anyio.open_process(
             command, stdin=PIPE, stdout=PIPE, stderr=DEVNULL, start_new_session=True
