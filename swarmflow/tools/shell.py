@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pydantic import BaseModel, Field
 from swarmflow.core.errors import ToolError
 from swarmflow.core.events import SandboxUnavailable
 from swarmflow.core.ports import ToolContext, ToolResult, Workspace
+from swarmflow.core.secrets import public_environment
 from swarmflow.tools.base import ArgsModel, expect_args, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (
@@ -47,7 +47,6 @@ from swarmflow.tools.sandbox import (
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 OUTPUT_CAP = 16_000
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _log = logging.getLogger("swarmflow.sandbox")
 
 
@@ -200,10 +199,8 @@ def _fallback_notes(ws: Workspace) -> set[str]:
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`env` (default: ours) without variables whose names look like credentials."""
-    source = os.environ if env is None else env
-    clean = {k: v for k, v in source.items() if not SECRET_NAME.search(k)}
-    return clean | QUIET_ENV
+    """`env` (default: ours) without its secret variables (the one policy, `core.secrets`)."""
+    return public_environment(env) | QUIET_ENV
 
 
 async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
