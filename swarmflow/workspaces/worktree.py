@@ -125,11 +125,14 @@ class WorktreeWorkspace:
         *,
         on_commit: OnCommit | None = None,
         lock: AbstractAsyncContextManager[Any] | None = None,
+        restart: bool = False,
     ) -> WorktreeWorkspace:
-        """Take over the worktree an interrupted run left at `path`, as it stands.
+        """Take over the worktree an interrupted run left at `path`.
 
         A worktree that is gone is made again on its branch, or at `base` if the branch is
-        gone too: the work it held is in the branch's commits or was never committed.
+        gone too. With `restart` (its session is about to run again from its start), the
+        worktree goes back to `base`, as that session first saw it; what the interrupted
+        session had changed is kept in the repository's stash and a backup branch.
         """
         repo = await resolved(repo)
         async with _guard(lock):
@@ -139,9 +142,21 @@ class WorktreeWorkspace:
                     await git(repo, "worktree", "add", "--quiet", str(path), branch)
                 else:
                     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base)
-        root = await resolved(path)
-        ws = cls(repo, root, branch, base, on_commit=on_commit, lock=lock)
-        ws._head = await rev_parse(root, "HEAD")
+            root = await resolved(path)
+            git_dir, common = await _registered_git_dir(repo, root)
+            ws = cls(
+                repo,
+                root,
+                branch,
+                base,
+                on_commit=on_commit,
+                lock=lock,
+                git_dir=git_dir,
+                common_dir=common,
+            )
+            if restart:
+                await _back_to_base(repo, root, branch, base, ws.where)
+        ws._head = await rev_parse(root, "HEAD", *ws.where)
         return ws
 
     async def finalize(self, message: str) -> Patch:
@@ -177,6 +192,39 @@ class WorktreeWorkspace:
             await remove_worktree(self.repo, self.root)
             await git(self.repo, "branch", "-D", "--quiet", self.branch)
         self.released = True
+
+
+async def _back_to_base(
+    repo: Path, root: Path, branch: str, base: str, where: tuple[str, ...]
+) -> None:
+    """Put a worktree back at `base`, keeping what was there in the stash and a backup branch."""
+    if await git(root, *where, "status", "--porcelain"):
+        message = f"swarmflow: unfinished work of {branch}"
+        await git(root, *where, "stash", "push", "--include-untracked", "--quiet", "-m", message)
+    head = await rev_parse(root, "HEAD", *where)
+    if head != await rev_parse(repo, base):
+        await git(repo, "branch", "--force", f"{branch}-interrupted", head)
+    await git(root, *where, "reset", "--hard", "--quiet", base)
+
+
+async def _registered_git_dir(repo: Path, root: Path) -> tuple[Path, Path]:
+    """The git directory the repository itself records for the worktree at `root`, and the
+    common one: read from `<common>/worktrees/*/gitdir`, never from the worktree's `.git`."""
+    common = Path(
+        (await git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")).strip()
+    )
+
+    def find() -> Path | None:
+        for entry in sorted((common / "worktrees").glob("*/gitdir")):
+            recorded = Path(entry.read_text(encoding="utf-8").strip())
+            if recorded.parent.resolve() == root:
+                return entry.parent
+        return None
+
+    found = await anyio.to_thread.run_sync(find)
+    if found is None:
+        raise WorkspaceError(f"{repo} has no record of a worktree at {root}")
+    return found, common
 
 
 async def _index_clean(root: Path, where: tuple[str, ...]) -> bool:
