@@ -86,6 +86,9 @@ class ModelCalled(EventBase):
     cost: float = 0.0
     finish_reason: str = "stop"
     tool_calls: list[str] = []
+    output_mode: str | None = None
+    """How a structured answer was asked for: "json_schema" (the server constrained it) or
+    "prompt" (asked in the prompt and validated); None when the call wanted none."""
 
 
 class ModelRetried(EventBase):

@@ -480,6 +480,7 @@ class AgentSession:
             cost=cost,
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
+            output_mode=response.output_mode,
         )
         return over
 
