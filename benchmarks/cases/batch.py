@@ -3,8 +3,9 @@
 Each flow fans out to its 8 agents (one call each), so one flow's critical path is one call.
 With `concurrency` runs at once the ideal wall time is ceil(flows / concurrency) call
 latencies; the figure is measured wall time / that ideal, so it shows what running, journaling
-and recording every run costs on top of the model calls. One timed batch of about 20 s (quick: 100 flows, about 2 s); the
-latency is not scaled down in quick mode, since the figure is about latency-bound work.
+and recording every run costs on top of the model calls. One timed batch of about 20 s (quick:
+100 flows, about 2 s); the latency is not scaled down in quick mode, since the figure is about
+latency-bound work.
 """
 
 from __future__ import annotations
