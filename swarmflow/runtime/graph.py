@@ -6,7 +6,7 @@ Nodes are recorded as plain tuples on the hot path; the `networkx` graph is buil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -66,12 +66,6 @@ class RunGraph:
         lines.append("    classDef failed stroke:#c00;")
         lines.append("    classDef cancelled stroke:#888,stroke-dasharray: 4;")
         return "\n".join(lines)
-
-    def summary(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for n in self.nodes:
-            counts[n.operator] = counts.get(n.operator, 0) + 1
-        return counts
 
 
 def _escape(text: str) -> str:

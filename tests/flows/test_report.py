@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import json
 import shutil
 import subprocess
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-import swarmflow
+from swarmflow.cli import build_parser
 from swarmflow.core.events import (
     EventBase,
     HumanAnswered,
@@ -45,24 +42,9 @@ from tests.support.chat_server import ChatServer, completion, wire_call
 SECRET = "sk-test-SECRET-flows-0123456789"
 
 
-def _flow_commands() -> types.ModuleType:
-    """`swarmflow.cli.flow_commands`, importable even before `dsl_commands` exists.
-
-    The CLI package imports both command modules; the DSL one is written separately, and
-    while it is missing a do-nothing stand-in lets these tests reach the demo handlers.
-    """
-    if not (Path(swarmflow.__file__).parent / "cli" / "dsl_commands.py").exists():
-        stub = types.ModuleType("swarmflow.cli.dsl_commands")
-        stub.register = lambda subparsers: None  # type: ignore[attr-defined]
-        sys.modules.setdefault("swarmflow.cli.dsl_commands", stub)
-    return importlib.import_module("swarmflow.cli.flow_commands")
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
     """The demo/report arguments as the CLI parses them."""
-    parser = argparse.ArgumentParser(prog="swarmflow")
-    _flow_commands().register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def test_demo_runs_offline_and_report_prints_the_same_summary_from_the_log(
