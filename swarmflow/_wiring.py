@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from swarmflow._model_guard import check_real_call_allowed
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.events import ModelRetried
@@ -19,7 +20,7 @@ from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.team import Agent
 from swarmflow.runtime.context import current_session
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.human import ConsoleHuman, NoHuman, ScriptedHuman
+from swarmflow.runtime.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
 from swarmflow.sinks import JsonlSink, MemorySink
 
 ModelSpec = Model | str | Callable[[Agent], Model] | None
@@ -107,8 +108,6 @@ class ModelResolver:
             if chosen not in self.built:
                 self.built[chosen] = _openai_model(chosen)
             chosen = self.built[chosen]
-        from swarmflow.testing import check_real_call_allowed  # not needed at import time
-
         check_real_call_allowed(chosen)
         return _instrument(chosen)  # type: ignore[arg-type]
 

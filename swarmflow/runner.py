@@ -36,11 +36,11 @@ from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
-from swarmflow.runtime.calls import call_agent
+from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog, environment_secrets
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.rails import Rail, Rails
+from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.sinks import MemorySink
 
 DEFAULT_RUNS_ROOT = "runs"

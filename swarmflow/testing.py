@@ -9,15 +9,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
-import os
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
-from swarmflow.core.errors import ModelCallsBlocked
+from swarmflow._model_guard import BLOCK_ENV, allow_model_calls, check_real_call_allowed
 from swarmflow.core.messages import (
     ModelRequest,
     ModelResponse,
@@ -28,6 +26,7 @@ from swarmflow.core.messages import (
 )
 
 __all__ = [
+    "BLOCK_ENV",
     "FunctionModel",
     "ScriptedModel",
     "Step",
@@ -36,7 +35,6 @@ __all__ = [
     "tool_call",
 ]
 
-BLOCK_ENV = "SWARMFLOW_BLOCK_MODEL_CALLS"
 _call_ids = itertools.count(1)
 
 
@@ -177,32 +175,3 @@ class FunctionModel:
         if step.latency or step.error is not None:
             await _play(step)
         return _respond(request, step, self.name)
-
-
-@dataclass
-class _Switch:
-    allowed: list[bool] = field(default_factory=list)
-
-
-_switch = _Switch()
-
-
-def check_real_call_allowed(model: Any) -> None:
-    """Raise `ModelCallsBlocked` for a real model while calls are blocked."""
-    if getattr(model, "is_test_model", False) or _switch.allowed:
-        return
-    if os.environ.get(BLOCK_ENV) == "1":
-        raise ModelCallsBlocked(
-            f"real model call to {getattr(model, 'name', model)!r} blocked in tests; "
-            "mark the test with @pytest.mark.allow_model_calls or use allow_model_calls()"
-        )
-
-
-@contextmanager
-def allow_model_calls() -> Iterator[None]:
-    """Permit real model calls inside the block."""
-    _switch.allowed.append(True)
-    try:
-        yield
-    finally:
-        _switch.allowed.pop()

@@ -9,7 +9,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from swarmflow.cli import dsl_commands, flow_commands, graph_commands, report_commands
+from swarmflow.cli import (
+    dsl_commands,
+    flow_commands,
+    graph_commands,
+    report_commands,
+    run_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     dsl_commands.register(sub)
+    run_commands.register(sub)
     flow_commands.register(sub)
     graph_commands.register(sub)
     report_commands.register(sub)

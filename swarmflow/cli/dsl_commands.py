@@ -1,6 +1,6 @@
-"""`swarmflow check` and `run`: the command line for `.swarm` files.
+"""`swarmflow check`: the command line for reading `.swarm` files.
 
-Exit status: 0 clean (or a run that ended ok), 1 diagnostics (or a run that did not), 2 usage.
+Exit status: 0 clean, 1 diagnostics, 2 usage.
 The DSL package is imported only when one of these commands runs.
 """
 
@@ -11,13 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmflow.cli.model_options import add_model_options, model_from_args
-
 OK, PROBLEMS, USAGE = 0, 1, 2
 
 
 def register(subparsers: Any) -> None:
-    """Add `check` and `run` to the `swarmflow` command."""
+    """Add `check` to the `swarmflow` command."""
     check = subparsers.add_parser(
         "check",
         help="check .swarm files and print diagnostics",
@@ -29,47 +27,6 @@ def register(subparsers: Any) -> None:
         "--allow-warnings", action="store_true", help="exit 0 when there are warnings but no errors"
     )
     check.set_defaults(handler=check_command)
-
-    run = subparsers.add_parser("run", help="run a .swarm flow")
-    run.add_argument("file", metavar="FILE")
-    run.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a flow input; repeat for each one",
-    )
-    chosen = run.add_mutually_exclusive_group()
-    chosen.add_argument(
-        "--model",
-        metavar="NAME",
-        help="a model on an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)",
-    )
-    chosen.add_argument(
-        "--demo", action="store_true", help="use a scripted demo model: offline, instant"
-    )
-    run.add_argument(
-        "--budget-tokens",
-        type=int,
-        metavar="N",
-        help="cap the run's tokens below the flow's own budget",
-    )
-    run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
-    add_model_options(run)
-    run.add_argument(
-        "--defer",
-        action="store_true",
-        help="pause the run at a question for a person and print its resume token",
-    )
-    run.add_argument(
-        "--answer",
-        action="append",
-        default=[],
-        metavar="TOKEN=VALUE",
-        help="resume a paused run: the answer to the question with this token (JSON or text); "
-        "implies --defer",
-    )
-    run.set_defaults(handler=run_command)
 
 
 def _read(path: str) -> str | None:
@@ -96,139 +53,3 @@ def check_command(args: argparse.Namespace) -> int:
         if any(d.is_error for d in found) or (found and not args.allow_warnings):
             status = PROBLEMS
     return status
-
-
-def parse_inputs(pairs: list[str]) -> dict[str, str]:
-    """`["task=fix it", "n=3"]` as a mapping; ValueError names a malformed pair."""
-    inputs: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--input {pair!r} is not KEY=VALUE")
-        inputs[key.strip()] = value
-    return inputs
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """Load, run, and report; 0 when the run ended ok."""
-    import anyio
-
-    from swarmflow.dsl import DslError, load_flow
-
-    if not args.demo and not args.model:
-        print(
-            "swarmflow run: choose a model with --model NAME, or --demo to run offline",
-            file=sys.stderr,
-        )
-        return USAGE
-    try:
-        inputs = _typed_inputs(args)
-        parse_answers(args.answer)
-    except ValueError as exc:
-        print(f"swarmflow run: {exc}", file=sys.stderr)
-        return USAGE
-    try:
-        flow = load_flow(args.file)
-    except DslError as exc:
-        print(str(exc), file=sys.stderr)
-        return PROBLEMS
-    except OSError as exc:
-        print(f"swarmflow: cannot read {args.file}: {exc}", file=sys.stderr)
-        return USAGE
-    missing = _missing_inputs(flow, inputs)
-    if missing:
-        print(f"swarmflow run: {missing}", file=sys.stderr)
-        return USAGE
-    result = anyio.run(_run, flow, inputs, args)
-    return _report(result)
-
-
-def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
-    from swarmflow.dsl import compile_source
-
-    raw = parse_inputs(args.input)
-    try:
-        source = Path(args.file).read_text(encoding="utf-8")
-        program = compile_source(source, args.file, base_dir=str(Path(args.file).parent))
-    except Exception:  # load_flow reports file and syntax problems with their places
-        return dict(raw)
-    from swarmflow.dsl.build import convert_input
-
-    params = {p.name: p for p in program.params}
-    unknown = sorted(set(raw) - set(params))
-    if unknown:
-        raise ValueError(
-            f"flow {program.name} has no input {', '.join(unknown)}; its inputs: "
-            f"{', '.join(params) or 'none'}"
-        )
-    return {k: convert_input(params[k], v) for k, v in raw.items()}
-
-
-def _missing_inputs(flow: Any, inputs: dict[str, Any]) -> str:
-    try:
-        flow.signature.bind(**inputs)
-    except TypeError as exc:
-        return f"inputs do not fit flow {flow.name}{flow.signature}: {exc}"
-    return ""
-
-
-async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> Any:
-    from swarmflow import run
-
-    options: dict[str, Any] = {}
-    if args.demo:
-        from swarmflow.dsl.demo import demo_model
-
-        options["model"] = demo_model()
-        options["human"] = _approve
-    if args.defer or args.answer:
-        from swarmflow.channels import DeferredHuman
-
-        options["human"] = DeferredHuman(parse_answers(args.answer))
-    if args.budget_tokens is not None:
-        options["budget"] = {"tokens": args.budget_tokens}
-    if args.repo:
-        options["repo"] = args.repo
-    if args.demo:
-        return await run(flow, **options, **inputs)
-    async with model_from_args(args) as model:  # our own client: closed when the run ends
-        return await run(flow, model=model, **options, **inputs)
-
-
-def parse_answers(pairs: list[str]) -> dict[str, Any]:
-    """`TOKEN=VALUE` pairs; a value that parses as JSON is taken as JSON, else as text."""
-    import json
-
-    answers: dict[str, Any] = {}
-    for pair in pairs:
-        token, sep, value = pair.partition("=")
-        if not sep or not token:
-            raise ValueError(f"--answer {pair!r}: expected TOKEN=VALUE")
-        try:
-            answers[token] = json.loads(value)
-        except json.JSONDecodeError:
-            answers[token] = value
-    return answers
-
-
-def _approve(question: str, payload: Any) -> Any:
-    """The demo's person: approves whatever is asked, answering with the payload."""
-    return payload if payload is not None else "yes"
-
-
-def _report(result: Any) -> int:
-    print(f"status: {result.status}")
-    if result.error is not None:
-        print(f"error: {type(result.error).__name__}: {result.error}")
-    if result.pause_token:
-        print(f"paused: answer token {result.pause_token}")
-        print(f"resume: run again with the same inputs and --answer {result.pause_token}=ANSWER")
-    print(f"output: {_show(result.output)}")
-    print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
-    print(f"events: {result.events_path}")
-    return OK if result.status == "ok" else PROBLEMS
-
-
-def _show(value: Any) -> str:
-    dump = getattr(value, "model_dump_json", None)
-    return str(dump()) if dump is not None else str(value)

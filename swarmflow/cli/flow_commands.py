@@ -22,7 +22,7 @@ from swarmflow.flows.progress import ProgressSink
 from swarmflow.flows.report import render_report
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
 from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult
-from swarmflow.runtime.human import ConsoleHuman, ScriptedHuman
+from swarmflow.runtime.human_channels import ConsoleHuman, ScriptedHuman
 from swarmflow.workspaces.git import git_succeeds
 
 USAGE_ERROR = 2

@@ -20,9 +20,16 @@
     ├── HumanError
     │   └── HumanTimeout
     ├── AgentFailed                 an agent session ended in error
-    └── RunPaused                   control signal: a deferred human question stops the run
+    ├── RunPaused                   control signal: a deferred human question stops the run
+    └── FlowFailed                  `run()` ended in failure; the `RunResult` is on `.result`
 
 Errors carry the agent, session and operator they came from where known.
+
+Two kinds of failure (see `is_fault_of_the_world`): a **fault of the world** (a model error
+after retries, a tool error, a budget or deadline stop, a person who did not answer) becomes
+a `Failed` outcome and the run goes on; a **mistake** in the flow or its declaration (an
+unknown agent, a card that does not render, an unknown tool, a handoff along an undeclared
+edge made by the flow's own code, any other exception from the flow's code) fails the run.
 """
 
 from __future__ import annotations
@@ -159,3 +166,33 @@ class RunPaused(SwarmflowError):
         super().__init__(message, **kw)
         self.token = token
         self.question = question
+
+
+class FlowFailed(SwarmflowError):
+    """A run ended in failure. `.result` is its `RunResult`; the cause is chained."""
+
+    def __init__(self, message: str, *, result: Any, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.result = result
+
+
+_WORLD: tuple[type[BaseException], ...] = (
+    BudgetExhausted,
+    ModelError,
+    ToolError,
+    WorkspaceError,
+    HumanError,
+    TimeoutError,  # a deadline the flow set (`anyio.fail_after`) ran out
+)
+
+
+def is_fault_of_the_world(exc: BaseException) -> bool:
+    """Whether `exc` is a fault of the world (data) rather than a mistake (the run fails).
+
+    An agent that failed is judged by what made it fail: a model that kept erroring is the
+    world's fault, a tool the agent declares but nobody provides is the flow's mistake.
+    """
+    if isinstance(exc, AgentFailed):
+        cause = exc.__cause__
+        return cause is None or is_fault_of_the_world(cause)
+    return isinstance(exc, _WORLD)

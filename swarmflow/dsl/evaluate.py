@@ -13,7 +13,7 @@ from swarmflow.dsl import ast, calls
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.ir import Program, StepGraph
 from swarmflow.operators import agent, budget, compact, human
-from swarmflow.runtime.calls import render_prompt
+from swarmflow.runtime.prompts import render_prompt
 
 
 class _Unset:

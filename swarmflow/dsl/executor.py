@@ -20,7 +20,7 @@ from swarmflow.dsl import ast
 from swarmflow.dsl.evaluate import UNSET, Evaluator, Runtime
 from swarmflow.dsl.ir import VALUE, Program, Step, StepGraph
 from swarmflow.operators import agent_session
-from swarmflow.operators.session import SessionHandle
+from swarmflow.operators.agent_session import SessionHandle
 
 
 @dataclass(frozen=True, slots=True)

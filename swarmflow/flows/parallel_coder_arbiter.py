@@ -31,7 +31,7 @@ from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.team import Agent, Team
 from swarmflow.flows.target_repo import default_test_command
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
-from swarmflow.operators.session import SessionHandle
+from swarmflow.operators.agent_session import SessionHandle
 from swarmflow.runner import RunResult, run
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.calls import call_agent
+from swarmflow.runtime.agent_call import call_agent
 
 
 def agent(

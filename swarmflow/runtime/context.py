@@ -23,7 +23,7 @@ from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.graph import RunGraph
-from swarmflow.runtime.rails import Rails
+from swarmflow.runtime.rail_registry import Rails
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

@@ -34,7 +34,7 @@ async def send_message(run: RunContext, sender: AgentSession, to: str, text: str
         raise ToolError(f"refused: {exc.message}") from None
     sender.emit(MessageSent, source=me, target=to, text=text[:2000])
     try:
-        from swarmflow.runtime.calls import call_agent  # calls opens sessions that use this
+        from swarmflow.runtime.agent_call import call_agent  # calls opens sessions that use this
 
         sender.wait_for_teammate()
         reply = await call_agent(to, SourcedStr(text, frozenset({me})))

@@ -42,7 +42,7 @@ from swarmflow.core.team import Agent
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.profile import agent_profile
-from swarmflow.runtime.rails import Hook, RailContext
+from swarmflow.runtime.rail_registry import Hook, RailContext
 from swarmflow.runtime.toolrun import ToolRunner
 from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
 
@@ -133,7 +133,7 @@ class AgentSession:
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self._history_tokens = 0
-        self._lock: anyio.Lock | None = None  # made on first `turn`; one-shot calls skip it
+        self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
         self._goals = profile.goals
         self._rails = bool(run.rails)
         self._model_name = profile.model_name
@@ -208,15 +208,20 @@ class AgentSession:
 
     # -- a turn -----------------------------------------------------------------------------
 
+    @property
+    def turn_lock(self) -> anyio.Lock:
+        """The session's one turn lock: `turn` takes it; hold it to run several turns in a row."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
+
     async def turn(self, content: str) -> str:
         """Run one turn on a user message; concurrent turns on one session are serialised."""
-        if self._lock is None:
-            self._lock = anyio.Lock(fast_acquire=True)
-        async with self._lock:
+        async with self.turn_lock:
             return await self.turn_unlocked(content)
 
     async def turn_unlocked(self, content: str) -> str:
-        """Run one turn without the turn lock, for a caller that owns the session alone."""
+        """Run one turn; the caller holds `turn_lock` or owns the session alone."""
         if self.state.is_end:
             self._to(IDLE)
         self.error = None

@@ -19,11 +19,15 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 async def ask_structured(
     session: AgentSession, prompt: str, output: type[BaseModel], retries: int = ASK_RETRIES
 ) -> BaseModel | None:
-    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded."""
+    """Ask for a JSON answer matching `output`; re-ask with the validation error, bounded.
+
+    The caller holds the session's `turn_lock` (or owns the session alone), so that a re-ask
+    follows its own question and no other sender's turn comes between them.
+    """
     schema = json.dumps(output.model_json_schema())
     text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n{schema}"
     for _attempt in range(retries):
-        answer = await session.turn(text)
+        answer = await session.turn_unlocked(text)
         if session.state is not SessionState.DONE:
             return None
         try:

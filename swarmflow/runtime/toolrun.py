@@ -17,7 +17,7 @@ from swarmflow.core.events import ToolExecuted, ToolRefused
 from swarmflow.core.messages import Message, ToolCall, ToolSpec, estimate_tokens
 from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.states import EndReason
-from swarmflow.runtime.rails import Hook
+from swarmflow.runtime.rail_registry import Hook
 
 if TYPE_CHECKING:
     from swarmflow.core.team import Agent

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from swarmflow.cli import build_parser, dsl_commands
+from swarmflow.cli import build_parser, run_commands
 
 from .helpers import EXAMPLES, flow_text
 
@@ -89,6 +89,6 @@ def test_a_failed_run_exits_1(tmp_path, capsys):
 
 
 def test_parse_inputs():
-    assert dsl_commands.parse_inputs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+    assert run_commands.parse_inputs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
     with pytest.raises(ValueError, match="KEY=VALUE"):
-        dsl_commands.parse_inputs(["novalue"])
+        run_commands.parse_inputs(["novalue"])

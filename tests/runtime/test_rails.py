@@ -10,7 +10,7 @@ from swarmflow import Agent, agent, agent_session
 from swarmflow.core.errors import RailError
 from swarmflow.core.messages import Message, ModelRequest
 from swarmflow.rails import Amend, Hook, RailContext, Veto, rail
-from swarmflow.runtime.rails import Rail, Rails
+from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.testing import ScriptedModel, tool_call
 from tests.runtime.helpers import of_type, run_one
 

@@ -10,10 +10,10 @@ from pydantic import BaseModel
 
 from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.calls import finish_output, open_session, render_prompt
+from swarmflow.runtime.agent_call import finish_output, open_session
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
-from swarmflow.runtime.gate import TurnGate
 from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.prompts import render_prompt
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -30,7 +30,6 @@ class SessionHandle:
         self._scope = Scope(parent.branch, parent.ledger, self._node)
         self._session: AgentSession | None = None
         self._opening = anyio.Lock(fast_acquire=True)
-        self._turns = TurnGate()
 
     @property
     def session(self) -> AgentSession | None:
@@ -58,12 +57,7 @@ class SessionHandle:
         text = render_prompt(message)
         check_handoff(self._run, self.name, message, via="session message", agent=self.name)
         session = self._session or await self._open()
-        if not self._turns.take():
-            await self._turns.acquire()
-        try:
-            await session.turn_unlocked(text)  # this handle's gate already serialises its turns
-        finally:
-            self._turns.release()
+        await session.turn(text)
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
@@ -76,7 +70,7 @@ class SessionHandle:
         text = render_prompt(prompt)
         check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
         session = await self._open()
-        async with self._turns:  # a re-ask must follow its own question, not another sender's
+        async with session.turn_lock:  # a re-ask follows its own question, not another sender's
             value = await ask_structured(session, text, output)
         finish_output(self._run, session, text, value, None)
         return value
