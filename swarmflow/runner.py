@@ -36,6 +36,17 @@ from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
+from swarmflow.run_dirs import (
+    Durability,
+    Interrupted,
+    claim,
+    open_interrupted,
+    open_journal,
+    release,
+    resumed,
+    sync_sinks,
+    write_manifest,
+)
 from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog, environment_secrets
@@ -68,24 +79,41 @@ async def run(
     goals: Mapping[str, Sequence[Any]] | None = None,
     keep_workspaces: bool = False,
     context_tokens: int | None = None,
+    resume: str | Path | None = None,
+    strict: bool = False,
+    durability: Durability = "write",
     **inputs: Any,
 ) -> RunResult:
     """Execute `flow` with `inputs`; returns a `RunResult` whatever the flow's fate.
 
     `events` picks the built-in sinks ("both", "jsonl", "memory", or your own list); `sinks`
     adds more beside them (a progress display, say). `run_id` names the run directory.
+    `resume=RUN_DIR` goes on with an interrupted run (docs/durability.md): finished calls are
+    replayed from its journal; `strict=True` refuses a flow that no longer matches it.
+    `durability="fsync"` also syncs every event and journal record to disk.
     """
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     check_team(flow)
+    interrupted = open_interrupted(resume) if resume is not None else None
+    if interrupted is not None:
+        run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
     check_inputs(flow, inputs)
     run_id = run_id or new_run_id()
     root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
-    run_dir = (root / run_id).resolve()  # worktrees and tools must not depend on the cwd
+    # Worktrees and tools must not depend on the cwd.
+    run_dir = interrupted.run_dir if interrupted else (root / run_id).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
+    claim(run_dir)
     memory, chosen = choose_sinks(events, run_dir)
     sinks = [*chosen, *sinks]
-    log = EventLog(run_id, sinks, secrets=environment_secrets(model_secrets(model)))
+    log = EventLog(
+        run_id,
+        sync_sinks(sinks, durability),
+        secrets=environment_secrets(model_secrets(model)),
+        start_seq=interrupted.log.next_seq if interrupted else 0,
+    )
+    write_manifest(run_dir, flow, inputs, repo=repo, model=model)
     limits = merge_limits(flow.limits, Limits.coerce(budget))
     resolver = ModelResolver(model)
     ctx = RunContext(
@@ -104,8 +132,9 @@ async def run(
         keep_workspaces=keep_workspaces,
         goals={k: tuple(v) for k, v in (goals or {}).items()},
         context_tokens=context_tokens,
+        journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
     )
-    return await _execute(ctx, flow, inputs, memory)
+    return await _execute(ctx, flow, inputs, memory, interrupted)
 
 
 async def _execute(
@@ -113,17 +142,21 @@ async def _execute(
     flow: Flow[..., Any],
     inputs: dict[str, Any],
     memory: MemorySink | None,
+    interrupted: Interrupted | None = None,
 ) -> RunResult:
     log = ctx.log
-    log.emit(
-        RunStarted,
-        flow=flow.name,
-        inputs=jsonable(inputs),
-        limits=limits_of(ctx.ledger),
-        agents=flow.team.names,
-        edges=[list(e) for e in flow.team.edges],
-        roles=roles_of(flow),
-    )
+    if interrupted is not None:
+        resumed(ctx, flow.name, interrupted)
+    else:
+        log.emit(
+            RunStarted,
+            flow=flow.name,
+            inputs=jsonable(inputs),
+            limits=limits_of(ctx.ledger),
+            agents=flow.team.names,
+            edges=[list(e) for e in flow.team.edges],
+            roles=roles_of(flow),
+        )
     output: Any = None
     status, token = "ok", None
     error: BaseException | None = None
@@ -207,6 +240,9 @@ async def _close(
         graph=ctx.graph.mermaid(),
     )
     log.close()
+    if ctx.journal is not None:
+        ctx.journal.close()
+    release(ctx.run_dir)
     return status, error
 
 

@@ -15,6 +15,7 @@ from swarmflow.cli import (
     graph_commands,
     report_commands,
     run_commands,
+    run_dirs_commands,
 )
 
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     flow_commands.register(sub)
     graph_commands.register(sub)
     report_commands.register(sub)
+    run_dirs_commands.register(sub)
     return parser
 
 

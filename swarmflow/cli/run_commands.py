@@ -54,8 +54,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="TOKEN=VALUE",
-        help="resume a paused run: the answer to the question with this token (JSON or text); "
-        "implies --defer",
+        help="refused here: answers go to the paused run, with "
+        "`swarmflow resume RUN_DIR --answer TOKEN=VALUE`",
     )
     run.set_defaults(handler=run_command)
 
@@ -83,9 +83,15 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return USAGE
+    if args.answer:
+        print(
+            "swarmflow run: an answer belongs to the paused run that asked; give it with "
+            "swarmflow resume RUN_DIR --answer TOKEN=VALUE",
+            file=sys.stderr,
+        )
+        return USAGE
     try:
         inputs = _typed_inputs(args)
-        parse_answers(args.answer)
     except ValueError as exc:
         print(f"swarmflow run: {exc}", file=sys.stderr)
         return USAGE
@@ -143,10 +149,10 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
         options["model"] = demo_model()
         options["human"] = _approve
-    if args.defer or args.answer:
+    if args.defer:
         from swarmflow.channels import DeferredHuman
 
-        options["human"] = DeferredHuman(parse_answers(args.answer))
+        options["human"] = DeferredHuman()
     if args.budget_tokens is not None:
         options["budget"] = {"tokens": args.budget_tokens}
     if args.repo:
@@ -184,7 +190,7 @@ def _report(result: Any) -> int:
         print(f"error: {type(result.error).__name__}: {result.error}")
     if result.pause_token:
         print(f"paused: answer token {result.pause_token}")
-        print(f"resume: run again with the same inputs and --answer {result.pause_token}=ANSWER")
+        print(f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE")
     print(f"output: {_show(result.output)}")
     print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
     print(f"events: {result.events_path}")

@@ -3,6 +3,7 @@
     SwarmflowError
     ├── ConfigError                 caller misuse: bad declarations, unknown names
     │   ├── TemplateError           a role card failed to render
+    │   ├── ResumeDiverged          a strict resume met a call that no longer matches
     │   └── RailError               a rail registered for a hook that does not exist
     ├── IllegalTransition           a session tried a transition its table forbids
     ├── TopologyError               a handoff along an undeclared edge
@@ -196,3 +197,7 @@ def is_fault_of_the_world(exc: BaseException) -> bool:
         cause = exc.__cause__
         return cause is None or is_fault_of_the_world(cause)
     return isinstance(exc, _WORLD)
+
+
+class ResumeDiverged(ConfigError):
+    """A resumed flow no longer matches its journal where `--strict` demands that it does."""

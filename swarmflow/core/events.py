@@ -215,6 +215,34 @@ class HumanAnswered(EventBase):
     timed_out: bool = False
 
 
+class RunResumed(EventBase):
+    """A run interrupted (killed, paused, failed) goes on in a new process: same id and log."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    flow: str
+    recorded_calls: int = 0
+    """Finished calls in the journal that the replay may return without calling the model."""
+    strict: bool = False
+
+
+class CallReplayed(EventBase):
+    """A call of a resumed run returned its journaled product: no model call, no tokens."""
+
+    type: Literal["call_replayed"] = "call_replayed"
+    index: int
+    digest: str
+    recorded_session: str = ""
+
+
+class ResumeDivergedAt(EventBase):
+    """A resumed flow sent something else than the journal records at this call."""
+
+    type: Literal["resume_diverged"] = "resume_diverged"
+    index: int
+    digest: str
+    strict: bool = False
+
+
 class BranchFinished(EventBase):
     type: Literal["branch_finished"] = "branch_finished"
     outcome: Literal["ok", "failed", "cancelled", "empty"]
@@ -250,6 +278,9 @@ Event = Annotated[
     | PatchApplied
     | HumanRequested
     | HumanAnswered
+    | RunResumed
+    | CallReplayed
+    | ResumeDivergedAt
     | BranchFinished
     | OutcomesCompacted,
     Field(discriminator="type"),

@@ -83,4 +83,6 @@ def load_flow(path: str | Path) -> Any:
     """A runnable `swarmflow.Flow` from a `.swarm` file; raises `DslError` with diagnostics."""
     file = Path(path)
     source = file.read_text(encoding="utf-8")
-    return load_source(source, str(path), base_dir=str(file.parent))
+    made = load_source(source, str(path), base_dir=str(file.parent))
+    made.source_path = str(file.resolve())  # `swarmflow resume` loads the flow from here
+    return made

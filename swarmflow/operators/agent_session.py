@@ -14,8 +14,8 @@ from swarmflow.runtime.agent_call import finish_output, open_session
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.prompts import render_prompt
+from swarmflow.runtime.replay import journaled_turn
 from swarmflow.runtime.session import AgentSession
-from swarmflow.runtime.structured import ask_structured
 
 
 class SessionHandle:
@@ -57,7 +57,8 @@ class SessionHandle:
         text = render_prompt(message)
         check_handoff(self._run, self.name, message, via="session message", agent=self.name)
         session = self._session or await self._open()
-        await session.turn(text)
+        async with session.turn_lock:
+            await journaled_turn(session, text, None)
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
@@ -71,7 +72,7 @@ class SessionHandle:
         check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
         session = await self._open()
         async with session.turn_lock:  # a re-ask follows its own question, not another sender's
-            value = await ask_structured(session, text, output)
+            value = await journaled_turn(session, text, output)
         finish_output(self._run, session, text, value, None)
         return value
 

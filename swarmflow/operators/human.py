@@ -7,7 +7,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from swarmflow.core.errors import ConfigError, HumanError, HumanTimeout
+from swarmflow.core.errors import ConfigError, HumanError, HumanTimeout, RunPaused
 from swarmflow.core.events import HumanAnswered, HumanRequested
 from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import HUMAN
@@ -40,25 +40,36 @@ async def human(
     chosen = channel or run.human
     if chosen is None:
         raise HumanError("this run has no human channel")
-    token = _token(run, scope.branch, question)
+    shown = _jsonable(payload)
+    token = _token(run, scope.branch, question, shown)
+    recorded = run.journal.answer(token) if run.journal is not None else None
     node = run.graph.open("human", scope.branch, scope.node, "human")
     run.log.emit(
         HumanRequested,
         branch=scope.branch,
         question=question,
-        payload=_jsonable(payload),
-        channel=chosen.name,
+        payload=shown,
+        channel="journal" if recorded else chosen.name,
         token=token,
     )
     status = "failed"
     try:
-        answer, who, timed_out = await _ask(chosen, question, payload, token, timeout)
+        if recorded is not None:  # answered before the run was interrupted: not asked again
+            answer, who, timed_out = recorded["answer"], str(recorded["answered_by"]), False
+        else:
+            answer, who, timed_out = await _ask(
+                run, chosen, question, payload, token=token, timeout=timeout
+            )
         if timed_out:
             answer, who = _on_timeout(
                 run, scope.branch, question, timeout=timeout, policy=on_timeout, default=default
             )
         else:
             answer = _convert(answer, output, question)
+        if run.journal is not None and recorded is None:
+            run.journal.write({"kind": "human_answered", "token": token, "branch": scope.branch,
+                               "question": question, "answer": _jsonable(answer),
+                               "answered_by": who, "timed_out": timed_out})  # fmt: skip
         run.log.emit(
             HumanAnswered,
             branch=scope.branch,
@@ -73,13 +84,26 @@ async def human(
 
 
 async def _ask(
-    channel: HumanChannel, question: str, payload: Any, token: str, timeout: float | None
+    run: RunContext,
+    channel: HumanChannel,
+    question: str,
+    payload: Any,
+    *,
+    token: str,
+    timeout: float | None,
 ) -> tuple[Any, str, bool]:
     try:
         with anyio.fail_after(timeout):
             answer, who = await channel.ask(question, payload, token=token, timeout=timeout)
     except TimeoutError:
         return None, "", True
+    except RunPaused as paused:  # say how to resume this very run with an answer
+        raise RunPaused(
+            f"run paused for a human answer to {question!r}; resume with: "
+            f"swarmflow resume {run.run_dir} --answer {token}=VALUE",
+            token=paused.token,
+            question=paused.question,
+        ) from None
     if answer is None:
         raise HumanError(f"human channel {channel.name!r} gave no answer to {question!r}")
     return answer, who, False
@@ -111,14 +135,21 @@ def _convert(answer: Any, output: type[Any] | None, question: str) -> Any:
         ) from None
 
 
-def _token(run: RunContext, branch: str, question: str) -> str:
-    """Stable across re-runs of the same flow, so a deferred run can resume by token."""
+def _token(run: RunContext, branch: str, question: str, shown: Any) -> str:
+    """Bound to this run, this place in the flow, the question and the payload as shown.
+
+    A resumed run that shows the same payload at the same question gets the same token; a
+    payload that changed gets another, so an answer given to one is never applied to the other.
+    """
     key = f"{branch}|{question}"
     count = run.human_answers.get(key, 0)
     run.human_answers[key] = count + 1
     import hashlib  # only when a person is asked; keeps `import swarmflow` cheap
+    import json
 
-    return hashlib.sha256(f"{key}|{count}".encode()).hexdigest()[:16]
+    payload = json.dumps(shown, sort_keys=True, default=str)
+    material = "\x00".join((run.run_id, branch, question, payload, str(count)))
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
 def _jsonable(value: Any) -> Any:

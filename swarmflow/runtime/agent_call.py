@@ -33,7 +33,17 @@ from swarmflow.runtime.context import (
     set_scope,
 )
 from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.journal import CallKey
 from swarmflow.runtime.prompts import render_prompt
+from swarmflow.runtime.replay import (
+    adopted_workspace,
+    call_key,
+    match,
+    record_call,
+    record_started,
+    replay_call,
+    schema_of,
+)
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -55,8 +65,12 @@ async def open_session(
     scope: Scope | None = None,
     card_vars: dict[str, Any] | None = None,
     workspace: Any = None,
+    adopted: Workspace | None = None,
 ) -> AgentSession:
-    """Check the card variables' handoff, render the card, acquire the workspace."""
+    """Check the card variables' handoff, render the card, acquire the workspace.
+
+    `adopted` is this session's own workspace taken over from an interrupted run.
+    """
     agent = run.team.get(name)
     card_vars = card_vars or {}
     if card_vars:
@@ -66,7 +80,7 @@ async def open_session(
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
     if borrowed is None and agent.workspace != "none":
-        session.workspace = await _acquire(run, agent, session.id)
+        session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
         from swarmflow.runtime.messaging import messenger_for  # it calls back into call_agent
@@ -126,28 +140,87 @@ async def call_agent(
     run = current_run(f"agent({name!r})")
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)
-    token = set_scope(Scope(parent.branch, parent.ledger, node))
+    scope = Scope(parent.branch, parent.ledger, node)
+    token = set_scope(scope)
     status = "failed"
     try:
         text = render_prompt(prompt)
         check_handoff(run, name, prompt, via="prompt", agent=name)
-        session = await open_session(run, name, card_vars=card_vars, workspace=workspace)
-        try:
-            if output is None:  # a fresh session has no other caller to serialise with
-                await session.turn_unlocked(text)
-                value = None
-            else:
-                value = await ask_structured(session, text, output)
-            owned = workspace is None and session.workspace is not None
-            patch = await _finalize(run, session) if owned else None
-        finally:
-            session.close()
-        result = finish_output(run, session, text, value, patch)
+        if run.journal is not None:
+            result = await journaled_call(
+                run, scope, name, text, output=output, workspace=workspace, card_vars=card_vars
+            )
+        else:
+            result = await _call(
+                run, name, text, output=output, workspace=workspace, card_vars=card_vars
+            )
         status = "ok"
         return result
     finally:
         reset_scope(token)
         run.graph.close(node, status)
+
+
+async def _call(
+    run: RunContext,
+    name: str,
+    text: str,
+    *,
+    output: type[BaseModel] | None,
+    workspace: Any,
+    card_vars: dict[str, Any],
+    journaled: tuple[CallKey, Workspace | None] | None = None,
+) -> AgentOutput:
+    adopted = journaled[1] if journaled else None
+    session = await open_session(
+        run, name, card_vars=card_vars, workspace=workspace, adopted=adopted
+    )
+    try:
+        if journaled is not None:
+            record_started(run, journaled[0], session)
+        if output is None:  # a fresh session has no other caller to serialise with
+            await session.turn_unlocked(text)
+            value = None
+        else:
+            value = await ask_structured(session, text, output)
+        owned = workspace is None and session.workspace is not None
+        patch = await _finalize(run, session) if owned else None
+    finally:
+        session.close()
+    result = finish_output(run, session, text, value, patch)
+    if journaled is not None:
+        record_call(run, journaled[0], session, result, text)
+    return result
+
+
+async def journaled_call(
+    run: RunContext,
+    scope: Scope,
+    name: str,
+    text: str,
+    *,
+    output: type[BaseModel] | None,
+    workspace: Any,
+    card_vars: dict[str, Any],
+) -> AgentOutput:
+    """`_call`, keyed in the journal: replayed when a finished record matches, else recorded."""
+    assert run.journal is not None
+    agent = run.team.get(name)
+    system = render_card(agent.card, card_vars, run.card_path) if agent.card else ""
+    key = call_key(run.journal, scope.branch, name, system, text, schema_of(output))
+    record = match(run, run.journal, key)
+    if record is not None:
+        return await replay_call(run, scope, agent, key, record, output=output)
+    adopted = await adopted_workspace(run, agent, key) if workspace is None else None
+    return await _call(
+        run,
+        name,
+        text,
+        output=output,
+        workspace=workspace,
+        card_vars=card_vars,
+        journaled=(key, adopted),
+    )
 
 
 async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:

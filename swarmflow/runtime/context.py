@@ -23,6 +23,7 @@ from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.graph import RunGraph
+from swarmflow.runtime.journal import Journal
 from swarmflow.runtime.rail_registry import Rails
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class RunContext:
     context_tokens: int | None = None
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""
+    journal: Journal | None = None
+    """Records finished calls and answers; on resume, matches calls against the records."""
     nursery: TaskGroup | None = None
     """The run's task group for background work (streams); cancelled when the flow ends."""
 

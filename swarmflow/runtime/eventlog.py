@@ -108,12 +108,14 @@ class EventLog:
         *,
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.perf_counter,
+        start_seq: int = 0,
     ) -> None:
+        """`start_seq`: a resumed run goes on numbering where its log stopped."""
         self.run_id = run_id
         self.sinks = list(sinks)
         self._clock = clock
         self._t0 = clock()
-        self._seq = 0
+        self._seq = start_seq
         self._waiters: list[tuple[Predicate, anyio.Event, list[EventBase]]] = []
         self._history: list[EventBase] | None = None
         self._wall0 = time.time()

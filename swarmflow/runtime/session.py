@@ -206,6 +206,25 @@ class AgentSession:
         self.history.append(message)
         self._history_tokens += message_tokens(message)
 
+    def adopt_turn(
+        self, messages: list[Message], *, replace: bool, text: str, usage: Usage, steps: int
+    ) -> None:
+        """Take over a turn a resumed run replays from its journal (no model is called)."""
+        if replace:
+            self.history, self._history_tokens = [], 0
+        for message in messages:
+            self._append(message)
+        self.last_text = text
+        self.steps += steps
+        self.usage = usage if self.usage is NO_USAGE else self.usage + usage
+        # The recorded turn went precheck -> calling model -> done; the replay walks the same
+        # legal path so the session's state is what it would have been.
+        if self.state.is_end:
+            self._to(IDLE)
+        self._to(PRECHECK)
+        self._to(CALLING_MODEL)
+        self._end(EndReason.COMPLETED)
+
     # -- a turn -----------------------------------------------------------------------------
 
     @property

@@ -6,6 +6,7 @@ a file whose every line is a complete event.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,8 @@ class JsonlSink:
     """Appends events to a JSONL file."""
 
     wants_objects = False  # it writes the serialised line only
+    fsync = False
+    """Sync every line to disk as it is written (`run(durability="fsync")`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -30,6 +33,8 @@ class JsonlSink:
 
     def write(self, event: EventBase | None, line: bytes) -> None:
         self._msg(line)
+        if self.fsync:
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         if not self._fh.closed:

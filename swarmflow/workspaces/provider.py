@@ -70,6 +70,27 @@ class DefaultWorkspaces:
         self._worktrees.append(ws)
         return ws
 
+    async def reattach(
+        self, agent: str, session: str, *, root: str, branch: str, base: str
+    ) -> WorktreeWorkspace:
+        """The worktree an interrupted run of this run directory left, taken over again."""
+        if self.repo is None:
+            raise ConfigError(
+                f"agent {agent!r} worked in a worktree before the run was interrupted; resume "
+                "it with repo=<the same git repository>",
+                agent=agent,
+                session=session,
+            )
+        path = Path(root)
+        if self.run_dir not in path.parents:
+            raise WorkspaceError(f"journaled worktree {root} is not inside run {self.run_dir}")
+        self._slugs.add(path.name)
+        ws = await WorktreeWorkspace.reattach(
+            self.repo, branch, path, base, on_commit=self.on_commit, lock=self._git_lock
+        )
+        self._worktrees.append(ws)
+        return ws
+
     async def _shared_workspace(self) -> SharedWorkspace:
         """The run's one shared workspace, made on first use."""
         if self._shared is None:
@@ -80,7 +101,8 @@ class DefaultWorkspaces:
     def _unique(self, name: str) -> str:
         """`name`, numbered when two sessions reduce to the same slug."""
         candidate, n = name, 1
-        while candidate in self._slugs:
+        # A resumed run must not reuse a name its interrupted process gave a worktree.
+        while candidate in self._slugs or (self.run_dir / "worktrees" / candidate).exists():
             n += 1
             candidate = f"{name}-{n}"
         self._slugs.add(candidate)

@@ -16,7 +16,14 @@ import anyio.to_thread
 
 from swarmflow.core.errors import WorkspaceError
 from swarmflow.core.patch import Patch
-from swarmflow.workspaces.git import COMMIT_CONFIG, changed_files, diff, git, rev_parse
+from swarmflow.workspaces.git import (
+    COMMIT_CONFIG,
+    changed_files,
+    diff,
+    git,
+    git_succeeds,
+    rev_parse,
+)
 
 OnCommit = Callable[[str, str, tuple[str, ...]], Awaitable[None] | None]
 """`on_commit(commit_sha, branch, files)`: called after a workspace's branch moved."""
@@ -79,6 +86,35 @@ class WorktreeWorkspace:
             await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
         return cls(repo, await resolved(path), branch, sha, on_commit=on_commit, lock=lock)
 
+    @classmethod
+    async def reattach(
+        cls,
+        repo: Path,
+        branch: str,
+        path: Path,
+        base: str,
+        *,
+        on_commit: OnCommit | None = None,
+        lock: AbstractAsyncContextManager[Any] | None = None,
+    ) -> WorktreeWorkspace:
+        """Take over the worktree an interrupted run left at `path`, as it stands.
+
+        A worktree that is gone is made again on its branch, or at `base` if the branch is
+        gone too: the work it held is in the branch's commits or was never committed.
+        """
+        repo = await resolved(repo)
+        async with _guard(lock):
+            if not await anyio.Path(path / ".git").exists():
+                await remove_worktree(repo, path)  # a half-made directory, git's stale record
+                if await git_succeeds(repo, "rev-parse", "--verify", "--quiet", branch):
+                    await git(repo, "worktree", "add", "--quiet", str(path), branch)
+                else:
+                    await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base)
+        root = await resolved(path)
+        ws = cls(repo, root, branch, base, on_commit=on_commit, lock=lock)
+        ws._head = await rev_parse(root, "HEAD")
+        return ws
+
     async def finalize(self, message: str) -> Patch:
         """Commit everything that changed; the patch is the diff from the base to the head."""
         await git(self.root, "add", "-A")
@@ -107,7 +143,7 @@ class WorktreeWorkspace:
         if keep or self.released:
             return
         async with _guard(self._lock):
-            await _remove_worktree(self.repo, self.root)
+            await remove_worktree(self.repo, self.root)
             await git(self.repo, "branch", "-D", "--quiet", self.branch)
         self.released = True
 
@@ -118,7 +154,7 @@ async def _index_clean(root: Path) -> bool:
     return not out
 
 
-async def _remove_worktree(repo: Path, root: Path) -> None:
+async def remove_worktree(repo: Path, root: Path) -> None:
     """Remove a worktree, its directory even if git refuses, and git's record of it."""
     with contextlib.suppress(WorkspaceError):
         await git(repo, "worktree", "remove", "--force", "--force", str(root))
@@ -164,4 +200,4 @@ async def _commit_diff(repo: Path, patch: Patch, message: str) -> str:
         return await rev_parse(scratch, "HEAD")
     finally:
         with anyio.CancelScope(shield=True):
-            await _remove_worktree(repo, scratch)
+            await remove_worktree(repo, scratch)

@@ -17,8 +17,9 @@ DOCS = ROOT / "docs" / "dsl.md"
 # `graph` numbers nodes in creation order, which is scheduling, not behaviour; the
 # equivalence test compares the graphs' nodes separately (`graph_nodes`).
 VOLATILE = frozenset(
-    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph"}
-)
+    {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph",
+     "token"}  # a person's resume token is bound to its run
+)  # fmt: skip
 
 
 def flow_text(

@@ -137,9 +137,14 @@ async def test_deferred_pauses_and_resumes_by_token() -> None:
     assert first.pause_token
     assert of_type(first, "run_finished")[0].status == "paused"
     resumed = await run_one(
-        [], body, FunctionModel(lambda r: ""), human=DeferredHuman({first.pause_token: "ship"})
+        [],
+        body,
+        FunctionModel(lambda r: ""),
+        human=DeferredHuman({first.pause_token: "ship"}),
+        resume=first.run_dir,
     )
     assert resumed.output == "ship"
+    assert resumed.run_id == first.run_id
 
 
 async def test_human_output_conversion() -> None:

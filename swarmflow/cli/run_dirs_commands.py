@@ -1,0 +1,230 @@
+"""`swarmflow resume`, `swarmflow runs` and `swarmflow clean`: run directories after the fact."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from swarmflow.cli.model_options import add_model_options, model_from_args
+
+OK, PROBLEMS, USAGE = 0, 1, 2
+
+
+def register(subparsers: Any) -> None:
+    resume = subparsers.add_parser(
+        "resume",
+        help="go on with a killed, failed or paused run: finished calls are replayed, not paid",
+    )
+    resume.add_argument("run_dir", metavar="RUN_DIR")
+    resume.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TOKEN=VALUE",
+        help="the answer to the question the run paused at, by the token it printed",
+    )
+    resume.add_argument(
+        "--strict", action="store_true", help="refuse when the flow no longer matches the journal"
+    )
+    chosen = resume.add_mutually_exclusive_group()
+    chosen.add_argument("--model", metavar="NAME", help="the model (default: the run's own)")
+    chosen.add_argument("--demo", action="store_true", help="play the model with the demo policy")
+    resume.add_argument("--repo", metavar="PATH", help="the repository (default: the run's own)")
+    resume.add_argument(
+        "--durability",
+        choices=("write", "fsync"),
+        default="write",
+        help="fsync: every event and record also survives a power cut",
+    )
+    add_model_options(resume)
+    resume.set_defaults(handler=resume_command)
+
+    runs = subparsers.add_parser("runs", help="list runs with their status, cost and age")
+    runs.add_argument("root", nargs="?", metavar="RUNS", help="the runs folder (default: runs)")
+    runs.set_defaults(handler=runs_command)
+
+    clean = subparsers.add_parser(
+        "clean", help="remove the worktrees and branches a run that is over left behind"
+    )
+    clean.add_argument("run_dir", metavar="RUN_DIR")
+    clean.set_defaults(handler=clean_command)
+
+
+# -- resume -----------------------------------------------------------------------------------
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """Load the run's flow again and resume it; 0 when it then ends ok."""
+    import anyio
+
+    from swarmflow.cli.run_commands import parse_answers
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.run_dirs import open_interrupted
+
+    try:
+        answers = parse_answers(args.answer)
+        interrupted = open_interrupted(args.run_dir)
+        flow = load_flow_reference(str(interrupted.manifest.get("flow") or ""), args.run_dir)
+    except (ValueError, ConfigError) as exc:
+        print(f"swarmflow resume: {exc}", file=sys.stderr)
+        return USAGE
+    model = args.model or interrupted.manifest.get("model")
+    if not args.demo and not model:
+        print(
+            "swarmflow resume: the run's model is not recorded; choose one with --model NAME "
+            "or --demo",
+            file=sys.stderr,
+        )
+        return USAGE
+    args.model = model
+    options = {
+        "resume": interrupted.run_dir,
+        "strict": args.strict,
+        "durability": args.durability,
+        "repo": args.repo or interrupted.manifest.get("repo"),
+        "human": _channel(answers, args.demo),
+    }
+    result = anyio.run(_resume, flow, options, args)
+    return report_resumed(result)
+
+
+def _channel(answers: dict[str, Any], demo: bool) -> Any:
+    from swarmflow.channels import DeferredHuman, ScriptedHuman
+
+    if demo and not answers:
+        return ScriptedHuman(lambda question, payload: payload if payload is not None else "yes")
+    return DeferredHuman(answers)
+
+
+async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) -> Any:
+    from swarmflow import run
+
+    if args.demo:
+        from swarmflow.dsl.demo import demo_model
+
+        return await run(flow, model=demo_model(), **options)
+    async with model_from_args(args) as model:
+        return await run(flow, model=model, **options)
+
+
+def load_flow_reference(reference: str, run_dir: str) -> Any:
+    """The flow a manifest names: a `.swarm` file, `file.py:name` or `module:name`."""
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.runtime.flow import Flow
+
+    if not reference:
+        raise ConfigError(f"{run_dir} records no flow to load (no run.json)")
+    if reference.endswith(".swarm"):
+        from swarmflow.dsl import DslError, load_flow
+
+        try:
+            return load_flow(reference)
+        except (DslError, OSError) as exc:
+            raise ConfigError(f"cannot load the run's flow {reference}: {exc}") from None
+    where, _, name = reference.rpartition(":")
+    found = getattr(_module(where), name, None)
+    if not isinstance(found, Flow):
+        raise ConfigError(f"the run's flow {reference} is not a @flow any more")
+    return found
+
+
+def _module(where: str) -> Any:
+    from swarmflow.core.errors import ConfigError
+
+    try:
+        if where.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+            if spec is None or spec.loader is None:
+                raise ImportError(where)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(where)
+    except (ImportError, OSError) as exc:
+        raise ConfigError(f"cannot import the run's flow from {where}: {exc}") from None
+
+
+def report_resumed(result: Any) -> int:
+    """What the resumed run did: status, replayed calls, where the flow diverged."""
+    events = result.events if result.events_path.exists() else []
+    replayed = sum(1 for e in events if e.type == "call_replayed")
+    diverged = [e for e in events if e.type == "resume_diverged"]
+    print(f"status: {result.status}")
+    print(f"replayed: {replayed} finished calls (0 tokens)")
+    for event in diverged:
+        print(
+            f"diverged: call {event.index} of branch {event.branch or '(root)'} "
+            f"(agent {event.agent}) sends something new; it and what follows ran again"
+        )
+    if result.error is not None:
+        print(f"error: {type(result.error).__name__}: {result.error}")
+    print(f"output: {_show(result.output)}")
+    print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
+    print(f"events: {result.events_path}")
+    return OK if result.status == "ok" else PROBLEMS
+
+
+def _show(value: Any) -> str:
+    dump = getattr(value, "model_dump_json", None)
+    return str(dump()) if dump is not None else str(value)
+
+
+# -- runs and clean ---------------------------------------------------------------------------
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """One line per run directory: id, status, cost, age, flow."""
+    from swarmflow.run_dirs import list_runs
+
+    root = Path(args.root or _default_root())
+    rows = list_runs(root)
+    if not rows:
+        print(f"no runs in {root}")
+        return OK
+    now = time.time()
+    print(f"{'RUN':<28} {'STATUS':<9} {'TOKENS':>9} {'COST':>9} {'AGE':>6}  FLOW")
+    for row in rows:
+        age = _age(now - row.log.last) if row.log.last else "-"
+        print(
+            f"{row.run_id:<28} {row.status:<9} {row.log.spent.tokens:>9} "
+            f"{'$' + format(row.log.spent.cost, '.4f'):>9} {age:>6}  {row.log.flow}"
+        )
+    return OK
+
+
+def _default_root() -> str:
+    import os
+
+    from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV
+
+    return os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def clean_command(args: argparse.Namespace) -> int:
+    """Remove a run's leftover worktrees and branches; refuses a run that may still be live."""
+    import anyio
+
+    from swarmflow.core.errors import ConfigError, WorkspaceError
+    from swarmflow.run_dirs import clean_run
+
+    try:
+        removed = anyio.run(clean_run, Path(args.run_dir))
+    except (ConfigError, WorkspaceError) as exc:
+        print(f"swarmflow clean: {exc}", file=sys.stderr)
+        return PROBLEMS
+    for line in removed:
+        print(f"removed {line}")
+    print(f"clean: {len(removed)} worktrees and branches removed")
+    return OK

@@ -1,0 +1,242 @@
+"""The run's journal: what a resumed run needs, written ahead of every external effect.
+
+`journal.jsonl` sits beside `events.jsonl` in the run directory. It holds one JSON record per
+line, each written with one unbuffered `write(2)` the moment it exists, so it is in the file
+before the next model call, tool run, commit or question starts, and a process killed at any
+moment leaves whole lines. With `durability="fsync"` every line is also fsynced (a power cut).
+
+Records (format version 1, docs/durability.md):
+
+- `journal_opened`: the run id and the format version, once per process that writes.
+- `call_started`: an agent call that owns a workspace, before its first model call, with where
+  its workspace lives (a resumed run restarts the call in that same worktree).
+- `call_finished`: an agent call or a session turn that returned, with its whole product.
+- `human_answered`: a person's answer, bound to the token of the question and payload shown.
+
+Every call record carries its key: the branch path, the call's index among the calls of its
+branch, the agent, and a digest of what was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import to_json
+
+from swarmflow.core.budget import Charge
+from swarmflow.core.errors import ConfigError
+
+JOURNAL_FILE = "journal.jsonl"
+JOURNAL_VERSION = 1
+_DIGEST_CHARS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class CallKey:
+    """Where a call sits in the flow and what it sent."""
+
+    branch: str
+    index: int
+    agent: str
+    digest: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"branch": self.branch, "index": self.index, "agent": self.agent,
+                "digest": self.digest}  # fmt: skip
+
+    def where(self) -> str:
+        return f"call {self.index} of branch {self.branch or '(root)'} (agent {self.agent!r})"
+
+
+def digest_of(*parts: str) -> str:
+    """A stable digest of the parts (separated, so ("ab", "c") differs from ("a", "bc"))."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:_DIGEST_CHARS]
+
+
+@dataclass(slots=True)
+class Record:
+    """One finished call (or answer) from an earlier part of the run."""
+
+    key: CallKey
+    data: dict[str, Any]
+    used: bool = False
+
+
+@dataclass(slots=True)
+class Recorded:
+    """What the journal of an interrupted run holds, indexed for replay."""
+
+    finished: dict[tuple[str, str, str], list[Record]] = field(default_factory=dict)
+    at: dict[tuple[str, int], Record] = field(default_factory=dict)
+    started: dict[CallKey, dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> int:
+        return len(self.at)
+
+    def spent(self, *, unused_only: bool = False) -> Charge:
+        """The spend the finished records account for (or those no call has replayed)."""
+        tokens, cost, calls = 0, 0.0, 0
+        for record in self.at.values():
+            if unused_only and record.used:
+                continue
+            spend = record.data.get("spend") or {}
+            tokens += int(spend.get("tokens", 0))
+            cost += float(spend.get("cost", 0.0))
+            calls += int(spend.get("calls", 0))
+        return Charge(tokens, cost, calls)
+
+    def add(self, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind == "human_answered":
+            self.answers[str(record["token"])] = record
+            return
+        if kind not in ("call_started", "call_finished"):
+            return
+        key = _key_of(record)
+        if kind == "call_started":
+            self.started[key] = record
+            return
+        entry = Record(key, record)
+        old = self.at.get((key.branch, key.index))
+        if old is not None and old.key == key:  # the same call finished again: keep the latest
+            self._pool(key).remove(old)
+        self.at[(key.branch, key.index)] = entry
+        pool = self._pool(key)
+        pool.append(entry)
+        pool.sort(key=lambda r: r.key.index)
+
+    def _pool(self, key: CallKey) -> list[Record]:
+        return self.finished.setdefault((key.branch, key.agent, key.digest), [])
+
+
+def _key_of(record: dict[str, Any]) -> CallKey:
+    k = record["key"]
+    return CallKey(str(k["branch"]), int(k["index"]), str(k["agent"]), str(k["digest"]))
+
+
+def read_journal(path: Path) -> Recorded:
+    """Index the records of `path`; a torn last line (a power cut mid-write) is cut off."""
+    recorded = Recorded()
+    for record in _records(path):
+        recorded.add(record)
+    return recorded
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    truncate_torn_tail(path)
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}:{number}: not a journal record: {exc}") from None
+            if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
+                raise ConfigError(
+                    f"{path}:{number}: journal format version {record.get('version')} "
+                    f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
+                )
+            yield record
+
+
+def truncate_torn_tail(path: Path) -> None:
+    """Cut a last line that has no newline: it was torn by a crash mid-write."""
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+class Journal:
+    """Writes this process's records and matches calls against an earlier process's."""
+
+    def __init__(
+        self,
+        run_id: str,
+        path: Path,
+        *,
+        fsync: bool = False,
+        previous: Recorded | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.path = path
+        self.previous = previous
+        self.strict = strict
+        self.diverged: CallKey | None = None
+        """The first call that no longer matched the record at its place (then: all live)."""
+        self.replayed = 0
+        self._fsync = fsync
+        self._counters: dict[str, int] = {}
+        # Unbuffered: each record is one write(2), in the file before the next effect starts.
+        self._fh = path.open("ab", buffering=0)
+        self.write({"kind": "journal_opened", "version": JOURNAL_VERSION, "run_id": run_id})
+
+    def key(self, branch: str, agent: str, digest: str) -> CallKey:
+        """The next call's key in `branch` (indices count every journaled call there)."""
+        index = self._counters.get(branch, 0)
+        self._counters[branch] = index + 1
+        return CallKey(branch, index, agent, digest)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(to_json(record, fallback=str) + b"\n")
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def started(self, key: CallKey, **fields: Any) -> None:
+        self.write({"kind": "call_started", "key": key.as_dict(), **fields})
+
+    def finished(self, key: CallKey, **fields: Any) -> None:
+        self.write({"kind": "call_finished", "key": key.as_dict(), **fields})
+
+    def match(self, key: CallKey) -> Record | None:
+        """The finished record this call replays, or None when it must run.
+
+        A call replays the earliest unused record with its branch, agent and digest (its index
+        may differ: concurrent calls in one branch can start in another order). A call with no
+        such record while an unused record of another digest sits at its place means the flow
+        changed there: the divergence is noted (or refused when strict), and from then on every
+        call runs.
+        """
+        if self.previous is None or self.diverged is not None:
+            return None
+        pool = self.previous.finished.get((key.branch, key.agent, key.digest))
+        for record in pool or ():
+            if not record.used:
+                record.used = True
+                self.replayed += 1
+                return record
+        other = self.previous.at.get((key.branch, key.index))
+        if other is not None and not other.used:
+            self.diverged = key
+        return None
+
+    def in_flight(self, key: CallKey) -> dict[str, Any] | None:
+        """The `call_started` record of this call from a process that died before it finished."""
+        if self.previous is None:
+            return None
+        return self.previous.started.get(key)
+
+    def answer(self, token: str) -> dict[str, Any] | None:
+        """A recorded answer to the question shown with `token`."""
+        if self.previous is None:
+            return None
+        return self.previous.answers.get(token)
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()

@@ -1,0 +1,305 @@
+"""Journaled calls: record each finished agent call and session turn, replay them on resume.
+
+A call's key is its branch, its index in that branch, the agent and a digest of what was sent
+(the rendered role card, the prompt, the output schema). On resume a call whose key matches a
+finished record returns the recorded product at once: no model call, no tokens, the recorded
+spend charged back to the ledgers so that budgets continue from what was spent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from swarmflow.core.budget import Charge, Ledger, all_ledgers
+from swarmflow.core.errors import ResumeDiverged
+from swarmflow.core.events import CallReplayed, ResumeDivergedAt
+from swarmflow.core.ids import new_session_id
+from swarmflow.core.messages import Message, ToolCall, Usage
+from swarmflow.core.output import AgentOutput, SourcedStr
+from swarmflow.core.patch import Patch
+from swarmflow.core.ports import Workspace
+from swarmflow.core.states import SessionState
+from swarmflow.core.team import Agent
+from swarmflow.runtime.context import RunContext, Scope
+from swarmflow.runtime.journal import CallKey, Journal, Record, digest_of
+from swarmflow.runtime.profile import agent_profile
+from swarmflow.runtime.session import AgentSession
+from swarmflow.runtime.structured import ask_structured
+
+
+def schema_of(output: type[BaseModel] | None) -> str:
+    return "" if output is None else json.dumps(output.model_json_schema(), sort_keys=True)
+
+
+def call_key(journal: Journal, branch: str, agent: str, *sent: str) -> CallKey:
+    return journal.key(branch, agent, digest_of(*sent))
+
+
+def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
+    """The record `key` replays; records (or refuses, when strict) a divergence."""
+    record = journal.match(key)
+    if record is None and journal.diverged is key:
+        where = key.where()
+        run.log.emit(
+            ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.index,
+            digest=key.digest, strict=journal.strict,
+        )  # fmt: skip
+        if journal.strict:
+            raise ResumeDiverged(
+                f"the flow no longer matches its journal at {where}: what is sent there "
+                "changed since the run was interrupted (resume without --strict to re-run "
+                "from that call on)",
+                agent=key.agent,
+            )
+    return record
+
+
+# -- agent calls ------------------------------------------------------------------------------
+
+
+async def replay_call(
+    run: RunContext, scope: Scope, agent: Agent, key: CallKey, record: Record, *, output: Any
+) -> AgentOutput:
+    """The recorded product of an agent call, as the call returned it."""
+    data = record.data
+    session = new_session_id(agent.name)
+    sources = frozenset(data.get("provenance") or (agent.name,))
+    value = _value(data.get("value"), output)
+    text = str(data.get("text", ""))
+    run.fingerprints.add(agent.name, text, str(data.get("given", "")))
+    if value is not None:
+        run.remember_product(value, sources)
+    info = data.get("workspace")
+    if info:
+        run.workspace_of[session] = await reattach(run, agent, session, info)
+    charge_spent(run, scope, agent, data.get("spend") or {})
+    _emit_replayed(run, key, session, data)
+    return AgentOutput(
+        agent=agent.name,
+        session=session,
+        text=SourcedStr(text, sources),
+        value=value,
+        patch=_patch(data.get("patch")),
+        usage=Usage(**(data.get("usage") or {})),
+        state=str(data.get("state", "done")),
+        reason=str(data.get("reason", "completed")),
+        provenance=sources,
+        detail=str(data.get("detail", "")),
+    )
+
+
+def record_call(
+    run: RunContext, key: CallKey, session: AgentSession, out: AgentOutput, given: str
+) -> None:
+    """Journal a call that returned, with everything a resumed run needs to replay it."""
+    assert run.journal is not None
+    run.journal.finished(
+        key,
+        session=out.session,
+        text=str(out.text),
+        given=given,
+        value=_dump(out.value),
+        patch=None if out.patch is None else _patch_dict(out.patch),
+        usage=_usage_dict(out.usage),
+        spend=_spend(run, session.agent, session.usage, session.steps),
+        state=out.state,
+        reason=out.reason,
+        detail=out.detail,
+        provenance=sorted(out.provenance),
+        workspace=workspace_info(session.workspace),
+    )
+
+
+def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
+    """Before a call's first model call: where its workspace lives, for a restart in place."""
+    info = workspace_info(session.workspace)
+    if info is not None and run.journal is not None:
+        run.journal.started(key, session=session.id, workspace=info)
+
+
+async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Workspace | None:
+    """The worktree of this call from a process that died while the call was in flight."""
+    if run.journal is None or agent.workspace != "worktree":
+        return None
+    started = run.journal.in_flight(key)
+    if started is None or not started.get("workspace"):
+        return None
+    return await reattach(run, agent, str(started["session"]), started["workspace"])
+
+
+# -- session turns ----------------------------------------------------------------------------
+
+
+async def journaled_turn(
+    session: AgentSession, text: str, output: type[BaseModel] | None
+) -> BaseModel | None:
+    """One turn (`ask_structured` with `output`), replayed from the journal when recorded."""
+    run = session.run
+    journal = run.journal
+    if journal is None:
+        return await _turn(session, text, output)
+    sent = (session.system or "", text, schema_of(output))
+    key = call_key(journal, session.scope.branch, session.agent.name, *sent)
+    record = match(run, journal, key)
+    if record is not None:
+        return _replay_turn(session, key, record, output)
+    before, count = session.history, len(session.history)
+    steps, usage = session.steps, session.usage
+    value = await _turn(session, text, output)
+    if session.state is SessionState.DONE:
+        compacted = session.history is not before
+        spent = _minus(session.usage, usage)
+        journal.finished(
+            key,
+            session=session.id,
+            text=session.last_text,
+            value=_dump(value),
+            messages=[_message_dict(m) for m in session.history[0 if compacted else count :]],
+            replace_history=compacted,
+            usage=_usage_dict(spent),
+            spend=_spend(run, session.agent, spent, session.steps - steps),
+        )
+    return value
+
+
+def _minus(after: Usage, before: Usage) -> Usage:
+    return Usage(after.input - before.input, after.output - before.output,
+                 after.cached_input - before.cached_input)  # fmt: skip
+
+
+async def _turn(
+    session: AgentSession, text: str, output: type[BaseModel] | None
+) -> BaseModel | None:
+    if output is None:
+        await session.turn_unlocked(text)
+        return None
+    return await ask_structured(session, text, output)
+
+
+def _replay_turn(
+    session: AgentSession, key: CallKey, record: Record, output: type[BaseModel] | None
+) -> BaseModel | None:
+    data = record.data
+    messages = [_message(m) for m in data.get("messages") or ()]
+    spend = data.get("spend") or {}
+    session.adopt_turn(
+        messages,
+        replace=bool(data.get("replace_history")),
+        text=str(data.get("text", "")),
+        usage=Usage(**(data.get("usage") or {})),
+        steps=int(spend.get("calls", 0)),
+    )
+    charge_spent(session.run, session.scope, session.agent, spend)
+    _emit_replayed(session.run, key, session.id, data)
+    value = _value(data.get("value"), output)
+    return value if isinstance(value, BaseModel) else None
+
+
+# -- spend, workspaces, values ----------------------------------------------------------------
+
+
+def _spend(run: RunContext, agent: Agent, usage: Usage, calls: int) -> dict[str, Any]:
+    price = agent_profile(run, agent).price
+    return {"tokens": usage.total, "cost": price.cost(usage), "calls": calls}
+
+
+def charge_spent(run: RunContext, scope: Scope, agent: Agent, spend: dict[str, Any]) -> None:
+    """Charge a replayed call's recorded spend to its ledgers (nothing new is spent)."""
+    charge = Charge(int(spend.get("tokens", 0)), float(spend.get("cost", 0.0)),
+                    int(spend.get("calls", 0)))  # fmt: skip
+    heads: list[Ledger] = [scope.ledger]
+    allowance = run.agent_ledger(agent)
+    if allowance is not None:
+        heads.append(allowance)
+    for ledger in all_ledgers(heads):
+        ledger.spent_tokens += charge.tokens
+        ledger.spent_cost += charge.cost
+        ledger.spent_calls += charge.calls
+
+
+def workspace_info(workspace: Workspace | None) -> dict[str, str] | None:
+    """Where a worktree lives (other workspaces need nothing to be found again)."""
+    if workspace is None or workspace.kind != "worktree":
+        return None
+    names = ("root", "branch", "base")
+    if not all(hasattr(workspace, n) for n in names):
+        return None
+    return {n: str(getattr(workspace, n)) for n in names}
+
+
+async def reattach(run: RunContext, agent: Agent, session: str, info: dict[str, Any]) -> Workspace:
+    """The recorded worktree, taken over again by this run (recreated if it was removed)."""
+    provider = run.workspaces
+    adopt = getattr(provider, "reattach", None)
+    if adopt is None:
+        raise ResumeDiverged(
+            f"the journal records a worktree for agent {agent.name!r} but this run's "
+            "workspace provider cannot take one over (pass the same repo= as the first run)",
+            agent=agent.name,
+        )
+    workspace: Workspace = await adopt(
+        agent.name, session, root=info["root"], branch=info["branch"], base=info["base"]
+    )
+    return workspace
+
+
+def _emit_replayed(run: RunContext, key: CallKey, session: str, data: dict[str, Any]) -> None:
+    run.log.emit(
+        CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.index,
+        digest=key.digest, recorded_session=str(data.get("session", "")),
+    )  # fmt: skip
+
+
+def _dump(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _value(raw: Any, output: Any) -> Any:
+    if raw is None or output is None:
+        return None
+    if isinstance(output, type) and issubclass(output, BaseModel):
+        return output.model_validate(raw)
+    return raw
+
+
+def _patch(raw: dict[str, Any] | None) -> Patch | None:
+    if raw is None:
+        return None
+    return Patch(
+        diff=str(raw.get("diff", "")),
+        base=str(raw.get("base", "")),
+        commit=str(raw.get("commit", "")),
+        branch=str(raw.get("branch", "")),
+        files=tuple(raw.get("files") or ()),
+    )
+
+
+def _patch_dict(patch: Patch) -> dict[str, Any]:
+    return {"diff": patch.diff, "base": patch.base, "commit": patch.commit,
+            "branch": patch.branch, "files": list(patch.files)}  # fmt: skip
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input}
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in message.tool_calls],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+    }
+
+
+def _message(raw: dict[str, Any]) -> Message:
+    calls = tuple(ToolCall(str(i), str(n), str(a)) for i, n, a in raw.get("tool_calls") or ())
+    return Message(raw["role"], raw.get("content"), calls, raw.get("tool_call_id"), raw.get("name"))
