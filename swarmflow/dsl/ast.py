@@ -224,7 +224,38 @@ class Session(Node):
     body: Block
 
 
-Stmt = Annotated[Assign | ExprStmt | Return | If | Session, Field(discriminator="kind")]
+class Loop(Node):
+    """`repeat n { ... } until cond` (`var` is None) or `for var in items { ... } until cond`.
+
+    Rounds run one after another; a name the body assigns carries into the next round. The
+    loop stops after `over` rounds (or items), or as soon as `until` holds after a round.
+    """
+
+    kind: Literal["loop"] = "loop"
+    var: Name | None = None
+    over: Expr
+    body: Block
+    until: Expr | None = None
+
+
+class Arm(Node):
+    """`"value" => ...` in a `match`; `pattern` is None for `else => ...`."""
+
+    pattern: str | None
+    body: Block
+
+
+class Match(Node):
+    """`match subject { "a" => ..., else => ... }`: the first arm whose text equals the value."""
+
+    kind: Literal["match"] = "match"
+    subject: Expr
+    arms: list[Arm]
+
+
+Stmt = Annotated[
+    Assign | ExprStmt | Return | If | Session | Loop | Match, Field(discriminator="kind")
+]
 
 
 class Block(Node):
@@ -351,6 +382,9 @@ for _model in (
     Return,
     If,
     Session,
+    Loop,
+    Arm,
+    Match,
     Block,
     Param,
     TypeRef,

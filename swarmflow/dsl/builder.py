@@ -216,6 +216,31 @@ class AstBuilder(Transformer[Token, Any]):
             **_at(c[0], c[3]),
         )
 
+    def loop_stmt(self, c: list[Any]) -> ast.Loop:
+        until = c[-1]
+        if c[0].type == "REPEAT":
+            var, over, body = None, c[1], c[2]
+        else:
+            var, over, body = self._name(c[1]), c[3], c[4]
+        return ast.Loop(var=var, over=over, body=body, until=until, **_at(c[0], until or body))
+
+    def match_stmt(self, c: list[Any]) -> ast.Match:
+        arms = [a for a in c[2:] if isinstance(a, ast.Arm)]
+        return ast.Match(subject=c[1], arms=arms, **_at(c[0], c[-1]))
+
+    def match_arm(self, c: list[Any]) -> ast.Arm:
+        head, body = c[0], c[-1]
+        pattern = None
+        if head.type == "STRING":
+            pattern, problems = plain_text(head)
+            for message, line, column in problems:
+                build_state.get().problem(message, Spot(line, column))
+        if not isinstance(body, ast.Block):
+            body = ast.Block(stmts=[body], **_at(body))
+        return ast.Arm(pattern=pattern, body=body, **_at(head, body))
+
+    else_arm = match_arm
+
     # -- expressions -------------------------------------------------------------------
 
     def binary(self, c: list[Any]) -> Any:

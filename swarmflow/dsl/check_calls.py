@@ -381,20 +381,21 @@ class CallChecker(CheckerBase):
             return number()
         return number(value.bound, value.exact)
 
-    def budget_feasible(self, node: ast.Parallel, n: Value, inner: Spend) -> None:
-        """A fan-out of n branches must fit the flow's budget, at the allowances declared."""
+    def budget_feasible(self, node: Any, n: Value, inner: Spend, label: str) -> None:
+        """n branches (or rounds) of a body must fit the flow's budget, at the allowances."""
         if n.bound is None or n.bound <= 0:
             return
         tokens, calls = self.ctx.budget.get("tokens"), self.ctx.budget.get("calls")
         if tokens is not None and not inner.unbounded_tokens and inner.tokens * n.bound > tokens:
-            self._infeasible(node, n, inner, "tokens", need=inner.tokens * n.bound, have=tokens)
+            self._infeasible(node, n, inner, label, ("tokens", inner.tokens * n.bound, tokens))
         if calls is not None and inner.calls * n.bound > calls:
-            self._infeasible(node, n, inner, "calls", need=inner.calls * n.bound, have=calls)
+            self._infeasible(node, n, inner, label, ("calls", inner.calls * n.bound, calls))
 
     def _infeasible(
-        self, node: ast.Parallel, n: Value, inner: Spend, what: str, *, need: float, have: float
+        self, node: Any, n: Value, inner: Spend, label: str, gap: tuple[str, float, float]
     ) -> None:
-        count = f"{n.bound:g}"
+        what, need, have = gap
+        per = "round" if label.startswith(("repeat", "for")) else "branch"
         who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
         if what == "tokens":
             each = ", ".join(
@@ -405,14 +406,15 @@ class CallChecker(CheckerBase):
         else:
             detail = "at one model call per agent call"
         message = (
-            f"parallel({count}) may need {show_quantity(need, 'count')} {what} ({who} per "
-            f"branch, {detail}) but the flow's budget is {show_quantity(have, 'count')} "
-            f"{what}; lower the fan-out or the allowance, or raise the budget"
+            f"{label} may need {show_quantity(need, 'count')} {what} ({who} per "
+            f"{per}, {detail}) but the flow's budget is {show_quantity(have, 'count')} "
+            f"{what}; lower the {'rounds' if per == 'round' else 'fan-out'} or the allowance, "
+            "or raise the budget"
         )
         if n.exact:
             self.ctx.error("budget", message, node)
         else:
-            self.ctx.warning("budget", f"{message} (n is at most {count} here)", node)
+            self.ctx.warning("budget", f"{message} (n is at most {n.bound:g} here)", node)
 
 
 _BUILTINS: dict[str, Callable[[CallChecker, ast.Call], Value]] = {

@@ -52,12 +52,10 @@ class ExprChecker(CallChecker):
     def name(self, node: ast.Name, callable_ok: bool) -> Value:
         found = self.scope.lookup(node.id)
         if found is not None:
-            if found.partial_if is not None:
+            if found.partial is not None:
                 self.ctx.warning(
                     "maybe-unassigned",
-                    f"'{node.id}' may have no value here: it is "
-                    f"only assigned in one branch of the if on line "
-                    f"{found.partial_if}",
+                    f"'{node.id}' may have no value here: it is only assigned in {found.partial}",
                     node,
                 )
             return found.value
@@ -113,7 +111,7 @@ class ExprChecker(CallChecker):
         item = items[0] if items else Value()
         for other in items[1:]:
             item = merge(item, other)
-        return Value(LIST, sources_of(*items), item=item)
+        return Value(LIST, sources_of(*items), item=item, length=len(items))
 
     def attribute(self, node: ast.Attribute) -> Value:
         base = self.infer(node.value)
@@ -235,7 +233,7 @@ class ExprChecker(CallChecker):
         index = number(None if n.bound is None else max(n.bound - 1, 0))
         body = self.lambda_value(node.body, [index] * len(node.body.params))
         inner = self.spends.pop()
-        self.budget_feasible(node, n, inner)
+        self.budget_feasible(node, n, inner, f"parallel({n.bound or 0:g})")
         self.spends[-1].absorb(inner, n.bound)
         return Value(OUTCOMES, body.sources, item=body)
 

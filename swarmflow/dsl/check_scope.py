@@ -9,11 +9,11 @@ from swarmflow.dsl.values import Value
 
 @dataclass(slots=True)
 class Binding:
-    """A name's value; `partial_if` is the line of an `if` that assigns it in one branch only."""
+    """A name's value; `partial` says where it may be left unassigned (an `if`, a loop)."""
 
     value: Value
     line: int
-    partial_if: int | None = None
+    partial: str | None = None
 
 
 @dataclass

@@ -5,13 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN, Context
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Context
 from swarmflow.dsl.check_exprs import ExprChecker
-from swarmflow.dsl.check_scope import Binding, Scope
+from swarmflow.dsl.check_scope import Binding, Scope, Spend
 from swarmflow.dsl.diagnostics import did_you_mean
-from swarmflow.dsl.values import NONE, Value, merge
+from swarmflow.dsl.values import (
+    MODEL,
+    NONE,
+    NOT_SEQUENCES,
+    NUMBER,
+    OUTPUT,
+    STRING,
+    UNKNOWN,
+    Value,
+    merge,
+    number,
+)
 
 _EFFECTFUL = (ast.Call, ast.Parallel, ast.Send, ast.Ask)
+_RECHECKED_DEPTH = 3
+"""Loops nested deeper than this are checked once per round, not twice (linear time)."""
 _PURE_CALLS = frozenset({"min", "max", "clamp", "len", "str", "int", "float", "round"})
 
 
@@ -64,27 +77,31 @@ class StepChecker(ExprChecker):
             return BlockResult(value, returns=True, has_return=True)
         elif isinstance(stmt, ast.If):
             return self.if_statement(stmt)
+        elif isinstance(stmt, ast.Loop):
+            return self.loop(stmt)
+        elif isinstance(stmt, ast.Match):
+            return self.match(stmt)
         else:
             return self.session(stmt)
         return BlockResult()
 
     def assign(self, stmt: ast.Assign) -> None:
-        name = stmt.target.id
         value = self.infer(stmt.value)
-        if (
-            name in self.ctx.agents
-            or name in self.ctx.imports
-            or name in CALLABLE_BUILTINS
-            or name == HUMAN
-        ):
+        if self._own_name(stmt.target):
+            self.scope.names[stmt.target.id] = Binding(value, stmt.line)
+
+    def _own_name(self, target: ast.Name) -> bool:
+        """A name a step gives a value to must not hide an agent, import or built-in."""
+        name = target.id
+        if name in self.ctx.agents or name in self.ctx.imports or name in CALLABLE_BUILTINS:
             self.ctx.error(
                 "misuse",
                 f"'{name}' is already an agent, an import or a built-in; "
                 "choose another name for this value",
-                stmt.target,
+                target,
             )
-            return
-        self.scope.names[name] = Binding(value, stmt.line)
+            return False
+        return True
 
     def expression_statement(self, stmt: ast.ExprStmt, gives_value: bool) -> Value:
         value = self.infer(stmt.value)
@@ -100,38 +117,120 @@ class StepChecker(ExprChecker):
 
     def if_statement(self, stmt: ast.If) -> BlockResult:
         self.infer(stmt.cond)
-        before = self.scope
-        then_scope, else_scope = before.branch(), before.branch()
-        self.scope = then_scope
-        then = self.block(stmt.then, lambda_body=False)
-        self.scope = else_scope
-        orelse = self.block(stmt.orelse, lambda_body=False) if stmt.orelse else BlockResult()
-        self.scope = before
-        self._join(stmt, then_scope, else_scope, then.returns, orelse.returns)
-        returns = then.returns and orelse.returns
-        value = then.value if returns and then.value is not None else orelse.value
-        return BlockResult(
-            value if returns else None, returns, then.has_return or orelse.has_return
-        )
+        return self.branches([stmt.then, stmt.orelse], f"one branch of the if on line {stmt.line}")
 
-    def _join(self, stmt: ast.If, a: Scope, b: Scope, a_returns: bool, b_returns: bool) -> None:
-        """Names after an `if`: from the branch that falls through, or either branch."""
-        if a_returns and not b_returns:
-            self.scope.names.update(b.names)
-            return
-        if b_returns and not a_returns:
-            self.scope.names.update(a.names)
-            return
-        for name in a.names.keys() | b.names.keys():  # only what the branches assigned
-            left = a.names.get(name) or self.scope.lookup(name)
-            right = b.names.get(name) or self.scope.lookup(name)
-            if left is not None and right is not None:
-                partial = left.partial_if or right.partial_if
-                self.scope.names[name] = Binding(merge(left.value, right.value), left.line, partial)
-            else:
-                chosen = left or right
-                assert chosen is not None
-                self.scope.names[name] = Binding(chosen.value, chosen.line, stmt.line)
+    def branches(self, blocks: list[ast.Block | None], where: str) -> BlockResult:
+        """Check alternatives (`if`, `match` arms; None: a path that runs nothing)."""
+        before = self.scope
+        scopes: list[Scope] = []
+        results: list[BlockResult] = []
+        for block in blocks:
+            self.scope = before.branch()
+            results.append(self.block(block, lambda_body=False) if block else BlockResult())
+            scopes.append(self.scope)
+        self.scope = before
+        self._join([s for s, r in zip(scopes, results, strict=True) if not r.returns], where)
+        returns = all(r.returns for r in results)
+        value = next((r.value for r in results if r.value is not None), None)
+        has_return = any(r.has_return for r in results)
+        return BlockResult(value if returns else None, returns, has_return)
+
+    def _join(self, falling: list[Scope], where: str) -> None:
+        """Names after alternatives: each from every path that falls through, or partial."""
+        for name in {n for scope in falling for n in scope.names}:
+            found = [s.names.get(name) or self.scope.lookup(name) for s in falling]
+            known = [b for b in found if b is not None]
+            value = known[0].value
+            for other in known[1:]:
+                value = merge(value, other.value)
+            partial = next((b.partial for b in known if b.partial), None)
+            if len(known) < len(found):
+                partial = partial or where
+            self.scope.names[name] = Binding(value, known[0].line, partial)
+
+    def match(self, stmt: ast.Match) -> BlockResult:
+        subject = self.infer(stmt.subject)
+        if subject.type not in (STRING, UNKNOWN, MODEL):
+            hint = " (use .text for an agent's answer)" if subject.type == OUTPUT else ""
+            self.ctx.error(
+                "misuse", f"match compares text; this is {subject.describe()}{hint}", stmt.subject
+            )
+        seen: set[str | None] = set()
+        for arm in stmt.arms:  # the grammar puts `else` last, once
+            if arm.pattern in seen:
+                self.ctx.error("duplicate", f'"{arm.pattern}" => is given twice in this match', arm)
+            seen.add(arm.pattern)
+        if not stmt.arms:
+            self.ctx.error("misuse", 'a match needs at least one arm: "value" => ...', stmt)
+        blocks: list[ast.Block | None] = [a.body for a in stmt.arms]
+        if None not in seen:
+            blocks.append(None)  # no else: a value no arm names runs nothing
+        return self.branches(blocks, f"some arms of the match on line {stmt.line}")
+
+    loop_depth = 0
+
+    def loop(self, stmt: ast.Loop) -> BlockResult:
+        """Rounds of a body: checked once for a round's spend, again for what carries over."""
+        bound, label, item = self._loop_bound(stmt)
+        before = self.scope
+        self.spends.append(Spend())
+        body = self._round(stmt, before.branch(), item)
+        inner = self.spends.pop()
+        self.budget_feasible(stmt, bound, inner, label)
+        self.spends[-1].absorb(inner, bound.bound)
+        if self.loop_depth < _RECHECKED_DEPTH and body.names:
+            # names a round assigns are what the next round reads: check it again with them
+            self.spends.append(Spend())
+            body = self._round(stmt, _carried(before, body), item)
+            self.spends.pop()
+        self.scope = before
+        certain = stmt.var is None and bound.exact and (bound.bound or 0) >= 1
+        falling = [body] if certain else [body, before.branch()]
+        where = f"the loop on line {stmt.line}, which may run no rounds"
+        if stmt.var is not None:
+            body.names.pop(stmt.var.id, None)
+        self._join(falling, where)
+        return BlockResult()
+
+    def _round(self, stmt: ast.Loop, scope: Scope, item: Value) -> Scope:
+        self.scope = scope
+        if stmt.var is not None:
+            scope.names[stmt.var.id] = Binding(item, stmt.var.line)
+        self.loop_depth += 1
+        try:
+            self.block(stmt.body, lambda_body=False)
+            if stmt.until is not None:
+                self.infer(stmt.until)
+        finally:
+            self.loop_depth -= 1
+        return scope
+
+    def _loop_bound(self, stmt: ast.Loop) -> tuple[Value, str, Value]:
+        """The most rounds the loop can run (a `for` runs one per item), a label, an item."""
+        if stmt.var is not None:
+            self._own_name(stmt.var)
+            items = self.infer(stmt.over)
+            if items.type in NOT_SEQUENCES:
+                self.ctx.error(
+                    "misuse", f"for ... in needs a list; this is {items.describe()}", stmt.over
+                )
+            n = number(items.length, items.length is not None)
+            return n, f"for over {items.length} items", items.element()
+        n = self.infer(stmt.over)
+        if n.type not in (NUMBER, UNKNOWN):
+            self.ctx.error(
+                "misuse", f"repeat takes a number of rounds; this is {n.describe()}", stmt.over
+            )
+        elif n.bound is None:
+            self.ctx.error(
+                "loop-bound",
+                "repeat needs a bound that check can see: a number such as 3, or "
+                "min(n, 5) or clamp(n, 1, 5) for a number known only at run time",
+                stmt.over,
+            )
+        elif n.exact and (n.bound < 0 or not float(n.bound).is_integer()):
+            self.ctx.error("misuse", "repeat needs a whole number of rounds, 0 or more", stmt.over)
+        return n, f"repeat {n.bound:g}" if n.bound is not None else "repeat", Value()
 
     def session(self, stmt: ast.Session) -> BlockResult:
         agent = stmt.agent.id
@@ -177,6 +276,16 @@ class StepChecker(ExprChecker):
             )
             return Value(NONE)
         return result.value
+
+
+def _carried(before: Scope, body: Scope) -> Scope:
+    """A scope for a second round: what the first assigned, merged with what came before."""
+    scope = before.branch()
+    for name, binding in body.names.items():
+        prior = before.lookup(name)
+        value = merge(prior.value, binding.value) if prior else binding.value
+        scope.names[name] = Binding(value, binding.line, prior.partial if prior else None)
+    return scope
 
 
 def check_agents_used(module: ast.Module, ctx: Context) -> None:

@@ -192,8 +192,10 @@ class _Compiler:
             column=stmt.column,
             stmt=stmt,
         )
-        if isinstance(stmt, ast.If):
-            self._if(stmt, step, reads, handles, builder)
+        if isinstance(stmt, ast.If | ast.Match):
+            self._branches(stmt, step, reads, handles, builder)
+        elif isinstance(stmt, ast.Loop):
+            self._loop(stmt, step, reads, handles, builder)
         elif not isinstance(stmt, ast.Session):  # sessions are compiled by _session
             value = stmt.value
             if value is not None:
@@ -204,20 +206,51 @@ class _Compiler:
         step.reads = builder.resolve(reads | handles)
         builder.add(step, handles)
 
-    def _if(
-        self, stmt: ast.If, step: Step, reads: set[str], handles: set[str], builder: _Builder
+    def _branches(
+        self, stmt: ast.If | ast.Match, step: Step, reads: set[str], handles: set[str], b: _Builder
     ) -> None:
-        self._expr(stmt.cond, reads, handles, step.id)
-        then = self.graph(stmt.then.stmts, f"{step.id}.t", ())
-        orelse = self.graph(stmt.orelse.stmts, f"{step.id}.e", ()) if stmt.orelse else None
-        for branch in (then, orelse):
-            if branch is not None:
-                reads.update(n for n in branch.outer if n not in self.globals)
-                handles.update(n for n in branch.outer if n.startswith("@"))
-        writes = sorted({*then.finals, *(orelse.finals if orelse else {})} - {VALUE})
-        step.kind, step.branches, step.writes = "if", (then, orelse), tuple(writes)
-        step.returns = _may_return(then) or (orelse is not None and _may_return(orelse))
-        step.priors = _priors(builder, writes)
+        """`if` and `match`: one step whose branches are step graphs; one of them runs."""
+        if isinstance(stmt, ast.If):
+            self._expr(stmt.cond, reads, handles, step.id)
+            blocks = [("then", stmt.then), ("else", stmt.orelse)]
+        else:
+            self._expr(stmt.subject, reads, handles, step.id)
+            blocks = [(_arm_title(arm), arm.body) for arm in stmt.arms]
+        graphs = [
+            self.graph(block.stmts, f"{step.id}.b{i}.", ()) if block else None
+            for i, (_, block) in enumerate(blocks)
+        ]
+        self._inner(graphs, reads, handles)
+        writes = sorted({n for g in graphs if g for n in g.finals} - {VALUE})
+        step.kind, step.branches, step.writes = "if", tuple(graphs), tuple(writes)
+        step.titles = tuple(title for title, _ in blocks)
+        step.returns = any(g is not None and _may_return(g) for g in graphs)
+        step.priors = _priors(b, writes)
+
+    def _loop(
+        self, stmt: ast.Loop, step: Step, reads: set[str], handles: set[str], b: _Builder
+    ) -> None:
+        """A loop: one step that runs its body's step graph once per round."""
+        self._expr(stmt.over, reads, handles, step.id)
+        bound = (stmt.var.id,) if stmt.var else ()
+        body = self.graph(stmt.body.stmts, f"{step.id}.b0.", bound)
+        if stmt.until is not None:
+            until: set[str] = set()
+            self._expr(stmt.until, until, handles, step.id)
+            reads.update(n for n in until if n not in body.finals)
+        self._inner([body], reads, handles)
+        writes = sorted(set(body.finals) - {VALUE})
+        step.kind, step.branches, step.writes = "loop", (body,), tuple(writes)
+        step.titles = ("round",)
+        step.returns = _may_return(body)
+        step.priors = _priors(b, writes)
+
+    def _inner(self, graphs: list[StepGraph | None], reads: set[str], handles: set[str]) -> None:
+        """What blocks inside a step read from outside it becomes what the step reads."""
+        for graph in graphs:
+            if graph is not None:
+                reads.update(n for n in graph.outer if n not in self.globals)
+                handles.update(n for n in graph.outer if n.startswith("@"))
 
     def _session(self, builder: _Builder, stmt: ast.Session) -> None:
         handle = f"@session:{stmt.line}:{stmt.column}"
@@ -331,6 +364,10 @@ def _priors(builder: _Builder, names: Iterable[str]) -> dict[str, str | None]:
             builder.outer.setdefault(name)
         out[name] = writer
     return out
+
+
+def _arm_title(arm: ast.Arm) -> str:
+    return "else" if arm.pattern is None else f'"{arm.pattern}"'
 
 
 def _may_return(graph: StepGraph) -> bool:

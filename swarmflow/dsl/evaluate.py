@@ -17,7 +17,7 @@ from swarmflow.runtime.prompts import render_prompt
 
 
 class _Unset:
-    """A name with no value on this path (assigned in one branch of an `if` only)."""
+    """A name with no value on this path (assigned in a branch or a loop that did not run)."""
 
     def __repr__(self) -> str:
         return "<unset>"
@@ -96,8 +96,8 @@ class Evaluator:
         if value is UNSET:
             raise self.rt.fail(
                 node,
-                f"'{node.id}' has no value here: it is assigned in one "
-                "branch of an if only, and that branch did not run",
+                f"'{node.id}' has no value here: it is assigned only in a branch "
+                "of an if or match, or a loop, that did not run",
             )
         if value is not _MISSING:
             return value
@@ -196,9 +196,20 @@ class Evaluator:
         if not node.each:
             return await handle.send(value)
         answer = None
-        for item in _iterate(self.rt, node.value, value):
+        for item in _iterate(self.rt, node.value, value, "send each"):
             answer = await handle.send(item.value if isinstance(item, Ok) else item)
         return answer
+
+    async def loop_rounds(self, loop: ast.Loop) -> list[Any]:
+        """The items of a `for`, or `range(n)` for `repeat n`."""
+        value = await self.evaluate(loop.over)
+        if loop.var is not None:
+            return _iterate(self.rt, loop.over, value, "for ... in")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise self.rt.fail(
+                loop.over, f"repeat needs a number of rounds, 0 or more; got {value!r}"
+            )
+        return list(range(int(value)))
 
     def session_of(self, node: Any) -> Any:
         handle_name = self.rt.program.sessions.get((node.line, node.column))
@@ -221,11 +232,13 @@ class Evaluator:
         return body
 
 
-def _iterate(rt: Runtime, node: Any, value: Any) -> list[Any]:
+def _iterate(rt: Runtime, node: Any, value: Any, what: str) -> list[Any]:
+    if isinstance(value, str | bytes | Mapping):
+        raise rt.fail(node, f"{what} needs a list; this is {_describe(value)}")
     try:
         return list(value)
     except TypeError:
-        raise rt.fail(node, f"send each needs a list; this is {_describe(value)}") from None
+        raise rt.fail(node, f"{what} needs a list; this is {_describe(value)}") from None
 
 
 def _render(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +45,13 @@ class Review(BaseModel):
     approved: bool
     score: float = Field(ge=0.0, le=1.0)
     comments: str = ""
+
+
+class Triage(BaseModel):
+    """A screener's routing decision: who takes a report, and why."""
+
+    route: Literal["fix", "docs", "close"]
+    reason: str = ""
 
 
 CODER_CARD = "You are a coder. Make one small, tested change."

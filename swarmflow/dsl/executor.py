@@ -11,6 +11,7 @@ opened are closed when it ends, however it ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import anyio
@@ -149,8 +150,10 @@ class _GraphRun:
             return {}
         if isinstance(stmt, ast.Session):
             return await self._open(step, stmt, ev)
-        if isinstance(stmt, ast.If):
-            return await self._if(step, stmt, ev)
+        if isinstance(stmt, ast.If | ast.Match):
+            return await self._branch(step, stmt, ev)
+        if isinstance(stmt, ast.Loop):
+            return await self._loop(step, stmt, ev)
         if isinstance(stmt, ast.Return):
             return Returned(await ev.evaluate(stmt.value) if stmt.value is not None else None)
         assert isinstance(stmt, ast.Assign | ast.ExprStmt)
@@ -173,8 +176,15 @@ class _GraphRun:
             while self.handles:
                 await self._close(self.handles[-1])
 
-    async def _if(self, step: Step, stmt: ast.If, ev: Evaluator) -> dict[str, Any] | Returned:
-        chosen = step.branches[0] if await ev.evaluate(stmt.cond) else step.branches[1]
+    async def _branch(
+        self, step: Step, stmt: ast.If | ast.Match, ev: Evaluator
+    ) -> dict[str, Any] | Returned:
+        """Run the branch the condition (or the matched arm) picks, if any."""
+        if isinstance(stmt, ast.If):
+            chosen = step.branches[0] if await ev.evaluate(stmt.cond) else step.branches[1]
+        else:
+            index = arm_for(await ev.evaluate(stmt.subject), stmt.arms)
+            chosen = step.branches[index] if index is not None else None
         finals: dict[str, Any] = {}
         if chosen is not None:
             result = await run_graph(self.rt, chosen, ev.values)
@@ -182,3 +192,28 @@ class _GraphRun:
                 return Returned(result.value)
             finals = result.finals
         return {name: finals.get(name, ev.values.get(name, UNSET)) for name in step.writes}
+
+    async def _loop(self, step: Step, stmt: ast.Loop, ev: Evaluator) -> dict[str, Any] | Returned:
+        """Rounds one after another; what a round assigns is what the next one reads."""
+        rounds = await ev.loop_rounds(stmt)
+        env = dict(ev.values)
+        for item in rounds:
+            if stmt.var is not None:
+                env[stmt.var.id] = item
+            result = await run_graph(self.rt, step.branches[0] or StepGraph(), env)
+            if result.returned:
+                return Returned(result.value)
+            env.update(result.finals)
+            if stmt.until is not None and await Evaluator(self.rt, env).evaluate(stmt.until):
+                break
+        return {name: env.get(name, UNSET) for name in step.writes}
+
+
+def arm_for(value: Any, arms: list[ast.Arm]) -> int | None:
+    """The first arm whose text is `value` (an enum by its value), else the `else` arm."""
+    if isinstance(value, Enum):
+        value = value.value
+    for i, arm in enumerate(arms):
+        if arm.pattern is None or (isinstance(value, str) and arm.pattern == value):
+            return i
+    return None

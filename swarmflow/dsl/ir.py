@@ -15,7 +15,9 @@ import networkx as nx
 
 from swarmflow.dsl import ast
 
-StepKind = Literal["agent", "operator", "call", "expr", "if", "return", "session", "session_end"]
+StepKind = Literal[
+    "agent", "operator", "call", "expr", "if", "loop", "return", "session", "session_end"
+]
 Position = tuple[int, int]
 VALUE = "@value"
 """The name under which an expression step keeps its value."""
@@ -39,6 +41,9 @@ class Step:
     after: tuple[str, ...] = ()
     """Steps it must follow without reading from them: session turns, `return` barriers."""
     branches: tuple[StepGraph | None, ...] = ()
+    """An `if`'s or `match`'s alternatives, or a loop's body."""
+    titles: tuple[str, ...] = ()
+    """What each branch is called in a diagram: then/else, an arm's text, round."""
     returns: bool = False
     session: str | None = None
     agent: str | None = None
@@ -170,6 +175,7 @@ _SHAPES = {
     "operator": ("[[", "]]"),
     "call": ("[/", "/]"),
     "if": ("{", "}"),
+    "loop": ("{{", "}}"),
     "return": ("([", "])"),
     "session": ("[(", ")]"),
     "session_end": ("[(", ")]"),
@@ -184,11 +190,11 @@ def _mermaid_graph(graph: StepGraph, lines: list[str], indent: str) -> None:
         for i, branch in enumerate(step.branches):
             if branch is None or not branch.steps:
                 continue
-            title = "then" if i == 0 else "else"
-            lines.append(f'{indent}subgraph {_node_id(step.id)}_{title}["{title}"]')
+            title = _escape(step.titles[i])
+            lines.append(f'{indent}subgraph {_node_id(step.id)}_b{i}["{title}"]')
             _mermaid_graph(branch, lines, indent + "    ")
             lines.append(f"{indent}end")
-            lines.append(f"{indent}{_node_id(step.id)} -.-> {_node_id(step.id)}_{title}")
+            lines.append(f"{indent}{_node_id(step.id)} -.-> {_node_id(step.id)}_b{i}")
     for a, b in _shown_edges(graph):
         lines.append(f"{indent}{_node_id(a)} --> {_node_id(b)}")
 
@@ -199,8 +205,8 @@ def _dot_graph(graph: StepGraph, lines: list[str], indent: str) -> None:
         for i, branch in enumerate(step.branches):
             if branch is None or not branch.steps:
                 continue
-            title = "then" if i == 0 else "else"
-            lines.append(f'{indent}subgraph "cluster_{step.id}_{title}" {{')
+            title = _escape(step.titles[i])
+            lines.append(f'{indent}subgraph "cluster_{step.id}_{i}" {{')
             lines.append(f'{indent}    label="{title}";')
             _dot_graph(branch, lines, indent + "    ")
             lines.append(f"{indent}}}")

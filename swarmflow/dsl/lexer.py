@@ -30,7 +30,7 @@ _MASTER = re.compile(
     |(?P<NUMBER>[0-9][0-9_]*(?:\.[0-9]+)?[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_]*(?:\.[0-9]+)?)
     |(?P<COST>\$[0-9][0-9_]*(?:\.[0-9]+)?[A-Za-z_0-9]*)
     |(?P<NAME>[A-Za-z_][A-Za-z_0-9]*)
-    |(?P<OP>->|==|!=|<=|>=|//|[-+*/%<>=(){}\[\],.:;|])
+    |(?P<OP>->|=>|==|!=|<=|>=|//|[-+*/%<>=(){}\[\],.:;|])
     |(?P<BAD>.)
     """,
     re.VERBOSE | re.DOTALL,
@@ -39,6 +39,7 @@ _COMPARISONS = frozenset({"==", "!=", "<=", ">=", "<", ">"})
 _MULTIPLY = frozenset({"*", "/", "//", "%"})
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = frozenset(")]}")
+_CONTINUATIONS = frozenset({"ELSE", "UNTIL"})
 # Tokens that make the syntax tree one level deeper without a bracket of their own.
 _DEEPENING = frozenset(
     {"OR", "AND", "NOT", "COMP_OP", "PLUS", "MINUS", "MUL_OP", "DOT", "ELSE", "VBAR"}
@@ -107,7 +108,7 @@ class _Scan:
             if token is None:
                 continue
             if self.pending is not None:
-                if token.type != "ELSE":  # `}` newline `else`: the newline is not an end
+                if token.type not in _CONTINUATIONS:  # `}` newline `else`: not an end
                     self._reset_level()
                     yield self.pending
                 self.pending = None

@@ -44,11 +44,13 @@ _NAMED = {
     "COMP_OP": "a comparison",
     "MUL_OP": "'*', '/', '//' or '%'",
 }
+_BLOCK_HEADS = frozenset({"IF", "FOR", "REPEAT", "MATCH", "ELSE"})
 _OPERATORS = ("parallel", "pipeline", "compact", "budget", "human", "session")
 _PYTHON_HABITS = {
     "def": "steps are written inside `steps { ... }`; there are no function definitions",
-    "for": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
-    "while": "there are no loops: use parallel(n) |i| { ... } or pipeline(xs) |x| { ... }",
+    "while": "a loop has a bound: write repeat n { ... } until condition, "
+    "or for x in items { ... }",
+    "range": "write repeat n { ... } to run a body n times",
     "import": "import Python callables with `use name from package.module`",
     "elif": "write `else if`",
     "lambda": "write a body as |x| { ... }",
@@ -93,6 +95,9 @@ def describe_unexpected(
     before = _tokens_before(source, where, token)
     if token.type == "$END":
         return _at_end(exc, source, filename, where, before)
+    unclosed = _unclosed_before(token, before, source, filename) if where == Origin() else None
+    if unclosed is not None:
+        return unclosed
     opener = _mismatched_opener(token, before)
     if opener is not None:
         closer = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}[opener.type]
@@ -115,6 +120,56 @@ def describe_unexpected(
         max(1, len(str(spot))),
         message,
     )
+
+
+_NEW_THINGS = _STATEMENT_STARTS | _DECLARATION_STARTS | {"REPEAT", "FOR", "MATCH", "RBRACE"}
+
+
+def _unclosed_before(
+    token: Token, before: list[Token], source: str, filename: str
+) -> Diagnostic | None:
+    """A bracket or agent block left open on an earlier line, where a new line starts anew."""
+    stack: list[int] = []
+    for i, tok in enumerate(before):
+        if tok.type in ("LPAR", "LSQB", "LBRACE"):
+            stack.append(i)
+        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
+            stack.pop()
+    if not stack:
+        return None
+    at = stack[-1]
+    opener = before[at]
+    if (opener.line or 0) >= (token.line or 0):
+        return None
+    in_agent = at >= 2 and before[at - 2].type == "AGENT"
+    starts_anew = token.type in _NEW_THINGS or (
+        token.type == "NAME" and _assigned(source, token) and not in_agent
+    )
+    if in_agent and (starts_anew or token.type == "LBRACE"):
+        head = before[at - 2]
+        return _diag(
+            filename,
+            head.line or 1,
+            head.column or 1,
+            (opener.column or 1) - (head.column or 1) + 1,
+            f"agent '{before[at - 1]}' is never closed; add '}}' before line {token.line}",
+        )
+    if opener.type != "LBRACE" and starts_anew:
+        closer = {"LPAR": ")", "LSQB": "]"}[opener.type]
+        return _diag(
+            filename,
+            opener.line or 1,
+            opener.column or 1,
+            1,
+            f"this '{opener}' is never closed; add '{closer}' before line {token.line}",
+        )
+    return None
+
+
+def _assigned(source: str, token: Token) -> bool:
+    """Whether `name =` (an assignment, not `==`) begins at `token`."""
+    rest = source[token.end_pos or 0 :].lstrip(" \t")
+    return rest.startswith("=") and not rest.startswith(("==", "=>"))
 
 
 def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
@@ -261,8 +316,8 @@ def _python_habit(token: Token, expected: set[str], before: list[Token]) -> str 
     for tok in (token, *(before[-1:] if before else ())):
         if tok.type == "NAME" and str(tok) in _PYTHON_HABITS:
             return f"'{tok}' is Python, not .swarm: {_PYTHON_HABITS[str(tok)]}"
-    if token.type == "COLON" and before and any(t.type == "IF" for t in before[-6:]):
-        return "blocks are written in braces: if condition { ... }"
+    if token.type == "COLON" and before and any(t.type in _BLOCK_HEADS for t in before[-6:]):
+        return "blocks are written in braces: if condition { ... }, for x in xs { ... }"
     return None
 
 

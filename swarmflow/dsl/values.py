@@ -66,6 +66,8 @@ class Value:
     bound: float | None = None
     exact: bool = False
     item: Value | None = None
+    length: int | None = None
+    """For a list written out in place: how many items it has."""
 
     def describe(self) -> str:
         return DESCRIPTIONS.get(self.type, "a value")
@@ -93,6 +95,7 @@ def merge(a: Value, b: Value) -> Value:
         bound,
         same and a.exact and b.exact and a.bound == b.bound,
         a.item if same else None,
+        a.length if a.length == b.length else None,
     )
 
 

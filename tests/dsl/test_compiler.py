@@ -94,7 +94,7 @@ def test_if_steps_hold_their_branches_and_keep_prior_values():
     assert branch.priors == {"x": "s0"}
     then, orelse = branch.branches
     assert then is not None and orelse is None
-    assert list(then.steps) == ["s1.t0"]
+    assert list(then.steps) == ["s1.b0.0"]
 
 
 def test_return_waits_for_every_step_before_it_and_holds_back_the_rest():
@@ -116,7 +116,7 @@ def test_graphs_print_as_mermaid_and_dot():
     prog = program('  x = a(task)\n  y = b(task)\n  if task == "" { z = c(x) }\n  return y')
     mermaid = prog.steps_mermaid()
     assert mermaid.startswith("flowchart TD")
-    assert 's0["x = a(task)"]' in mermaid and "subgraph s2_then" in mermaid
+    assert 's0["x = a(task)"]' in mermaid and "subgraph s2_b0" in mermaid
     assert "s0 --> s2" in mermaid and "s0 --> s1" not in mermaid
     dot = prog.steps_dot()
     assert dot.startswith('digraph "f_steps"') and '"s0" -> "s2";' in dot

@@ -61,7 +61,7 @@ def test_the_broken_example_prints_what_the_docs_show():
 
 def test_the_first_examples_are_the_example_files():
     sources = swarm_blocks("")
-    for name in ("parallel_coder_arbiter.swarm", "review_loop.swarm"):
+    for name in ("parallel_coder_arbiter.swarm", "review_loop.swarm", "route_report.swarm"):
         assert (EXAMPLES / name).read_text() in sources
 
 
