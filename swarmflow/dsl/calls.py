@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from swarmflow.dsl import ast
+from swarmflow.dsl.callables import value_of
 from swarmflow.operators import agent, compact, human, parallel, pipeline
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ async def call(ev: Evaluator, node: ast.Call) -> Any:
         return await agent_call(ev, node)
     if name in ev.rt.imports:
         return await python_call(ev, node)
-    return await _HANDLERS[name](ev, node)
+    return await handler(name)(ev, node)
 
 
 async def agent_call(ev: Evaluator, node: ast.Call) -> Any:
@@ -138,45 +139,24 @@ async def _branch_count(ev: Evaluator, node: ast.Parallel) -> int:
     return int(value)  # a fractional count rounds down
 
 
-async def _min_max(ev: Evaluator, node: ast.Call) -> Any:
+async def builtin_call(ev: Evaluator, node: ast.Call) -> Any:
+    """A built-in function from the table, called with its arguments' values."""
+    fn = value_of(node.func.id)
+    assert fn is not None  # the checker passed only names in the table
     values = [await ev.evaluate(a) for a in node.args]
-    fn = min if node.func.id == "min" else max
     try:
-        return fn(values[0]) if len(values) == 1 else fn(values)
-    except (TypeError, ValueError) as exc:
-        raise ev.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
-
-
-async def _clamp(ev: Evaluator, node: ast.Call) -> Any:
-    x, low, high = [await ev.evaluate(a) for a in node.args]
-    try:
-        return min(max(x, low), high)
-    except TypeError as exc:
-        raise ev.rt.fail(node, f"clamp(...) needs numbers: {exc}") from None
-
-
-async def _one(ev: Evaluator, node: ast.Call) -> Any:
-    value = await ev.evaluate(node.args[0])
-    fn = _CONVERSIONS[node.func.id]
-    try:
-        return fn(value)
+        return fn(*values)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ev.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
 
 
-_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
-    "len": len,
-    "str": str,
-    "int": int,
-    "float": float,
-    "round": round,
-}
 _HANDLERS: dict[str, Handler] = {
     "compact": compact_call,
     "human": human_call,
     "pipeline": pipeline_call,
-    "min": _min_max,
-    "max": _min_max,
-    "clamp": _clamp,
-    **{name: _one for name in ("len", "str", "int", "float", "round")},
 }
+
+
+def handler(name: str) -> Handler:
+    """How a call to a built-in name runs."""
+    return _HANDLERS.get(name, builtin_call)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
+from swarmflow.dsl.callables import options
 from swarmflow.dsl.check_context import HUMAN, OPERATORS, Context
 from swarmflow.dsl.check_scope import Scope, Spend
 from swarmflow.dsl.diagnostics import did_you_mean, suggest
@@ -25,10 +26,9 @@ from swarmflow.dsl.values import (
     sources_of,
 )
 
-AGENT_KEYWORDS = ("output", "workspace")
-PARALLEL_KEYWORDS = ("limit", "split", "first")
-PIPELINE_KEYWORDS = ("limit", "buffer")
-HUMAN_KEYWORDS = ("timeout", "on_timeout", "default", "output")
+PARALLEL_KEYWORDS = options("parallel")
+PIPELINE_KEYWORDS = options("pipeline")
+HUMAN_KEYWORDS = options("human")
 
 
 class CheckerBase(ABC):

@@ -6,24 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmflow.dsl import ast
+from swarmflow.dsl.callables import callable_names, names, tool_names
 from swarmflow.dsl.diagnostics import Diagnostic, Severity
 
 HUMAN = "human"
-OPERATORS = ("budget", "parallel", "compact", "pipeline", "session", "human")
+OPERATORS = tuple(sorted(names("operator")))
 """The six operators, as the language spells them."""
-BUILTIN_FUNCTIONS = ("min", "max", "clamp", "len", "str", "int", "float", "round")
-CALLABLE_BUILTINS = frozenset({*BUILTIN_FUNCTIONS, "compact", "pipeline", "human"})
+CALLABLE_BUILTINS = callable_names()
 BUILTIN_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
-KNOWN_TOOLS = (
-    "read_file",
-    "list_files",
-    "search",
-    "write_file",
-    "edit",
-    "run_shell",
-    "submit",
-    "message_agent",
-)
 
 
 @dataclass
@@ -50,7 +40,7 @@ class Context:
     params: dict[str, ast.Param] = field(default_factory=dict)
     budget: dict[str, float] = field(default_factory=dict)
     used_agents: set[str] = field(default_factory=set)
-    tools: tuple[str, ...] = KNOWN_TOOLS
+    tools: tuple[str, ...] = field(default_factory=tool_names)
     assigned_at: dict[str, int] = field(default_factory=dict)
     reported: set[tuple[Any, ...]] = field(default_factory=set)
 

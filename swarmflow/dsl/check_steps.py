@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swarmflow.dsl import ast
+from swarmflow.dsl.callables import names
 from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Context
 from swarmflow.dsl.check_exprs import ExprChecker
 from swarmflow.dsl.check_scope import Binding, Scope, Spend
@@ -25,7 +26,7 @@ from swarmflow.dsl.values import (
 _EFFECTFUL = (ast.Call, ast.Parallel, ast.Send, ast.Ask)
 _RECHECKED_DEPTH = 3
 """Loops nested deeper than this are checked once per round, not twice (linear time)."""
-_PURE_CALLS = frozenset({"min", "max", "clamp", "len", "str", "int", "float", "round"})
+_PURE_CALLS = names("builtin")
 
 
 @dataclass

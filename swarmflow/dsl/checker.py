@@ -10,21 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import KNOWN_TOOLS, Context
+from swarmflow.dsl.callables import tool_names
+from swarmflow.dsl.check_context import Context
 from swarmflow.dsl.check_decls import check_declarations
 from swarmflow.dsl.check_steps import StepChecker, check_agents_used, check_returns
 from swarmflow.dsl.diagnostics import Diagnostic, sort_key
 from swarmflow.dsl.parser import parse_module
-
-
-def tool_names() -> tuple[str, ...]:
-    """The tools an agent may list: the built-in registry's, or the documented set."""
-    try:
-        from swarmflow.tools import default_registry
-
-        return tuple(default_registry().names())
-    except Exception:  # the registry is optional at check time; the documented set will do
-        return KNOWN_TOOLS
 
 
 def check_module(

@@ -10,9 +10,10 @@ from typing import Any
 
 from swarmflow.core.outcomes import Ok
 from swarmflow.dsl import ast, calls
+from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.ir import Program, StepGraph
-from swarmflow.operators import agent, budget, compact, human
+from swarmflow.operators import agent, budget
 from swarmflow.runtime.prompts import render_prompt
 
 
@@ -37,17 +38,6 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "<=": operator.le,
     ">": operator.gt,
     ">=": operator.ge,
-}
-BUILTINS: dict[str, Callable[..., Any]] = {
-    "min": min,
-    "max": max,
-    "len": len,
-    "str": str,
-    "int": int,
-    "float": float,
-    "round": round,
-    "compact": compact,
-    "human": human,
 }
 
 GraphRunner = Callable[["Runtime", StepGraph, dict[str, Any]], Awaitable[Any]]
@@ -110,8 +100,9 @@ class Evaluator:
             return functools.partial(agent, name)
         if name in self.rt.imports:
             return self.rt.imports[name]
-        if name in BUILTINS:
-            return BUILTINS[name]
+        value = value_of(name)
+        if value is not None:
+            return value
         raise self.rt.fail(node, f"'{name}' has no value here")
 
     async def number(self, node: ast.Number) -> Any:

@@ -8,6 +8,7 @@ from functools import cache
 from lark import Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
+from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
 from swarmflow.dsl.lexer import LexError, Origin, scan, unclosed_brackets
 
@@ -45,7 +46,7 @@ _NAMED = {
     "MUL_OP": "'*', '/', '//' or '%'",
 }
 _BLOCK_HEADS = frozenset({"IF", "FOR", "REPEAT", "MATCH", "ELSE"})
-_OPERATORS = ("parallel", "pipeline", "compact", "budget", "human", "session")
+
 _PYTHON_HABITS = {
     "def": "steps are written inside `steps { ... }`; there are no function definitions",
     "while": "a loop has a bound: write repeat n { ... } until condition, "
@@ -265,12 +266,12 @@ def _unknown_operator(token: Token, expected: set[str], before: list[Token]) -> 
             "only parallel(...) takes a { block } after its parentheses; a per-item body "
             "is written |x| { ... }"
         )
-    close = suggest(name, _OPERATORS)
+    close = suggest(name, names("operator"))
     if close == "parallel" or name == "parallel":
         return f"unknown operator '{name}'; did you mean 'parallel'? (parallel(n) {{ ... }})"
     return (
         f"{name}(...) cannot take a {{ block }}; give it a body as |x| {{ ... }}"
-        f"{did_you_mean(name, _OPERATORS) if close else ''}"
+        f"{did_you_mean(name, names('operator')) if close else ''}"
     )
 
 

@@ -68,3 +68,8 @@ def graph_nodes(events: list[EventBase]) -> list[str]:
 
 def of_type(events: list[EventBase], kind: str) -> list[Any]:
     return [e for e in events if e.type == kind]
+
+
+def passed(value: Any) -> Any:
+    """A Python callable for flows under test: gives back what it is given."""
+    return value
