@@ -21,9 +21,8 @@ from swarmflow.core.messages import (
     ModelResponse,
     ToolCall,
     Usage,
-    estimate_prompt,
-    estimate_tokens,
 )
+from swarmflow.core.tokens import estimate_prompt, estimate_tokens
 
 __all__ = [
     "BLOCK_ENV",

@@ -49,11 +49,7 @@ class Limits:
 
 
 class Charge(NamedTuple):
-    """An amount drawn from a ledger: tokens, USD and model calls.
-
-    A named tuple rather than a frozen dataclass: two are made per model call, and a tuple is
-    built at about half the cost.
-    """
+    """An amount drawn from a ledger: tokens, USD and model calls."""
 
     tokens: int = 0
     cost: float = 0.0
@@ -235,7 +231,13 @@ def all_ledgers(heads: Iterable[Ledger]) -> list[Ledger]:
 
 
 def reserve_on(ledgers: list[Ledger], charge: Charge) -> Reservation:
-    """`reserve` over a ledger list already expanded by `all_ledgers` (the hot path)."""
+    """Reserve `charge` against every ledger in `ledgers` (expanded by `all_ledgers`), or refuse.
+
+    Raises:
+        BudgetExhausted: with reason "budget exceeded" when a ledger had already spent its
+            limit, "wall clock" when its time ran out, and "budget exhausted before model call"
+            when the estimate would not fit. Nothing is reserved in that case.
+    """
     for ledger in ledgers:
         _refuse_if_unfit(ledger, charge)
     for ledger in ledgers:
@@ -243,17 +245,6 @@ def reserve_on(ledgers: list[Ledger], charge: Charge) -> Reservation:
         ledger.reserved_cost += charge.cost
         ledger.reserved_calls += charge.calls
     return Reservation(ledgers, charge)
-
-
-def reserve(heads: Iterable[Ledger], charge: Charge) -> Reservation:
-    """Reserve `charge` against every ledger on the chains of `heads`, or refuse.
-
-    Raises:
-        BudgetExhausted: with reason "budget exceeded" when a ledger had already spent its
-            limit, "wall clock" when its time ran out, and "budget exhausted before model call"
-            when the estimate would not fit. Nothing is reserved in that case.
-    """
-    return reserve_on(all_ledgers(heads), charge)
 
 
 def _refuse_if_unfit(ledger: Ledger, charge: Charge) -> None:

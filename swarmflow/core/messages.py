@@ -1,7 +1,7 @@
 """What goes into a model and what comes out: the one small model protocol.
 
-These are slotted dataclasses rather than pydantic models because they sit on the hot path of
-every model call; adapters convert them to and from wire formats.
+Plain frozen dataclasses: adapters convert them to and from wire formats. Token estimates
+live in `swarmflow.core.tokens`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
-
-from swarmflow.core.fastinit import fast_init
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
@@ -27,19 +25,27 @@ class ToolCall:
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict; raises ValueError with a readable message when broken."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"arguments of tool call {self.name!r} are not valid JSON: {exc.msg} "
-                f"at position {exc.pos}: {self.arguments[:200]!r}"
-            ) from None
-        if not isinstance(value, dict):
-            raise ValueError(f"arguments of tool call {self.name!r} must be a JSON object")
-        return value
+        return decode_arguments(self.name, self.arguments)
 
 
-@fast_init
+def decode_arguments(name: str, raw: str) -> dict[str, Any]:
+    """The JSON object in a tool call's raw arguments (empty text means no arguments).
+
+    Raises:
+        ValueError: naming the tool and where the JSON breaks, or that it is not an object.
+    """
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"arguments of tool {name!r} are not valid JSON: {exc.msg} "
+            f"at position {exc.pos}: {raw[:200]!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments of tool {name!r} must be a JSON object, got {raw[:200]!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One chat message."""
@@ -60,7 +66,6 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens of one call. `cached_input` is the part of `input` served from a prompt cache."""
@@ -81,7 +86,6 @@ class Usage:
         )
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything a model needs for one call."""
@@ -115,7 +119,6 @@ class ModelRequest:
         return self.messages[-1] if self.messages else None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """What a model answered."""
@@ -135,26 +138,3 @@ class Model(Protocol):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request."""
-
-
-def estimate_tokens(text: str | None) -> int:
-    """A conservative token estimate for budgeting: about 3 characters a token.
-
-    English BPE averages closer to 4; erring high keeps reservations on the safe side.
-    """
-    if not text:
-        return 0
-    return len(text) // 3 + 1
-
-
-def estimate_prompt(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
-    """Estimated prompt tokens, with a few tokens of chat-template overhead per message."""
-    total = 0
-    for m in messages:
-        total += 4 + estimate_tokens(m.content)
-        for call in m.tool_calls:
-            total += 4 + estimate_tokens(call.name) + estimate_tokens(call.arguments)
-    for spec in tools:
-        total += 8 + estimate_tokens(spec.name) + estimate_tokens(spec.description)
-        total += estimate_tokens(json.dumps(spec.parameters))
-    return total

@@ -8,12 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from swarmflow.core.fastinit import fast_init
-
 T = TypeVar("T")
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Ok(Generic[T]):
     """The branch returned a value."""
@@ -27,7 +24,6 @@ class Ok(Generic[T]):
         return True
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Failed:
     """The branch raised."""
@@ -62,7 +58,6 @@ class Cancelled:
         return None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Empty:
     """The branch returned nothing usable: None, an empty string or an empty patch."""

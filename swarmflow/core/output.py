@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from swarmflow.core.fastinit import fast_init
 from swarmflow.core.messages import Usage
 from swarmflow.core.patch import Patch
 
@@ -25,7 +24,6 @@ class SourcedStr(str):
         return (SourcedStr, (str(self), self.__swarmflow_provenance__))
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class AgentOutput:
     """The result of one agent call."""

@@ -19,9 +19,6 @@ class SessionState(StrEnum):
     STOPPED = "stopped"
     ERROR = "error"
 
-    # A member is its value: hash it as the string (C speed) rather than by name in Python.
-    __hash__ = str.__hash__
-
     @property
     def is_end(self) -> bool:
         return self in END_STATES
@@ -43,9 +40,9 @@ class EndReason(StrEnum):
     CANCELLED = "cancelled"
     WALL_CLOCK = "wall clock"
     GOAL_BLOCKED = "goal blocked"
+    GOAL_ROUND_LIMIT = "goal round limit reached"
+    VETOED = "vetoed by a rail"
     ERROR = "error"
-
-    __hash__ = str.__hash__
 
 
 DONE_REASONS = frozenset({EndReason.COMPLETED, EndReason.SUBMITTED})
@@ -54,6 +51,8 @@ _S = SessionState
 TRANSITIONS: frozenset[tuple[SessionState, SessionState]] = frozenset(
     {
         (_S.IDLE, _S.PRECHECK),
+        (_S.IDLE, _S.DONE),  # closed before any turn
+        (_S.IDLE, _S.STOPPED),  # a turn_start rail vetoed the turn
         (_S.PRECHECK, _S.CALLING_MODEL),
         (_S.PRECHECK, _S.STOPPED),
         (_S.CALLING_MODEL, _S.RUNNING_TOOLS),

@@ -45,6 +45,8 @@ class Agent(BaseModel):
     """Token allowance for all of this agent's sessions in a run."""
     max_steps: int | None = None
     """Model calls per session before it stops with "step limit reached"."""
+    max_goal_rounds: int = Field(default=5, ge=1)
+    """Rounds the goal evaluators may ask for before it stops with "goal round limit reached"."""
     max_output_tokens: int = 4096
     """The most output tokens one call may produce (part of each reservation)."""
     description: str = ""

@@ -16,9 +16,8 @@ from swarmflow.core.messages import (
     ToolCall,
     ToolSpec,
     Usage,
-    estimate_prompt,
-    estimate_tokens,
 )
+from swarmflow.core.tokens import estimate_prompt, estimate_tokens
 
 _FINISH: Mapping[str, FinishReason] = {
     "stop": "stop",

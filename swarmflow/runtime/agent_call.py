@@ -34,6 +34,7 @@ from swarmflow.runtime.context import (
 )
 from swarmflow.runtime.handoff import check_handoff
 from swarmflow.runtime.journal import CallKey
+from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.prompts import render_prompt
 from swarmflow.runtime.replay import (
     adopted_workspace,
@@ -83,9 +84,7 @@ async def open_session(
         session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
-        from swarmflow.runtime.messaging import messenger_for  # it calls back into call_agent
-
-        session.messenger = messenger_for(run, session)
+        session.messenger = messenger_for(run, session, call_agent)
     return session
 
 
@@ -231,7 +230,7 @@ async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
     summary = lines[0][:72] if lines else "work"
     patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
     if patch is not None and patch.commit and not patch.empty:
-        session._emit(
+        session.emit(
             WorkspaceChanged,
             workspace=session.workspace.kind,
             commit=patch.commit,

@@ -11,16 +11,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.fastinit import fast_init
 from swarmflow.core.fingerprint import FingerprintIndex
 from swarmflow.core.messages import Model
 from swarmflow.core.ports import HumanChannel, ToolSource, Workspace, WorkspaceProvider
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
+from swarmflow.core.tokens import TokenEstimator
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.graph import RunGraph
 from swarmflow.runtime.journal import Journal
@@ -29,10 +29,19 @@ from swarmflow.runtime.rail_registry import Rails
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from swarmflow.runtime.session import AgentSession
+
+class OpenSession(Protocol):
+    """What the run needs of a live agent session (`AgentSession` is the one kind)."""
+
+    closed: bool
+
+    def emit(self, cls: Any, **fields: Any) -> None:
+        """Record an event in the session's name."""
+
+    def close(self) -> None:
+        """End the session for good."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Where the caller is: its branch path, its ledger and its parent graph node."""
@@ -62,7 +71,7 @@ class RunContext:
     fingerprints: FingerprintIndex = field(default_factory=FingerprintIndex)
     products: dict[int, tuple[Any, frozenset[str]]] = field(default_factory=dict)
     graph: RunGraph = field(default_factory=RunGraph)
-    sessions: set[AgentSession] = field(default_factory=set)
+    sessions: set[OpenSession] = field(default_factory=set)
     agent_ledgers: dict[str, Ledger] = field(default_factory=dict)
     human_answers: dict[str, Any] = field(default_factory=dict)
     workspace_of: dict[str, Workspace] = field(default_factory=dict)
@@ -72,6 +81,8 @@ class RunContext:
     profiles: dict[int, tuple[Agent, Any]] = field(default_factory=dict)
     """Each declared agent's resolved model, price and tools (see runtime.profile)."""
     context_tokens: int | None = None
+    estimator: TokenEstimator = field(default_factory=TokenEstimator)
+    """Prompt token estimates, learned per model from this run's settled calls."""
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""
     journal: Journal | None = None
@@ -99,7 +110,7 @@ class RunContext:
 
 
 _current_run: ContextVar[RunContext | None] = ContextVar("swarmflow_run", default=None)
-current_session: ContextVar[AgentSession | None] = ContextVar("swarmflow_session", default=None)
+current_session: ContextVar[OpenSession | None] = ContextVar("swarmflow_session", default=None)
 """The session whose turn the current task is running (adapters' callbacks read it)."""
 _current_scope: ContextVar[Scope | None] = ContextVar("swarmflow_scope", default=None)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import Model, ToolSpec
 from swarmflow.core.pricing import Price
 from swarmflow.core.team import Agent
+from swarmflow.core.tokens import spec_units
+from swarmflow.core.toolcalls import tool_spec
 from swarmflow.runtime.context import RunContext
-from swarmflow.runtime.toolrun import agent_tool_specs
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +26,8 @@ class AgentProfile:
     model_name: str | None
     price: Price
     specs: list[ToolSpec]
-    spec_tokens: int
+    spec_units: int
+    """The schemas' size in estimator units (see `swarmflow.core.tokens`)."""
     tools: tuple[str, ...]
     goals: tuple[Any, ...]
 
@@ -38,15 +41,25 @@ def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
     if found is None or found[0] is not agent:
         model = run.model_for(agent)
         name: str | None = getattr(model, "name", None)
-        specs, spec_tokens = agent_tool_specs(run, agent)
+        specs = agent_tool_specs(run, agent)
         profile = AgentProfile(
             model=model,
             model_name=name,
             price=run.prices.price(name),
             specs=specs,
-            spec_tokens=spec_tokens,
+            spec_units=sum(spec_units(s) for s in specs),
             tools=tuple(agent.tools),
             goals=run.goals.get(agent.name, ()),
         )
         found = run.profiles[id(agent)] = (agent, profile)
     return found[1]
+
+
+def agent_tool_specs(run: RunContext, agent: Agent) -> list[ToolSpec]:
+    """The schemas of the agent's tools, exactly as the model is sent them."""
+    missing = [name for name in agent.tools if name not in run.tools]
+    if missing:
+        raise ConfigError(
+            f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
+        )
+    return [tool_spec(run.tools.get(name)) for name in agent.tools]

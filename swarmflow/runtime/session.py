@@ -4,11 +4,13 @@ Inner loop, one step per model call: precheck limits, build the context, price a
 call, call the model, settle the actual usage, run the tool calls, record the observations.
 It ends at a final answer, at `submit`, or at a limit. The outer loop asks the agent's goal
 evaluators whether a finished round completes the task, needs another round, or is blocked.
+Rails run at seven hooks; `swarmflow.runtime.rail_registry` says what a veto and an amend do
+at each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import anyio
 
 from swarmflow.core.budget import Charge, Ledger, Reservation, all_ledgers, reserve_on
-from swarmflow.core.errors import BudgetExhausted, SwarmflowError
+from swarmflow.core.errors import BudgetExhausted, ConfigError
 from swarmflow.core.events import (
     AgentFinished,
     ContextCompacted,
@@ -26,37 +28,24 @@ from swarmflow.core.events import (
     SessionEnded,
     SessionStarted,
 )
-from swarmflow.core.fastinit import fast_init
 from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
-from swarmflow.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Usage,
-    estimate_tokens,
-)
-from swarmflow.core.ports import Workspace
+from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from swarmflow.core.ports import ToolContext, Workspace
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
+from swarmflow.core.tokens import message_units, prompt_units
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.profile import agent_profile
-from swarmflow.runtime.rail_registry import Hook, RailContext
+from swarmflow.runtime.rail_registry import Hook, RailContext, Verdict
 from swarmflow.runtime.toolrun import ToolRunner
-from swarmflow.runtime.window import drop_oldest, elide_observations, message_tokens
+from swarmflow.runtime.window import fit, history_units
 
-S = SessionState
-# Plain module constants: reading an Enum member off its class goes through a descriptor, and
-# the inner loop reads them on every step.
-IDLE, PRECHECK, CALLING_MODEL = S.IDLE, S.PRECHECK, S.CALLING_MODEL
-RUNNING_TOOLS, WAITING = S.RUNNING_TOOLS, S.WAITING
-NO_USAGE = Usage()
 DEFAULT_CONTEXT_TOKENS = 120_000
-DEFAULT_GOAL_ROUNDS = 5
+"""The context budget (whole request) when the run sets none."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Finish:
     """The inner loop's proposal to end a round: a final answer or a submission."""
@@ -72,14 +61,15 @@ class AgentSession:
     __slots__ = (
         "__weakref__",
         "_envelope",
-        "_fixed_tokens",
+        "_fixed_units",
         "_goals",
-        "_history_tokens",
+        "_history_units",
         "_ledgers",
         "_lock",
         "_model_name",
         "_price",
         "_rails",
+        "_sent_units",
         "_specs",
         "_system_message",
         "_tool_runner",
@@ -121,18 +111,19 @@ class AgentSession:
         self.model = profile.model
         self.provenance = frozenset((agent.name,))  # what this session produces is its agent's
         self._envelope = (agent.name, self.id, scope.branch)
-        self.state = IDLE
+        self.state = SessionState.IDLE
         self.reason: EndReason | None = None
         self.detail = ""
         self.error: BaseException | None = None
         self.history: list[Message] = []
         self.system = system
         self.steps = 0
-        self.usage = NO_USAGE
+        self.usage = Usage()
         self.last_text = ""
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
-        self._history_tokens = 0
+        self._history_units = 0
+        self._sent_units = 0
         self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
         self._goals = profile.goals
         self._rails = bool(run.rails)
@@ -141,22 +132,15 @@ class AgentSession:
         self._ledgers = self._ledger_set()
         self._specs = profile.specs
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
-        if system:
-            self._system_message: Message | None = Message("system", system)
-            self._fixed_tokens = estimate_tokens(system) + 4 + profile.spec_tokens
-        else:
-            self._system_message = None
-            self._fixed_tokens = profile.spec_tokens
-        self._emit(SessionStarted, model=self._model_name, tools=profile.tools)
+        self._system_message = Message("system", system) if system else None
+        # The part of every request that compaction cannot shrink: role card and tool schemas.
+        self._fixed_units = profile.spec_units + (
+            message_units(self._system_message) if self._system_message else 0
+        )
+        self.emit(SessionStarted, model=self._model_name, tools=profile.tools)
         run.sessions.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    @property
-    def _tools(self) -> ToolRunner:
-        if self._tool_runner is None:
-            self._tool_runner = ToolRunner(self)
-        return self._tool_runner
 
     def _ledger_set(self) -> list[Ledger]:
         """Every ledger a call of this session charges: its branch's chain and its allowance's.
@@ -175,9 +159,6 @@ class AgentSession:
 
     def emit(self, cls: Any, **fields: Any) -> None:
         """Record an event with this session's envelope."""
-        self._emit(cls, **fields)
-
-    def _emit(self, cls: Any, **fields: Any) -> None:
         fields["agent"], fields["session"], fields["branch"] = self._envelope
         self.run.log.record(cls, fields)
 
@@ -190,39 +171,57 @@ class AgentSession:
         self.reason = reason
         self.detail = detail
 
-    def message_agent_hook(self) -> Callable[[str, str], Awaitable[str]] | None:
-        """How this session's `message_agent` tool reaches teammates (set by the caller)."""
-        return self.messenger
-
     def wait_for_teammate(self) -> None:
         """A tool call is waiting on another agent (`message_agent`)."""
-        self._to(WAITING)
+        self._to(SessionState.WAITING)
 
     def resume_tools(self) -> None:
-        if self.state is WAITING:
-            self._to(RUNNING_TOOLS)
+        if self.state is SessionState.WAITING:
+            self._to(SessionState.RUNNING_TOOLS)
 
     def _append(self, message: Message) -> None:
         self.history.append(message)
-        self._history_tokens += message_tokens(message)
+        self._history_units += message_units(message)
+
+    def tool_context(self) -> ToolContext:
+        """What this session's tools see: who calls, the workspace, the event recorder."""
+        return ToolContext(
+            agent=self.agent.name,
+            session=self.id,
+            workspace=self.workspace,
+            emit=self.emit,
+            message_agent=self.messenger,
+        )
+
+    @property
+    def _tools(self) -> ToolRunner:
+        if self._tool_runner is None:  # made late: the workspace and messenger are set by then
+            self._tool_runner = ToolRunner(
+                self.run.tools,
+                self.agent.tools,
+                context=self.tool_context(),
+                emit=self.emit,
+                rails=self._rails_at if self._rails else None,
+            )
+        return self._tool_runner
 
     def adopt_turn(
         self, messages: list[Message], *, replace: bool, text: str, usage: Usage, steps: int
     ) -> None:
         """Take over a turn a resumed run replays from its journal (no model is called)."""
         if replace:
-            self.history, self._history_tokens = [], 0
+            self.history, self._history_units = [], 0
         for message in messages:
             self._append(message)
         self.last_text = text
         self.steps += steps
-        self.usage = usage if self.usage is NO_USAGE else self.usage + usage
+        self.usage += usage
         # The recorded turn went precheck -> calling model -> done; the replay walks the same
         # legal path so the session's state is what it would have been.
         if self.state.is_end:
-            self._to(IDLE)
-        self._to(PRECHECK)
-        self._to(CALLING_MODEL)
+            self._to(SessionState.IDLE)
+        self._to(SessionState.PRECHECK)
+        self._to(SessionState.CALLING_MODEL)
         self._end(EndReason.COMPLETED)
 
     # -- a turn -----------------------------------------------------------------------------
@@ -241,21 +240,15 @@ class AgentSession:
 
     async def turn_unlocked(self, content: str) -> str:
         """Run one turn; the caller holds `turn_lock` or owns the session alone."""
+        return await self._take_turn(content)
+
+    async def _take_turn(self, content: str) -> str:
         if self.state.is_end:
-            self._to(IDLE)
+            self._to(SessionState.IDLE)
         self.error = None
-        self._append(Message("user", content))
         token = current_session.set(self)
         try:
-            if self._rails:
-                await self._rail(Hook.TURN_START, content)
-            if self._goals:
-                await self._outer_loop()
-            else:  # no goal evaluators: one round, no outer loop to run
-                finish = await self._inner_loop()
-                if finish is not None:
-                    self.last_text = finish.text
-                    self._end(finish.reason)
+            await self._finish_turn(await self._round_trip(content))
         except anyio.get_cancelled_exc_class():
             self._end(self._cancel_reason(), "cancelled from outside the session")
             raise
@@ -263,14 +256,39 @@ class AgentSession:
             await self._fault(exc)
         finally:
             current_session.reset(token)
-        if self._rails:
-            await self._rail(Hook.TURN_END, self.last_text)
-        self._emit(
+        self.emit(
             AgentFinished,
             produced_content=bool(self.last_text.strip()),
             preview=self.last_text[:1000],
         )
         return self.last_text
+
+    async def _round_trip(self, content: str) -> Finish | None:
+        """The turn's work: the turn_start rails, then the outer or the inner loop."""
+        verdict = await self._rails_at(Hook.TURN_START, content)
+        if verdict.veto is not None:
+            self._vetoed(Hook.TURN_START, verdict)
+            return None
+        self._append(Message("user", verdict.payload))
+        if self._goals:
+            return await self._outer_loop()
+        return await self._inner_loop()  # no goal evaluators: one round
+
+    async def _finish_turn(self, finish: Finish | None) -> None:
+        """Let the turn_end rails see the answer, then record how the turn ended.
+
+        `finish` is None when the turn already ended at a limit, a veto or a fault.
+        """
+        answer = finish.text if finish is not None else self.last_text
+        verdict = await self._rails_at(Hook.TURN_END, answer)
+        if verdict.veto is not None:
+            self.last_text = ""
+            if finish is not None:
+                self._vetoed(Hook.TURN_END, verdict)
+            return
+        self.last_text = verdict.payload
+        if finish is not None:
+            self._end(finish.reason)
 
     def _cancel_reason(self) -> EndReason:
         root = self.run.ledger
@@ -279,76 +297,64 @@ class AgentSession:
         return EndReason.CANCELLED
 
     async def _fault(self, exc: Exception) -> None:
+        """End in error; the on_error rails may replace the error the caller sees."""
         self.error = exc
         if not self.state.is_end:
-            self._end(EndReason.ERROR, f"{type(exc).__name__}: {exc}")
+            self._end(EndReason.ERROR, _describe(exc))
         try:
-            await self._rail(Hook.ON_ERROR, exc, error=exc)
+            verdict = await self._rails_at(Hook.ON_ERROR, exc, error=exc)
         except Exception as rail_exc:  # a failing error rail must not hide the first fault
             self.detail += f"; on_error rail failed: {rail_exc}"
+            return
+        if verdict.veto is None and verdict.payload is not exc:
+            self.error = verdict.payload
+            self.detail = _describe(verdict.payload)
 
-    async def _outer_loop(self) -> None:
+    async def _outer_loop(self) -> Finish | None:
         rounds = 0
         while True:
             finish = await self._inner_loop()
             if finish is None:
-                return
+                return None
             self.last_text = finish.text
             rounds += 1
             decision, note = await self._judge(finish, rounds)
             if decision == "complete":
-                self._end(finish.reason)
-                return
+                return finish
             if decision == "blocked":
                 self._end(EndReason.GOAL_BLOCKED, note)
-                return
+                return None
+            if rounds >= self.agent.max_goal_rounds:
+                detail = f"goal not met after {rounds} rounds: {note}"
+                self._end(EndReason.GOAL_ROUND_LIMIT, detail)
+                return None
             self._append(Message("user", f"The goal is not met yet: {note}\nContinue."))
-
-    def agent_goals(self) -> tuple[Any, ...]:
-        return self._goals
 
     async def _judge(self, finish: Finish, rounds: int) -> tuple[Decision, str]:
         view = GoalView(self.agent.name, self.id, finish.text, tuple(self.history), rounds)
-        name, decision, note = await evaluate_goals(self.agent_goals(), view)
-        self._emit(GoalEvaluated, evaluator=name, decision=decision, note=note)
-        if decision == "continue" and rounds >= DEFAULT_GOAL_ROUNDS:
-            return "blocked", f"goal not met after {rounds} rounds: {note}"
+        name, decision, note = await evaluate_goals(self._goals, view)
+        self.emit(GoalEvaluated, evaluator=name, decision=decision, note=note)
         return decision, note
 
     # -- the inner loop ---------------------------------------------------------------------
 
     async def _inner_loop(self) -> Finish | None:
         while True:
-            self._to(PRECHECK)
+            self._to(SessionState.PRECHECK)
             if self._precheck_stops():
                 return None
             request = self._build_request()
             reservation = self._reserve(request)
             if reservation is None:
                 return None
-            self._to(CALLING_MODEL)
-            if self._rails:
-                railed = await self._before_model_call(request, reservation)
-                if railed is None:
-                    return None
-                request = railed
-            # The call itself stays inline: one coroutine frame fewer on every model call.
-            started = perf_counter()
-            try:
-                answer = await self.model.complete(request)
-            except BaseException:
-                reservation.release()
-                raise
-            latency = perf_counter() - started
-            if self._rails:
-                answer = await self._rail(Hook.AFTER_MODEL_CALL, answer)
-            response = self._settle(request, answer, reservation, latency)
+            self._to(SessionState.CALLING_MODEL)
+            response = await self._call_model(request, reservation)
             if response is None:
                 return None
             if not response.tool_calls:
                 return Finish(EndReason.COMPLETED, response.text or "")
-            self._to(RUNNING_TOOLS)
-            finish = await self._tools.run_all(response.tool_calls)
+            self._to(SessionState.RUNNING_TOOLS)
+            finish = await self._run_tools(response.tool_calls)
             if finish is not None or self.state.is_end:
                 return finish
 
@@ -361,8 +367,10 @@ class AgentSession:
 
     def _build_request(self) -> ModelRequest:
         budget = self.run.context_tokens or DEFAULT_CONTEXT_TOKENS
-        if self._history_tokens > budget:
+        estimator = self.run.estimator
+        if estimator.tokens(self._fixed_units + self._history_units, self._model_name) > budget:
             self._compact(budget)
+        self._sent_units = self._fixed_units + self._history_units
         # A snapshot: the request must not change when the history grows afterwards.
         messages = HistoryView(self.history, len(self.history), self._system_message)
         return ModelRequest(
@@ -371,50 +379,75 @@ class AgentSession:
             agent=self.agent.name,
             model=self._model_name,
             max_tokens=self.agent.max_output_tokens,
-            estimated_prompt_tokens=self._prompt_estimate(),
+            estimated_prompt_tokens=estimator.tokens(self._sent_units, self._model_name),
         )
 
     def _compact(self, budget: int) -> None:
+        """Fit the history into what the budget leaves after the role card and tool schemas."""
+        rate = self.run.estimator.rate(self._model_name)
+        room = int(budget / rate) - self._fixed_units
+        if room <= 0:
+            raise ConfigError(
+                f"agent {self.agent.name!r}: its role card and tool schemas alone take about "
+                f"{int(self._fixed_units * rate)} tokens, more than the context budget of "
+                f"{budget} tokens",
+                agent=self.agent.name,
+            )
         before = len(self.history)
-        level = "elide_observations"
-        history = elide_observations(self.history)
-        if sum(message_tokens(m) for m in history) > budget:
-            level = "drop_oldest"
-            history = drop_oldest(history, budget)
-        self.history = history
-        self._history_tokens = sum(message_tokens(m) for m in history)
-        self._emit(
-            ContextCompacted, level=level, messages_before=before, messages_after=len(history)
+        fitted = fit(self.history, room)
+        self.history = fitted.history
+        self._history_units = history_units(fitted.history)
+        self.emit(
+            ContextCompacted,
+            level=fitted.level,
+            messages_before=before,
+            messages_after=len(fitted.history),
         )
 
-    def _prompt_estimate(self) -> int:
-        """Kept incrementally: re-estimating the whole history each step would be O(n^2)."""
-        return self._history_tokens + self._fixed_tokens
-
-    def _estimate(self, request: ModelRequest) -> tuple[int, float]:
-        prompt, most = request.estimated_prompt_tokens, request.max_tokens
-        return prompt + most, self._price.cost_of(prompt, most)
-
     def _reserve(self, request: ModelRequest) -> Reservation | None:
-        tokens, cost = self._estimate(request)
+        prompt, most = request.estimated_prompt_tokens, request.max_tokens
+        charge = Charge(prompt + most, self._price.cost_of(prompt, most), 1)
         try:
-            return reserve_on(self._ledgers, Charge(tokens, cost, 1))
+            return reserve_on(self._ledgers, charge)
         except BudgetExhausted as exc:
             self.error = exc
             self._end(EndReason(exc.reason), exc.message)
             return None
 
-    async def _before_model_call(
+    async def _call_model(
         self, request: ModelRequest, reservation: Reservation
-    ) -> ModelRequest | None:
-        """The request as the before-call rails amend it; None (session ended) on a veto."""
-        try:
-            amended: ModelRequest = await self._rail(Hook.BEFORE_MODEL_CALL, request)
-        except _Vetoed as veto:
+    ) -> ModelResponse | None:
+        """One model call between its rails; None when the session ended on the way.
+
+        Whatever the after-call rails decide, a call that was answered is settled first.
+        """
+        verdict = await self._rails_at(Hook.BEFORE_MODEL_CALL, request)
+        if verdict.veto is not None:
             reservation.release()
-            self._end(EndReason.ERROR, veto.message)
+            self._vetoed(Hook.BEFORE_MODEL_CALL, verdict)
             return None
-        return amended
+        if verdict.payload is not request:  # amended: measure what is really sent
+            request = verdict.payload
+            self._sent_units = prompt_units(request.messages, request.tools)
+        started = perf_counter()
+        try:
+            answer = await self.model.complete(request)
+        except BaseException:
+            reservation.release()
+            raise
+        over = self._settle(request, answer, reservation, perf_counter() - started)
+        verdict = await self._rails_at(Hook.AFTER_MODEL_CALL, answer)
+        if verdict.veto is not None:
+            self._vetoed(Hook.AFTER_MODEL_CALL, verdict)
+            return None
+        response: ModelResponse = verdict.payload
+        self._append(Message("assistant", response.text, tuple(response.tool_calls)))
+        if response.text:
+            self.last_text = response.text
+        if over:
+            self._end(EndReason.BUDGET_EXCEEDED_AFTER_CALL, f"over the limit of {', '.join(over)}")
+            return None
+        return response
 
     def _settle(
         self,
@@ -422,7 +455,8 @@ class AgentSession:
         response: ModelResponse,
         reservation: Reservation,
         latency: float,
-    ) -> ModelResponse | None:
+    ) -> list[str]:
+        """Charge the actual usage, teach the estimator, record the call; the ledgers now over."""
         usage = response.usage
         # Price by the configured name (what price overrides use); servers report variants.
         cost = (
@@ -431,9 +465,10 @@ class AgentSession:
             else self.run.prices.cost(response.model, usage)
         )
         over = reservation.settle(Charge(usage.input + usage.output, cost, 1))
+        self.run.estimator.learn(self._model_name, self._sent_units, usage.input)
         self.steps += 1
-        self.usage = usage if self.usage is NO_USAGE else self.usage + usage
-        self._emit(
+        self.usage += usage
+        self.emit(
             ModelCalled,
             model=response.model or request.model,
             step=self.steps,
@@ -443,28 +478,38 @@ class AgentSession:
             latency=latency,
             cost=cost,
             finish_reason=response.finish_reason,
-            tool_calls=[c.name for c in response.tool_calls] if response.tool_calls else [],
+            tool_calls=[c.name for c in response.tool_calls],
         )
-        self._append(Message("assistant", response.text, tuple(response.tool_calls)))
-        if response.text:
-            self.last_text = response.text
-        if over:
-            self._end(EndReason.BUDGET_EXCEEDED_AFTER_CALL, f"over the limit of {', '.join(over)}")
-            return None
-        return response
+        return over
+
+    async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
+        """Run the calls and record their observations; a submission finishes the round."""
+        done = await self._tools.run_all(calls)
+        for observation in done.observations:
+            self._append(observation)
+        if done.submitted is not None:
+            return Finish(EndReason.SUBMITTED, done.submitted)
+        if done.loop is not None:
+            self._end(EndReason.LOOP_BLOCK, done.loop)
+        return None
 
     # -- rails ------------------------------------------------------------------------------
 
-    async def _rail(self, hook: Hook, payload: Any, error: BaseException | None = None) -> Any:
-        rails = self.run.rails
-        if not rails:
-            return payload
+    async def _rails_at(
+        self, hook: Hook, payload: Any, error: BaseException | None = None
+    ) -> Verdict:
+        """Run the rails visible to this agent at `hook`, recording a veto."""
+        if not self._rails:
+            return Verdict(payload)
         ctx = RailContext(hook, self.agent.name, self.id, self.steps, payload, error)
-        payload, veto, name = await rails.run(ctx)
-        if veto is not None:
-            self._emit(RailVetoed, hook=hook.value, rail=name, reason=veto.reason)
-            raise _Vetoed(f"rail {name!r} vetoed {hook.value}: {veto.reason}")
-        return payload
+        verdict = await self.run.rails.run(ctx)
+        if verdict.veto is not None:
+            self.emit(RailVetoed, hook=hook.value, rail=verdict.rail, reason=verdict.veto.reason)
+        return verdict
+
+    def _vetoed(self, hook: Hook, verdict: Verdict) -> None:
+        reason = verdict.veto.reason if verdict.veto is not None else ""
+        self._end(EndReason.VETOED, f"rail {verdict.rail!r} vetoed {hook.value}: {reason}")
 
     # -- closing ----------------------------------------------------------------------------
 
@@ -474,24 +519,20 @@ class AgentSession:
             return
         self.closed = True
         self.run.sessions.discard(self)
-        if self.state is IDLE:
-            self.state, self.reason = S.DONE, EndReason.COMPLETED
-            self.detail = "closed before any turn"
-        elif not self.state.is_end:
-            # Closed from outside mid-turn: the cancellation escape of the state machine.
-            self.state, self.reason = S.STOPPED, EndReason.CANCELLED
-            self.detail = self.detail or "closed before its turn finished"
+        if self.state is SessionState.IDLE:
+            self._end(EndReason.COMPLETED, "closed before any turn")
+        elif not self.state.is_end:  # closed from outside mid-turn: the cancellation escape
+            self._end(EndReason.CANCELLED, self.detail or "closed before its turn finished")
         reason = self.reason or EndReason.COMPLETED
-        state = self.state._value_ if self.state.is_end else "stopped"
-        self._emit(
+        self.emit(
             SessionEnded,
-            state=state,
-            reason=reason._value_,
+            state=self.state.value,
+            reason=reason.value,
             detail=self.detail,
             steps=self.steps,
             tokens=self.usage.total,
         )
 
 
-class _Vetoed(SwarmflowError):
-    """A rail vetoed what was about to happen."""
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

@@ -1,63 +1,96 @@
-"""Running a session's tool calls: gating, argument validation, rails, loop blocking.
+"""Running one response's tool calls: gating, arguments, rails, execution, loop detection.
 
-A tool error is an observation for the model, never a crash of the run.
+The runner reports what happened as a `ToolRound` (the observations, an accepted submission,
+a loop it detected); the session decides what follows. A tool error is an observation for the
+model, never a crash of the run. Arguments are parsed and tools invoked through
+`swarmflow.core.toolcalls`, the one path every tool call takes.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from swarmflow.core.errors import ConfigError, SwarmflowError, ToolError
+from swarmflow.core.errors import ToolError
 from swarmflow.core.events import ToolExecuted, ToolRefused
-from swarmflow.core.messages import Message, ToolCall, ToolSpec, estimate_tokens
-from swarmflow.core.ports import Tool, ToolContext, ToolResult
-from swarmflow.core.states import EndReason
-from swarmflow.runtime.rail_registry import Hook
-
-if TYPE_CHECKING:
-    from swarmflow.core.team import Agent
-    from swarmflow.runtime.context import RunContext
-    from swarmflow.runtime.session import AgentSession, Finish
+from swarmflow.core.messages import Message, ToolCall
+from swarmflow.core.ports import Emit, ToolContext, ToolResult, ToolSource
+from swarmflow.core.toolcalls import invoke, parse_args, validate_args
+from swarmflow.runtime.rail_registry import Hook, Verdict
 
 LOOP_BLOCK_LIMIT = 3
+"""Identical calls with identical results in a row that count as a loop."""
 RESULT_PREVIEW = 2000
+"""Characters of a tool result kept in its `tool_executed` event."""
+
+RailGate = Callable[[Hook, Any], Awaitable[Verdict]]
+"""Runs a hook's rails for the session (and records a veto)."""
 
 
-def tool_spec(tool: Tool) -> ToolSpec:
-    """The model-facing description of a tool."""
-    return ToolSpec(tool.name, tool.description, tool.args.model_json_schema())
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """What running one response's tool calls produced."""
+
+    observations: tuple[Message, ...]
+    """One tool message per call that ran or was refused, in call order."""
+    submitted: str | None = None
+    """The text of an accepted `submit`; later calls in the response were not run."""
+    loop: str | None = None
+    """Why the agent is looping, when it repeated one call with one result too often."""
+    refused: tuple[str, ...] = ()
+    """The reasons of the calls that were refused."""
+
+
+@dataclass(slots=True)
+class _Outcome:
+    result: ToolResult
+    refusal: str | None = None
 
 
 class ToolRunner:
     """Executes the tool calls of one session."""
 
-    def __init__(self, session: AgentSession) -> None:
-        self.session = session
-        self.allowed = frozenset(session.agent.tools)
+    def __init__(
+        self,
+        tools: ToolSource,
+        allowed: Iterable[str],
+        *,
+        context: ToolContext,
+        emit: Emit,
+        rails: RailGate | None = None,
+    ) -> None:
+        self.tools = tools
+        self.allowed = frozenset(allowed)
+        self.context = context
+        self.emit = emit
+        self.rails = rails
         self._repeats: list[tuple[str, str, str]] = []
 
-    async def run_all(self, calls: Sequence[ToolCall]) -> Finish | None:
-        """Run calls in order; stop at `submit` or when the agent loops without progress."""
-        from swarmflow.runtime.session import Finish
-
+    async def run_all(self, calls: Sequence[ToolCall]) -> ToolRound:
+        """Run calls in order; stop at an accepted `submit` or when the agent loops."""
+        observations: list[Message] = []
+        refused: list[str] = []
         for call in calls:
-            result = await self.run_one(call)
-            self.session._append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
+            outcome = await self.run_one(call)
+            result = outcome.result
+            observations.append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
+            if outcome.refusal is not None:
+                refused.append(outcome.refusal)
             if result.submitted:
-                return Finish(EndReason.SUBMITTED, _submission_text(result))
-            if self._loops(call, result):
-                self.session._end(
-                    EndReason.LOOP_BLOCK,
-                    f"{call.name} called {LOOP_BLOCK_LIMIT} times with the same arguments "
-                    "and the same result",
+                return ToolRound(
+                    tuple(observations), _submission_text(result), None, tuple(refused)
                 )
-                return None
-        return None
+            if self._loops(call, result):
+                loop = (
+                    f"{call.name} called {LOOP_BLOCK_LIMIT} times with the same arguments "
+                    "and the same result"
+                )
+                return ToolRound(tuple(observations), None, loop, tuple(refused))
+        return ToolRound(tuple(observations), refused=tuple(refused))
 
     def _loops(self, call: ToolCall, result: ToolResult) -> bool:
         signature = (call.name, call.arguments, result.text)
@@ -66,68 +99,63 @@ class ToolRunner:
         self._repeats.append(signature)
         return len(self._repeats) >= LOOP_BLOCK_LIMIT
 
-    async def run_one(self, call: ToolCall) -> ToolResult:
+    async def run_one(self, call: ToolCall) -> _Outcome:
+        """One call: gate, parse, before-rails, run, after-rails, record."""
         refusal = self._gate(call)
         if refusal is not None:
-            return refusal
-        tool = self.session.run.tools.get(call.name)
+            return self._refuse(call, refusal, "Use only your own tools.")
+        tool = self.tools.get(call.name)
         try:
-            args = _parse(tool, call)
-            args = await self.session._rail(Hook.BEFORE_TOOL_CALL, args)
+            args = parse_args(tool, call.arguments)
+            verdict = await self._before(args)
+            if verdict.veto is not None:
+                reason = f"rail {verdict.rail!r} vetoed the call: {verdict.veto.reason}"
+                return self._refuse(call, reason)
+            args = validate_args(tool, verdict.payload)
         except ToolError as exc:
-            return self._record(call, {}, ToolResult(exc.message, ok=False), 0.0)
-        except SwarmflowError as exc:  # a rail veto: refused, and the model is told
-            self._refuse(call, exc.message)
-            return ToolResult(f"refused: {exc.message}", ok=False)
+            return _Outcome(self._record(call, call.arguments, ToolResult(exc.message, ok=False)))
         started = time.perf_counter()
-        result = await self._execute(tool, args)
-        result = await self.session._rail(Hook.AFTER_TOOL_CALL, result)
-        return self._record(call, args, result, time.perf_counter() - started)
+        result = await invoke(tool, args, self.context)
+        duration = time.perf_counter() - started
+        result = await self._after(call, result)
+        return _Outcome(self._record(call, args, result, duration))
 
-    def _gate(self, call: ToolCall) -> ToolResult | None:
-        agent = self.session.agent
+    def _gate(self, call: ToolCall) -> str | None:
         if call.name not in self.allowed:
             have = ", ".join(sorted(self.allowed)) or "none"
-            reason = f"tool {call.name!r} is not among {agent.name}'s tools ({have})"
-        elif call.name not in self.session.run.tools:
-            reason = f"tool {call.name!r} is declared but no such tool is registered"
-        else:
-            return None
-        self._refuse(call, reason)
-        return ToolResult(f"refused: {reason}. Use only your own tools.", ok=False)
+            return f"tool {call.name!r} is not among {self.context.agent}'s tools ({have})"
+        if call.name not in self.tools:
+            return f"tool {call.name!r} is declared but no such tool is registered"
+        return None
 
-    def _refuse(self, call: ToolCall, reason: str) -> None:
-        self.session._emit(ToolRefused, tool=call.name, call_id=call.id, reason=reason)
+    async def _before(self, args: BaseModel) -> Verdict:
+        if self.rails is None:
+            return Verdict(args)
+        return await self.rails(Hook.BEFORE_TOOL_CALL, args)
 
-    async def _execute(self, tool: Tool, args: BaseModel) -> ToolResult:
-        session = self.session
-        if tool.needs_workspace and session.workspace is None:
-            return ToolResult(
-                f"tool {tool.name!r} needs a workspace, and agent {session.agent.name!r} "
-                "was declared with workspace='none'",
-                ok=False,
-            )
-        ctx = ToolContext(
-            agent=session.agent.name,
-            session=session.id,
-            workspace=session.workspace,
-            emit=session._emit,
-            message_agent=session.message_agent_hook(),
+    async def _after(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        if self.rails is None:
+            return result
+        verdict = await self.rails(Hook.AFTER_TOOL_CALL, result)
+        if verdict.veto is None:
+            amended: ToolResult = verdict.payload
+            return amended
+        return ToolResult(
+            f"the result of {call.name} was withheld by rail {verdict.rail!r}: "
+            f"{verdict.veto.reason}",
+            ok=False,
         )
-        try:
-            return await tool.run(args, ctx)
-        except ToolError as exc:
-            return ToolResult(exc.message, ok=False)
-        except SwarmflowError as exc:
-            return ToolResult(f"{type(exc).__name__}: {exc}", ok=False)
-        except Exception as exc:  # a broken tool is the tool's fault, not the run's
-            return ToolResult(
-                f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}", ok=False
-            )
 
-    def _record(self, call: ToolCall, args: Any, result: ToolResult, duration: float) -> ToolResult:
-        shown = args.model_dump(mode="json") if isinstance(args, BaseModel) else call.arguments
-        self.session._emit(
+    def _refuse(self, call: ToolCall, reason: str, advice: str = "") -> _Outcome:
+        self.emit(ToolRefused, tool=call.name, call_id=call.id, reason=reason)
+        text = f"refused: {reason}." + (f" {advice}" if advice else "")
+        return _Outcome(ToolResult(text, ok=False), reason)
+
+    def _record(
+        self, call: ToolCall, args: Any, result: ToolResult, duration: float = 0.0
+    ) -> ToolResult:
+        shown = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
+        self.emit(
             ToolExecuted,
             tool=call.name,
             call_id=call.id,
@@ -137,39 +165,6 @@ class ToolRunner:
             duration=duration,
         )
         return result
-
-
-def agent_tool_specs(run: RunContext, agent: Agent) -> tuple[list[ToolSpec], int]:
-    """An agent's tool schemas and their token estimate (its `AgentProfile` keeps them)."""
-    missing = [name for name in agent.tools if name not in run.tools]
-    if missing:
-        raise ConfigError(
-            f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
-        )
-    specs = [tool_spec(run.tools.get(name)) for name in agent.tools]
-    return specs, _spec_tokens(specs)
-
-
-def _spec_tokens(specs: list[ToolSpec]) -> int:
-    return sum(
-        8 + estimate_tokens(s.description) + estimate_tokens(json.dumps(s.parameters))
-        for s in specs
-    )
-
-
-def _parse(tool: Tool, call: ToolCall) -> BaseModel:
-    try:
-        raw = call.parsed_arguments()
-    except ValueError as exc:
-        raise ToolError(f"{exc}. Send the call again with a valid JSON object.") from None
-    try:
-        return tool.args.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ToolError(f"invalid arguments for tool {call.name!r}: {problems}") from None
 
 
 def _submission_text(result: ToolResult) -> str:

@@ -1,14 +1,16 @@
 """Tool adapters: the built-in tools the model can call and the registry that runs them.
 
-Tools raise `ToolError`; `ToolRegistry.execute` turns every failure into an `ok=False` result.
+Tools raise `ToolError`; a call (`swarmflow.core.toolcalls`) turns every failure into an
+`ok=False` result.
 """
 
+from swarmflow.core.toolcalls import parse_args
 from swarmflow.tools.access import VersionedFiles
 from swarmflow.tools.base import ArgsModel
 from swarmflow.tools.control import MessageAgent, Submit
 from swarmflow.tools.files import Edit, ReadFile, WriteFile
 from swarmflow.tools.paths import resolve_inside
-from swarmflow.tools.registry import ToolRegistry, default_registry, parse_args
+from swarmflow.tools.registry import ToolRegistry, default_registry
 from swarmflow.tools.search import ListFiles, Search
 from swarmflow.tools.shell import RunShell, scrubbed_env
 

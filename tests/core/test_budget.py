@@ -5,14 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmflow.core.budget import Charge, Ledger, Limits, reserve
+from swarmflow.core.budget import Charge, Ledger, Limits, all_ledgers, reserve_on
 from swarmflow.core.errors import BudgetExhausted, ConfigError
 
 
 def test_reservation_that_does_not_fit_is_refused_before_anything() -> None:
     root = Ledger("run", Limits(tokens=100))
     with pytest.raises(BudgetExhausted) as info:
-        reserve([root], Charge(tokens=101, calls=1))
+        reserve_on(all_ledgers([root]), Charge(tokens=101, calls=1))
     assert info.value.reason == "budget exhausted before model call"
     assert root.reserved_tokens == 0 and root.spent_tokens == 0
 
@@ -20,7 +20,7 @@ def test_reservation_that_does_not_fit_is_refused_before_anything() -> None:
 def test_child_spend_counts_against_every_ancestor() -> None:
     root = Ledger("run", Limits(tokens=1000))
     branch = root.child("b", Limits(tokens=500)).child("c")
-    r = reserve([branch], Charge(tokens=300, calls=1))
+    r = reserve_on(all_ledgers([branch]), Charge(tokens=300, calls=1))
     assert root.reserved_tokens == 300
     r.settle(Charge(tokens=120, calls=1))
     assert (root.spent_tokens, root.reserved_tokens, branch.spent_tokens) == (120, 0, 120)
@@ -32,36 +32,36 @@ def test_ancestor_limit_refuses_even_when_child_has_room() -> None:
     root = Ledger("run", Limits(tokens=100))
     child = root.child("x", Limits(tokens=10_000))
     with pytest.raises(BudgetExhausted, match="run"):
-        reserve([child], Charge(tokens=200))
+        reserve_on(all_ledgers([child]), Charge(tokens=200))
 
 
 def test_already_spent_is_budget_exceeded() -> None:
     root = Ledger("run", Limits(calls=1))
-    reserve([root], Charge(calls=1)).settle(Charge(calls=1))
+    reserve_on(all_ledgers([root]), Charge(calls=1)).settle(Charge(calls=1))
     with pytest.raises(BudgetExhausted) as info:
-        reserve([root], Charge(calls=1))
+        reserve_on(all_ledgers([root]), Charge(calls=1))
     assert info.value.reason == "budget exceeded"
 
 
 def test_overrun_after_call_is_reported() -> None:
     root = Ledger("run", Limits(tokens=100))
-    r = reserve([root], Charge(tokens=90))
+    r = reserve_on(all_ledgers([root]), Charge(tokens=90))
     assert r.settle(Charge(tokens=150)) == ["run"]
 
 
 def test_release_returns_the_reservation() -> None:
     root = Ledger("run", Limits(tokens=100))
-    reserve([root], Charge(tokens=100)).release()
+    reserve_on(all_ledgers([root]), Charge(tokens=100)).release()
     assert root.snapshot().tokens == 100
 
 
 def test_wall_clock() -> None:
     now = [0.0]
     root = Ledger("run", Limits(seconds=5), clock=lambda: now[0])
-    reserve([root], Charge(tokens=1)).release()
+    reserve_on(all_ledgers([root]), Charge(tokens=1)).release()
     now[0] = 6.0
     with pytest.raises(BudgetExhausted) as info:
-        reserve([root], Charge(tokens=1))
+        reserve_on(all_ledgers([root]), Charge(tokens=1))
     assert info.value.reason == "wall clock"
 
 
@@ -74,39 +74,48 @@ def test_limits_coerce_rejects_unknown_keys() -> None:
 def test_two_heads_share_ancestors_once() -> None:
     root = Ledger("run", Limits(tokens=100))
     a, b = root.child("branch"), root.child("agent:coder", Limits(tokens=50))
-    reserve([a, b], Charge(tokens=40)).settle(Charge(tokens=40))
+    reserve_on(all_ledgers([a, b]), Charge(tokens=40)).settle(Charge(tokens=40))
     assert root.spent_tokens == 40  # counted once, not twice
 
 
 Draws = st.lists(st.tuples(st.integers(1, 800), st.integers(0, 1200)), min_size=50, max_size=120)
 
 
-def _race(limit: int, draws: list[tuple[int, int]], clamp: bool) -> tuple[Ledger, list[int], bool]:
-    """50+ concurrent sessions: reserve, yield to the others, settle random actual usage."""
+def _race(limit: int, draws: list[tuple[int, int]], clamp: bool) -> tuple[Ledger, int, bool]:
+    """50+ concurrent sessions: reserve, yield to the others, settle random actual usage.
+
+    Returns the ledger, the documented overshoot bound (the sum of how far each call in
+    flight at the last admitted reservation ran over its estimate), and whether anything was
+    admitted after the limit had been spent.
+    """
     root = Ledger("run", Limits(tokens=limit))
-    errors: list[int] = []
+    in_flight: dict[int, int] = {}  # call -> how far its actual usage runs over its estimate
+    at_last_admission: list[int] = []
     admitted_after_limit = False
 
-    async def session(estimate: int, actual: int) -> None:
-        nonlocal admitted_after_limit
+    async def session(i: int, estimate: int, actual: int) -> None:
+        nonlocal admitted_after_limit, at_last_admission
         spent_before = root.spent_tokens
         try:
-            r = reserve([root], Charge(tokens=estimate, calls=1))
+            r = reserve_on([root], Charge(tokens=estimate, calls=1))
         except BudgetExhausted:
             return
         admitted_after_limit |= spent_before >= limit
-        await anyio.lowlevel.checkpoint()
         used = min(actual, estimate) if clamp else actual
-        errors.append(max(used - estimate, 0))
+        in_flight[i] = max(used - estimate, 0)
+        at_last_admission = list(in_flight)
+        await anyio.lowlevel.checkpoint()
         r.settle(Charge(tokens=used, calls=1))
+        del in_flight[i]
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            for estimate, actual in draws:
-                tg.start_soon(session, estimate, actual)
+            for i, (estimate, actual) in enumerate(draws):
+                tg.start_soon(session, i, estimate, actual)
 
+    errors = dict(enumerate(max(a - e, 0) for e, a in draws))
     anyio.run(main)
-    return root, errors, admitted_after_limit
+    return root, sum(errors[i] for i in at_last_admission), admitted_after_limit
 
 
 @settings(max_examples=60, deadline=None)
@@ -121,11 +130,14 @@ def test_concurrent_spend_within_estimates_never_exceeds_the_limit(
 
 @settings(max_examples=60, deadline=None)
 @given(limit=st.integers(min_value=1_000, max_value=50_000), draws=Draws)
-def test_concurrent_overruns_exceed_only_by_estimate_errors(
+def test_concurrent_overruns_exceed_only_by_the_errors_of_the_calls_in_flight(
     limit: int, draws: list[tuple[int, int]]
 ) -> None:
-    root, errors, admitted_after_limit = _race(limit, draws, clamp=False)
-    assert root.spent_tokens <= limit + sum(errors)
+    """The documented bound: real usage above the estimate (drawn here up to 1,200 tokens
+    over an estimate of 1 to 800) overshoots by at most the errors of the calls that were in
+    flight when the last reservation was admitted."""
+    root, bound, admitted_after_limit = _race(limit, draws, clamp=False)
+    assert root.spent_tokens <= limit + bound
     assert not admitted_after_limit  # once the limit is reached, nothing more is sent
 
 
@@ -138,7 +150,7 @@ def test_one_session_exceeds_by_at_most_one_estimate_error(
     worst = 0
     for estimate, actual in draws:
         try:
-            r = reserve([root], Charge(tokens=estimate, calls=1))
+            r = reserve_on(all_ledgers([root]), Charge(tokens=estimate, calls=1))
         except BudgetExhausted:
             break
         worst = max(worst, actual - estimate)

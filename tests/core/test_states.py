@@ -22,7 +22,7 @@ def test_legal_transitions_pass() -> None:
 
 @pytest.mark.parametrize(
     ("src", "dst"),
-    [(S.IDLE, S.CALLING_MODEL), (S.DONE, S.PRECHECK), (S.IDLE, S.DONE), (S.STOPPED, S.ERROR)],
+    [(S.IDLE, S.CALLING_MODEL), (S.DONE, S.PRECHECK), (S.IDLE, S.WAITING), (S.STOPPED, S.ERROR)],
 )
 def test_illegal_transition_raises(src: SessionState, dst: SessionState) -> None:
     with pytest.raises(IllegalTransition, match=f"{src.value} -> {dst.value}"):
@@ -48,6 +48,9 @@ def test_end_reasons_map_to_end_states() -> None:
         EndReason.LOOP_BLOCK,
         EndReason.CANCELLED,
         EndReason.WALL_CLOCK,
+        EndReason.GOAL_BLOCKED,
+        EndReason.GOAL_ROUND_LIMIT,
+        EndReason.VETOED,
     ):
         assert end_state_for(reason) is S.STOPPED
 
@@ -63,6 +66,9 @@ def test_reason_strings_are_the_documented_ones() -> None:
         "loop block limit reached",
         "cancelled",
         "wall clock",
+        "goal blocked",
+        "goal round limit reached",
+        "vetoed by a rail",
     }
 
 

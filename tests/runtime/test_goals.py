@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from swarmflow import Agent, agent
 from swarmflow.rails import GoalView
 from swarmflow.testing import ScriptedModel
@@ -33,11 +36,28 @@ async def test_blocked_stops_the_session() -> None:
     assert (result.output.state, result.output.reason) == ("stopped", "goal blocked")
 
 
-async def test_async_evaluator_and_round_bound() -> None:
+async def test_async_evaluator_and_the_round_cap_is_its_own_end_reason() -> None:
     async def never(view: GoalView) -> tuple[str, str]:
         return "continue", f"round {view.round}"
 
     model = ScriptedModel(["x"] * 5)
     result = await run_one([Agent("a")], lambda: agent("a", "go"), model, goals={"a": [never]})
-    assert result.output.reason == "goal blocked"
+    assert (result.output.state, result.output.reason) == ("stopped", "goal round limit reached")
     assert "after 5 rounds" in result.output.detail
+    model.assert_complete()
+
+
+async def test_the_round_cap_is_configurable_per_agent() -> None:
+    model = ScriptedModel(["x"] * 2)
+    patient = Agent("a", max_goal_rounds=2)
+    result = await run_one(
+        [patient], lambda: agent("a", "go"), model, goals={"a": [lambda view: "continue"]}
+    )
+    assert result.output.reason == "goal round limit reached"
+    assert len(model.requests) == 2
+    model.assert_complete()
+
+
+def test_a_round_cap_below_one_is_refused() -> None:
+    with pytest.raises(ValidationError, match="max_goal_rounds"):
+        Agent("a", max_goal_rounds=0)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from swarmflow import Agent, AgentFailed, BudgetExhausted, agent
+from swarmflow import Agent, AgentFailed, BudgetExhausted, agent, agent_session
 from swarmflow.core.errors import ModelUnavailable
 from swarmflow.core.messages import ModelRequest, ModelResponse, Usage
+from swarmflow.core.tokens import estimate_prompt
 from swarmflow.testing import FunctionModel, ScriptedModel, Step, tool_call
 from tests.runtime.helpers import of_type, run_one
 
@@ -193,3 +194,131 @@ def test_scripted_model_assert_complete_reports_leftovers() -> None:
     model = ScriptedModel({"a": ["1", "2"]})
     with pytest.raises(AssertionError, match="unplayed"):
         model.assert_complete()
+
+
+# -- the context window covers the whole request -----------------------------------------------
+
+CARD = "You are a careful reviewer. " * 60  # about 560 tokens of role card
+
+
+def _reader_policy(size: int):  # type: ignore[no-untyped-def]
+    """Reads file 0, 1, 2, ... then answers, so the history grows past the budget."""
+    calls = iter(range(8))
+
+    def policy(request: ModelRequest) -> ModelResponse | str:
+        n = next(calls, None)
+        return "done" if n is None else tool_call("read_file", path=f"f{n}.txt")
+
+    return policy
+
+
+async def test_every_request_fits_the_context_budget_with_card_and_tools(tmp_path) -> None:
+    for n in range(8):
+        (tmp_path / f"f{n}.txt").write_text(f"line {n}\n" * 120)
+    model = FunctionModel(_reader_policy(8))
+    reader = Agent("a", card=CARD, tools=["read_file", "list_files"], workspace="local")
+    result = await run_one(
+        [reader], lambda: agent("a", "read all"), model, repo=tmp_path, context_tokens=2_000
+    )
+    assert result.output.text == "done"
+    assert of_type(result, "context_compacted")
+    for request in model.requests:
+        assert estimate_prompt(request.messages, request.tools) <= 2_000
+        assert request.messages[0].content == CARD  # the card is never compacted away
+        assert request.messages[1].content == "read all"  # nor the task
+
+
+async def test_an_oversized_observation_is_cut_with_a_note_not_dropped(tmp_path) -> None:
+    (tmp_path / "big.txt").write_text("0123456789abcdef\n" * 3_000)  # about 17,000 tokens
+    model = ScriptedModel([tool_call("read_file", path="big.txt"), "summarised"])
+    reader = Agent("a", tools=["read_file"], workspace="local")
+    result = await run_one(
+        [reader], lambda: agent("a", "read it"), model, repo=tmp_path, context_tokens=2_000
+    )
+    assert result.output.text == "summarised"
+    second = model.requests[1]
+    assert estimate_prompt(second.messages, second.tools) <= 2_000
+    ask, observation = second.messages[-2], second.messages[-1]
+    assert ask.role == "assistant" and ask.tool_calls[0].name == "read_file"
+    assert observation.role == "tool" and observation.tool_call_id == ask.tool_calls[0].id
+    content = observation.content or ""
+    assert "0123456789abcdef" in content[:100]
+    assert "cut to fit the context window" in content
+    assert [e.level for e in of_type(result, "context_compacted")] == ["cut_observations"]
+
+
+async def test_a_card_larger_than_the_context_budget_is_a_clear_error() -> None:
+    async def body() -> str:
+        try:
+            await agent("a", "go")
+        except AgentFailed as exc:
+            return str(exc)
+        return "no error"
+
+    model = ScriptedModel([])
+    big = Agent("a", card="word " * 3_000)
+    result = await run_one([big], body, model, context_tokens=1_000)
+    assert "role card and tool schemas" in result.output
+    assert "context budget of 1000 tokens" in result.output
+    assert model.requests == []
+
+
+# -- token estimates learn from settled usage --------------------------------------------------
+
+
+async def test_the_prompt_estimate_learns_the_servers_count() -> None:
+    """A server that counts CJK text at 1.6 times the prior estimate: the first call is
+    under-reserved, the ones after it are estimated to within a token or two."""
+    text = "请修复这个函数中的错误并添加测试。" * 20
+    pairs: list[tuple[int, int]] = []
+
+    def server(request: ModelRequest) -> ModelResponse:
+        real = round(1.6 * estimate_prompt(request.messages, request.tools))
+        pairs.append((request.estimated_prompt_tokens, real))
+        return ModelResponse(text="好的" * len(pairs), usage=Usage(input=real, output=5))
+
+    async def body() -> None:
+        async with agent_session("a") as s:
+            for _ in range(4):
+                await s.send(text)
+
+    await run_one([Agent("a")], body, FunctionModel(server))
+    first_estimate, first_real = pairs[0]
+    assert first_real > 1.5 * first_estimate
+    for estimate, real in pairs[1:]:
+        assert abs(estimate - real) <= 0.01 * real + 2
+
+
+async def test_cjk_is_estimated_conservatively_before_anything_is_learned() -> None:
+    text = "请修复这个函数中的错误。" * 50
+    seen: list[int] = []
+
+    def policy(request: ModelRequest) -> str:
+        seen.append(request.estimated_prompt_tokens)
+        return "ok"
+
+    await run_one([Agent("a")], lambda: agent("a", text), FunctionModel(policy))
+    assert seen[0] >= len(text)  # at least a token a character
+
+
+# -- closing -----------------------------------------------------------------------------------
+
+
+async def test_a_session_closed_before_any_turn_ends_done_through_the_table(tmp_path) -> None:
+    """Its workspace cannot be made (no git repository), so no turn ever starts; the run
+    closes it at the end like every other session."""
+
+    async def body() -> str:
+        try:
+            await agent("a", "go")
+        except Exception as exc:
+            return type(exc).__name__
+        return "no error"
+
+    coder = Agent("a", workspace="worktree")
+    result = await run_one([coder], body, ScriptedModel([]), repo=tmp_path)
+    assert result.output != "no error"
+    ended = of_type(result, "session_ended")
+    assert [(e.state, e.reason, e.detail) for e in ended] == [
+        ("done", "completed", "closed before any turn")
+    ]

@@ -1,0 +1,103 @@
+"""The one path a tool call takes: the schema the model sees, argument parsing, invocation.
+
+The session's tool runner and `ToolRegistry.execute` both go through these functions, so what
+the tests exercise is what production runs. Convention: a tool signals failure by raising
+`ToolError`; `invoke` turns that, and any unexpected exception, into `ToolResult(ok=False)`,
+whose text is the observation the model sees next. Cancellation is never caught.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from swarmflow.core.errors import SwarmflowError, ToolError
+from swarmflow.core.messages import ToolSpec, decode_arguments
+from swarmflow.core.ports import Tool, ToolContext, ToolResult
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """The tool as the model sees it, its schema cleaned of pydantic's titles."""
+    schema = strip_titles(tool.args.model_json_schema())
+    return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+
+
+def strip_titles(schema: Any) -> Any:
+    """A copy of a JSON schema without `title` keys (field names under `properties` stay).
+
+    Titles repeat the field names in pydantic's capitalisation: tokens for nothing, in every
+    request.
+    """
+    if isinstance(schema, list):
+        return [strip_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: strip_titles(sub) for name, sub in value.items()}
+        elif key != "title":
+            out[key] = strip_titles(value)
+    return out
+
+
+def parse_args(tool: Tool, raw: str | Mapping[str, Any]) -> BaseModel:
+    """The tool's argument model from the model's JSON; ToolError naming tool and fields."""
+    try:
+        data = decode_arguments(tool.name, raw) if isinstance(raw, str) else dict(raw)
+    except ValueError as exc:
+        raise ToolError(f"{exc}. Send the call again with a valid JSON object.") from None
+    return validate_args(tool, data)
+
+
+def validate_args(tool: Tool, data: Any) -> BaseModel:
+    """`data` (a mapping or another pydantic model) as the tool's own argument model."""
+    if isinstance(data, tool.args):
+        return data
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    try:
+        return tool.args.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(err) for err in exc.errors())
+        expected = ", ".join(tool.args.model_fields) or "none"
+        raise ToolError(
+            f"invalid arguments for tool {tool.name!r}: {problems} (expected fields: {expected})"
+        ) from None
+
+
+def _describe(err: Mapping[str, Any]) -> str:
+    """One pydantic error as `field 'x': message`."""
+    where = ".".join(str(part) for part in err.get("loc", ())) or "(arguments)"
+    return f"field {where!r}: {err.get('msg', 'invalid')}"
+
+
+async def invoke(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    """Run `tool` on parsed arguments; every failure comes back as an `ok=False` result."""
+    if tool.needs_workspace and ctx.workspace is None:
+        return ToolResult(
+            f"tool {tool.name!r} needs a workspace, but agent {ctx.agent!r} has none "
+            "(it was declared with workspace='none')",
+            ok=False,
+        )
+    try:
+        return await tool.run(args, ctx)
+    except ToolError as exc:
+        return ToolResult(exc.message, ok=False)
+    except SwarmflowError as exc:
+        return ToolResult(f"{type(exc).__name__}: {exc}", ok=False)
+    except Exception as exc:  # a broken tool is the tool's fault, not the run's
+        return ToolResult(
+            f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}", ok=False
+        )
+
+
+async def execute(tool: Tool, raw: str | Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    """Parse and run one call, as the session does without rails; never raises a tool fault."""
+    try:
+        args = parse_args(tool, raw)
+    except ToolError as exc:
+        return ToolResult(exc.message, ok=False)
+    return await invoke(tool, args, ctx)
