@@ -33,6 +33,7 @@ from swarmflow.core.events import RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.ports import EventSink, HumanChannel
 from swarmflow.core.pricing import Price, PriceTable
+from swarmflow.core.secrets import secret_values
 from swarmflow.core.states import EndReason
 from swarmflow.core.team import agent_invoker
 from swarmflow.result import RunGraphs, RunResult
@@ -49,7 +50,7 @@ from swarmflow.run_dirs import (
 )
 from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.context import RunContext, Scope, running
-from swarmflow.runtime.eventlog import EventLog, environment_secrets
+from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.sinks import MemorySink
@@ -110,7 +111,7 @@ async def run(
     log = EventLog(
         run_id,
         sync_sinks(sinks, durability),
-        secrets=environment_secrets(model_secrets(model)),
+        secrets=secret_values(extra=model_secrets(model)),
         start_seq=interrupted.log.next_seq if interrupted else 0,
     )
     write_manifest(run_dir, flow, inputs, repo=repo, model=model)

@@ -131,8 +131,14 @@ class Team(BaseModel):
         return any(a.name == name for a in self.agents)
 
     def allows(self, source: str, target: str) -> bool:
-        """Whether a value from `source` may reach `target`. An agent may always feed itself."""
+        """Whether the flow may hand a value from `source` to `target`. The flow may hand an
+        agent's work back to a new session of the same agent; an agent messaging itself needs
+        a declared self-edge (see `declares`)."""
         return source == target or (source, target) in self._edge_set()
+
+    def declares(self, source: str, target: str) -> bool:
+        """Whether the edge `source -> target` is declared (a self-edge only if written)."""
+        return (source, target) in self._edge_set()
 
     def _edge_set(self) -> frozenset[tuple[str, str]]:
         cached: frozenset[tuple[str, str]] | None = self.__dict__.get("_edges_cache")

@@ -18,26 +18,6 @@ from swarmflow.dsl.diagnostics import Diagnostic, Spot
 from swarmflow.dsl.templates import plain_text, split_template
 from swarmflow.dsl.units import UnitError, parse_quantity
 
-# Binding strength of binary operators; higher binds tighter. `not` sits between 2 and 3.
-_PRECEDENCE = {
-    "or": 1,
-    "and": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 3,
-    "<=": 3,
-    ">": 3,
-    ">=": 3,
-    "+": 4,
-    "-": 4,
-    "*": 5,
-    "/": 5,
-    "//": 5,
-    "%": 5,
-}
-_NOT_PRECEDENCE = 3
-_COMPARISON = 3
-
 HoleParser = Callable[[str, int, int], Any]
 
 
@@ -244,20 +224,32 @@ class AstBuilder(Transformer[Token, Any]):
     # -- expressions -------------------------------------------------------------------
 
     def binary(self, c: list[Any]) -> Any:
-        return self._climb(c, 0)[0]
+        """`a op b op c`, one precedence level of the grammar: folded from the left."""
+        left = c[0]
+        for op, right in zip(c[1::2], c[2::2], strict=True):
+            if op.type == "COMP_OP" and isinstance(left, ast.Binary) and _is_comparison(left):
+                build_state.get().problem(
+                    "comparisons cannot be chained; write a < b and b < c", op, "syntax"
+                )
+            left = ast.Binary(op=str(op), left=left, right=right, **_at(left, right))
+        return left
+
+    def unary(self, c: list[Any]) -> Any:
+        op, operand = c
+        if op.type == "NOT":
+            return ast.Unary(op="not", operand=operand, **_at(op, operand))
+        if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
+            return operand.model_copy(
+                update={"value": -operand.value, "column": op.column, "text": "-" + operand.text}
+            )
+        return ast.Unary(op="-", operand=operand, **_at(op, operand))
 
     def ask(self, c: list[Any]) -> ast.Ask:
-        while c[-1] is None:
-            c = c[:-1]
-        output = None
-        if isinstance(c[-2], Token) and c[-2].type == "AS":
-            output, c = self._name(c[-1]), c[:-2]
-        prompt = self._climb(c[1:], 0)[0]
-        return ast.Ask(prompt=prompt, output=output, **_at(c[0], output or prompt))
+        output = self._name(c[3]) if c[3] is not None else None
+        return ast.Ask(prompt=c[1], output=output, **_at(c[0], output or c[1]))
 
     def send(self, c: list[Any]) -> ast.Send:
-        value = self._climb(c[2:], 0)[0]
-        return ast.Send(value=value, each=c[1] is not None, **_at(c[0], value))
+        return ast.Send(value=c[2], each=c[1] is not None, **_at(c[0], c[2]))
 
     def name(self, c: list[Token]) -> ast.Name:
         return self._name(c[0])
@@ -356,37 +348,6 @@ class AstBuilder(Transformer[Token, Any]):
             texts, values = ["".join(texts)], []
         return ast.Str(texts=texts, values=values, **_at(token))
 
-    def _climb(self, items: list[Any], pos: int, min_prec: int = 1) -> tuple[Any, int]:
-        """Precedence climbing over `operand op operand ...`; returns (node, next position)."""
-        left, pos = self._unary(items, pos)
-        while pos < len(items) and isinstance(items[pos], Token):
-            op = str(items[pos])
-            prec = _PRECEDENCE[op]
-            if prec < min_prec:
-                break
-            right, nxt = self._climb(items, pos + 1, prec + 1)
-            if prec == _COMPARISON and isinstance(left, ast.Binary) and _is_comparison(left):
-                build_state.get().problem(
-                    "comparisons cannot be chained; write a < b and b < c", items[pos], "syntax"
-                )
-            left, pos = ast.Binary(op=op, left=left, right=right, **_at(left, right)), nxt
-        return left, pos
-
-    def _unary(self, items: list[Any], pos: int) -> tuple[Any, int]:
-        """An operand with its prefixes: `not` takes a comparison, `-` one operand."""
-        item = items[pos]
-        if not isinstance(item, Token):
-            return item, pos + 1
-        if item.type == "NOT":
-            operand, pos = self._climb(items, pos + 1, _NOT_PRECEDENCE)
-            return ast.Unary(op="not", operand=operand, **_at(item, operand)), pos
-        operand, pos = self._unary(items, pos + 1)
-        if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
-            return operand.model_copy(
-                update={"value": -operand.value, "column": item.column, "text": "-" + operand.text}
-            ), pos
-        return ast.Unary(op="-", operand=operand, **_at(item, operand)), pos
-
 
 def _is_comparison(node: ast.Binary) -> bool:
-    return _PRECEDENCE.get(node.op) == _COMPARISON
+    return node.op in ("==", "!=", "<", "<=", ">", ">=")

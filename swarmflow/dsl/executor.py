@@ -1,5 +1,6 @@
 """The dataflow executor: each step starts as soon as the steps it depends on are done.
 
+The order comes from the standard library's `graphlib.TopologicalSorter` over the step graph.
 A chain of steps runs in the caller's task, exactly as the same awaits written in Python
 would. Once two steps are ready at once, they run concurrently in an anyio task group
 (started in source order; each task carries on with a step it made ready). A failing step
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from graphlib import TopologicalSorter
 from typing import Any
 
 import anyio
@@ -64,7 +66,8 @@ class _GraphRun:
         self.graph = graph
         self.env = env
         self.order = graph.order()
-        self.waiting = {sid: graph.graph.in_degree(sid) for sid in graph.steps}
+        self.sorter = TopologicalSorter({sid: s.depends_on() for sid, s in graph.steps.items()})
+        self.sorter.prepare()
         self.results: dict[str, dict[str, Any]] = {}
         self.returned: Returned | None = None
         self.error: BaseException | None = None
@@ -81,7 +84,7 @@ class _GraphRun:
 
     async def _drive(self) -> None:
         """Run a chain in this task; open a task group only once two steps are ready."""
-        ready = [sid for sid, count in self.waiting.items() if count == 0]
+        ready = self._ready()
         while len(ready) == 1:
             ready = await self._run_one(ready[0])
         if not ready:
@@ -114,12 +117,12 @@ class _GraphRun:
             self.returned = out
             return []  # every later step waits on this one, so none of them starts
         self.results[sid] = out
-        ready = []
-        for nxt in sorted(self.graph.graph.successors(sid), key=self.order.__getitem__):
-            self.waiting[nxt] -= 1
-            if self.waiting[nxt] == 0:
-                ready.append(nxt)
-        return ready
+        self.sorter.done(sid)
+        return self._ready()
+
+    def _ready(self) -> list[str]:
+        """Steps whose dependencies are all done, in source order."""
+        return sorted(self.sorter.get_ready(), key=self.order.__getitem__)
 
     def _result(self) -> GraphResult:
         if self.returned is not None:

@@ -6,27 +6,21 @@ The lark parser is built once, on first use, and shared. A syntax error becomes 
 
 from __future__ import annotations
 
-import gc
 import re
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token
-from lark.exceptions import LarkError, UnexpectedInput
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.builder import AstBuilder, BuildState, build_state
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.lexer import LexError, Origin, SwarmLexer, origin, scan
+from swarmflow.dsl.lexer import LexError, Newlines, Origin, lexing
 from swarmflow.dsl.syntax_errors import describe_lex_error, describe_unexpected
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _parser: Lark | None = None
-_STACK_FLOOR = 4000
-"""Recursion headroom while building trees; the lexer already bounds how deep a step nests."""
 
 
 def get_parser() -> Lark:
@@ -36,7 +30,8 @@ def get_parser() -> Lark:
         _parser = Lark(
             _GRAMMAR.read_text(encoding="utf-8"),
             parser="lalr",
-            lexer=SwarmLexer,
+            lexer="contextual",
+            postlex=Newlines(),
             start=["start", "expr"],
             maybe_placeholders=True,
             transformer=AstBuilder(),
@@ -54,8 +49,7 @@ def parse_module(
     state = BuildState(filename, _parse_hole)
     token = build_state.set(state)
     try:
-        with _deep_stack(), _no_gc():
-            module, problem = _parse(source, "start", filename, Origin())
+        module, problem = _parse(source, "start", filename, Origin())
     finally:
         build_state.reset(token)
     if problem is not None:
@@ -74,17 +68,15 @@ def parse(source: str, filename: str = "<string>") -> ast.Module:
 
 
 def _parse(source: str, start: str, filename: str, where: Origin) -> tuple[Any, Diagnostic | None]:
-    token = origin.set(where)
     try:
-        return get_parser().parse(source, start=start), None
+        with lexing(source, where):
+            return get_parser().parse(source, start=start), None
     except LexError as exc:
         return None, describe_lex_error(exc, filename)
     except UnexpectedInput as exc:
         return None, describe_unexpected(exc, source, filename, where)
     except (LarkError, RecursionError) as exc:  # anything else lark raises: still located
         return None, _fallback(exc, filename, where)
-    finally:
-        origin.reset(token)
 
 
 def _parse_hole(text: str, line: int, column: int) -> Any:
@@ -149,33 +141,12 @@ def _end_of(source: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic collector while thousands of acyclic nodes are allocated."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-@contextmanager
-def _deep_stack() -> Iterator[None]:
-    old = sys.getrecursionlimit()
-    if old < _STACK_FLOOR:
-        sys.setrecursionlimit(_STACK_FLOOR)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
-def tokens(source: str) -> list[Token]:
-    """Every token of `source` up to the first unreadable character (for error hints)."""
-    names = SwarmLexer(get_parser().lexer_conf).names
+def tokens(source: str, where: Origin | None = None) -> list[Token]:
+    """Every token of `source` as the parser sees it, up to the first unreadable one."""
     out: list[Token] = []
-    with suppress(LexError):
-        out.extend(scan(source, names))
+    try:
+        with lexing(source, where or Origin()):
+            out.extend(get_parser().lex(source))
+    except (LexError, UnexpectedCharacters):
+        pass  # the tokens before an unreadable character are what error hints need
     return out

@@ -10,7 +10,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
-from swarmflow.dsl.lexer import LexError, Origin, scan, unclosed_brackets
+from swarmflow.dsl.lexer import LexError, Origin, bad_character
 
 _EXPRESSION_STARTS = frozenset(
     {
@@ -68,10 +68,6 @@ def _literals() -> dict[str, str]:
     return {t.name: t.pattern.value for t in get_parser().terminals if t.pattern.type == "str"}
 
 
-def _names() -> dict[str, str]:
-    return {value: name for name, value in _literals().items()}
-
-
 def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
     """A tokenizer error as a diagnostic."""
     return Diagnostic(
@@ -91,7 +87,12 @@ def describe_unexpected(
 ) -> Diagnostic:
     """A parser error as a diagnostic with the most useful message we can give."""
     if not isinstance(exc, UnexpectedToken):
-        return _diag(filename, exc.line, exc.column, 1, f"cannot read this: {exc}")
+        line, column = exc.line, exc.column
+        if line == 1:
+            column += where.column - 1
+        message = bad_character(source, exc.pos_in_stream or 0)
+        width = 3 if message.startswith('this """') else 1
+        return _diag(filename, line + where.line - 1, column, width, message)
     token: Token = exc.token
     before = _tokens_before(source, where, token)
     if token.type == "$END":
@@ -203,30 +204,40 @@ def _diag(filename: str, line: int, column: int, width: int, message: str) -> Di
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
-    out: list[Token] = []
+    from swarmflow.dsl.parser import tokens
+
     stop = token.start_pos if token.type != "$END" else None
-    try:
-        for tok in scan(source, _names(), where):
-            if stop is not None and tok.start_pos is not None and tok.start_pos >= stop:
-                break
-            out.append(tok)
-    except LexError:
-        pass  # the tokens before a lexing error are all the context a hint needs
-    return out
+    found = tokens(source, where)
+    if stop is None:
+        return found
+    return [t for t in found if t.start_pos is None or t.start_pos < stop]
+
+
+def _unclosed_brackets(source: str) -> list[Token]:
+    """Brackets opened and never closed; for syntax-error hints."""
+    from swarmflow.dsl.parser import tokens
+
+    stack: list[Token] = []
+    for tok in tokens(source):
+        if tok.type in ("LPAR", "LSQB", "LBRACE"):
+            stack.append(tok)
+        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
+            stack.pop()
+    return stack
 
 
 def _at_end(
     exc: UnexpectedToken, source: str, filename: str, where: Origin, before: list[Token]
 ) -> Diagnostic:
     if where == Origin():
-        opened = unclosed_brackets(source)
+        opened = _unclosed_brackets(source)
         if opened:
-            char, line, column = opened[-1]
+            char = str(opened[-1])
             closer = {"(": ")", "[": "]", "{": "}"}[char]
             return _diag(
                 filename,
-                line,
-                column,
+                opened[-1].line or 1,
+                opened[-1].column or 1,
                 1,
                 f"this '{char}' is never closed; add '{closer}' to close it",
             )

@@ -19,6 +19,7 @@ from swarmflow.core.errors import (
     ModelResponseError,
     ModelUnavailable,
 )
+from swarmflow.core.secrets import Redactor, secret_values
 
 BACKOFF_CAP = 20.0
 RETRY_AFTER_CAP = 60.0
@@ -53,10 +54,9 @@ class Endpoint:
     api_key: str = field(repr=False)
 
     def scrub(self, text: str) -> str:
-        """The text with the API key masked, in case a server echoed it back."""
-        if len(self.api_key) >= 4 and self.api_key in text:
-            text = text.replace(self.api_key, "***")
-        return text
+        """The text with the API key and the environment's secrets masked (the one policy,
+        `core.secrets`), in case a server echoed one back."""
+        return Redactor(secret_values(extra=[self.api_key])).scrub(text)
 
 
 def backoff_delay(attempt: int, base: float, retry_after: float | None) -> float:

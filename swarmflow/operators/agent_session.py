@@ -12,7 +12,7 @@ from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
 from swarmflow.runtime.agent_call import finish_output, open_session
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing
 from swarmflow.runtime.prompts import render_prompt
 from swarmflow.runtime.replay import journaled_turn
 from swarmflow.runtime.session import AgentSession
@@ -55,7 +55,9 @@ class SessionHandle:
     async def send(self, message: Any) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         text = render_prompt(message)
-        check_handoff(self._run, self.name, message, via="session message", agent=self.name)
+        check_outgoing(
+            self._run, self.name, text, values=message, via="session message", agent=self.name
+        )
         session = self._session or await self._open()
         async with session.turn_lock:
             await journaled_turn(session, text, None)
@@ -69,7 +71,9 @@ class SessionHandle:
         if output is None:
             return await self.send(prompt)
         text = render_prompt(prompt)
-        check_handoff(self._run, self.name, prompt, via="session message", agent=self.name)
+        check_outgoing(
+            self._run, self.name, text, values=prompt, via="session message", agent=self.name
+        )
         session = await self._open()
         async with session.turn_lock:  # a re-ask follows its own question, not another sender's
             value = await journaled_turn(session, text, output)

@@ -12,7 +12,7 @@ from swarmflow.core.events import HumanAnswered, HumanRequested
 from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import HUMAN
 from swarmflow.runtime.context import RunContext, current_run, current_scope
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing
 
 _NO_DEFAULT: Any = object()
 
@@ -36,7 +36,7 @@ async def human(
     if on_timeout == "default" and default is _NO_DEFAULT:
         raise ConfigError('human(on_timeout="default") needs default=')
     run, scope = current_run("human()"), current_scope()
-    check_handoff(run, HUMAN, [question, payload], via="human")
+    check_outgoing(run, HUMAN, str(question), values=[question, payload], via="human")
     chosen = channel or run.human
     if chosen is None:
         raise HumanError("this run has no human channel")

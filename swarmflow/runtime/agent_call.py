@@ -32,7 +32,7 @@ from swarmflow.runtime.context import (
     reset_scope,
     set_scope,
 )
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing, given_to, remember_output
 from swarmflow.runtime.journal import CallKey
 from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.prompts import render_prompt
@@ -48,7 +48,6 @@ from swarmflow.runtime.replay import (
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
-COMPLETED = EndReason.COMPLETED
 _BUDGET_REASONS = frozenset(
     {
         EndReason.BUDGET_EXCEEDED,
@@ -74,9 +73,11 @@ async def open_session(
     """
     agent = run.team.get(name)
     card_vars = card_vars or {}
-    if card_vars:
-        check_handoff(run, name, card_vars, via="template variable", agent=name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
+    if card_vars or system:
+        check_outgoing(
+            run, name, system or "", values=card_vars, via="template variable", agent=name
+        )
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
@@ -144,7 +145,7 @@ async def call_agent(
     status = "failed"
     try:
         text = render_prompt(prompt)
-        check_handoff(run, name, prompt, via="prompt", agent=name)
+        check_outgoing(run, name, text, values=prompt, via="prompt", agent=name)
         if run.journal is not None:
             result = await journaled_call(
                 run, scope, name, text, output=output, workspace=workspace, card_vars=card_vars
@@ -245,9 +246,6 @@ def finish_output(
 ) -> AgentOutput:
     """Fingerprint and tag what the agent produced, then return it or raise."""
     sources = session.provenance
-    run.fingerprints.add(session.agent.name, session.last_text, given)
-    if value is not None:
-        run.remember_product(value, sources)
     out = AgentOutput(
         agent=session.agent.name,
         session=session.id,
@@ -255,11 +253,12 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state._value_,  # the plain string: `.value` is a slow descriptor
-        reason=(session.reason or COMPLETED)._value_,
+        state=session.state.value,
+        reason=(session.reason or EndReason.COMPLETED).value,
         provenance=sources,
         detail=session.detail,
     )
+    remember_output(run, session.agent.name, out, given_to(session))
     _raise_for_state(session, out)
     return out
 

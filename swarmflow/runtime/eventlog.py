@@ -1,27 +1,29 @@
-"""The run's one ordered event stream: sequence numbers, secret scrubbing, fan-out, waiting."""
+"""The run's one ordered event stream: sequence numbers, the secret policy, fan-out to sinks.
+
+Each event goes through a chain of structlog processors, built once per run: the JSON renderer
+turns its fields into one line, then the run's `Redactor` (`core.secrets`, the one secret
+policy) scrubs the line. Every sink receives that scrubbed line, and, when it asks for them,
+the event as a model built from the scrubbed fields.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import anyio
 from pydantic_core import to_json
 
 from swarmflow.core.events import EventBase
 from swarmflow.core.ports import EventSink
+from swarmflow.core.secrets import Redactor
 
 E = TypeVar("E", bound=EventBase)
-Predicate = Callable[[EventBase], bool]
+Processor = Callable[[Any, str, Any], Any]
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
-_MIN_SECRET = 8
-REDACTED = b"[redacted]"
 VALIDATE_ENV = "SWARMFLOW_VALIDATE_EVENTS"
 _ALL = "*"
 
@@ -91,11 +93,19 @@ def _everything() -> set[str]:
     }
 
 
-def environment_secrets(extra: Iterable[str] = ()) -> list[str]:
-    """Values of environment variables whose names look secret, plus `extra`."""
-    values = [v for k, v in os.environ.items() if _SECRET_NAME.search(k)]
-    values.extend(extra)
-    return sorted({v for v in values if v and len(v) >= _MIN_SECRET}, key=len, reverse=True)
+def _dumps(data: Any, **_kw: Any) -> bytes:
+    """The JSON renderer's serializer: compact bytes, anything unknown as its `str`."""
+    return to_json(data, fallback=str)
+
+
+def processors(redactor: Redactor) -> tuple[Processor, ...]:
+    """The chain every event goes through: render one JSON line, then scrub it."""
+    import structlog  # only when a run starts: keeps `import swarmflow` cheap
+
+    def scrub(_logger: Any, _method: str, line: bytes) -> bytes:
+        return redactor.scrub_bytes(line)
+
+    return (structlog.processors.JSONRenderer(serializer=_dumps), scrub)
 
 
 class EventLog:
@@ -113,46 +123,32 @@ class EventLog:
         """`start_seq`: a resumed run goes on numbering where its log stopped."""
         self.run_id = run_id
         self.sinks = list(sinks)
+        self.redactor = Redactor(secrets)
+        """The run's secret policy; sinks that print text of their own scrub it with this."""
         self._clock = clock
         self._t0 = clock()
         self._seq = start_seq
-        self._waiters: list[tuple[Predicate, anyio.Event, list[EventBase]]] = []
-        self._history: list[EventBase] | None = None
         self._wall0 = time.time()
         self.usage: dict[str, AgentUsage] = {}
         """Model calls and spend per agent, added up as `model_called` events are recorded."""
-        self._validate = os.environ.get(VALIDATE_ENV) == "1"
+        # With validation on (the test suite), every event is built as a model and checked.
+        self._all_objects = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
-        self._update_objects()
-        # JSON escapes some characters; look for each secret both raw and as JSON would show it.
-        forms = {form for s in secrets for form in (s, json.dumps(s)[1:-1])}
-        words = [re.escape(f.encode()) for f in sorted(forms, key=len, reverse=True)]
-        self._secret_re = re.compile(b"|".join(words)) if words else None
-
-    def _update_objects(self) -> None:
-        """Whether every event needs its model: validation on, history kept, or waiters."""
-        self._all_objects = self._validate or self._history is not None or bool(self._waiters)
+        self._render, self._scrub = processors(self.redactor)
 
     @property
     def count(self) -> int:
         return self._seq
 
-    def keep_history(self) -> None:
-        """Keep events in memory so `wait_for` can match events already emitted."""
-        if self._history is None:
-            self._history = []
-            self._update_objects()
-
     def emit(self, cls: type[E], **fields: Any) -> E | None:
-        """Number, serialise, scrub and record one event (see `record`)."""
+        """Number, render, scrub and record one event (see `record`)."""
         return self.record(cls, fields)
 
     def record(self, cls: type[E], fields: dict[str, Any]) -> E | None:
-        """Number, serialise, scrub and record one event from a dict of its fields.
+        """Number, render, scrub and record one event from a dict of its fields.
 
-        The JSON line is built straight from the fields; the pydantic model is built only for
-        sinks that want objects (memory, usage tally, waiters), or always when
-        `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
+        The pydantic model is built only for sinks that want objects (memory, progress), or
+        always when `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
         """
         shape = _SHAPES.get(cls) or _shape(cls)
         t = self._clock() - self._t0
@@ -162,20 +158,15 @@ class EventLog:
                 **shape.envelope, **fields}  # fmt: skip
         if shape.tallied:
             self._tally(data)
-        line = to_json(data, fallback=str)
-        if self._secret_re is not None and self._secret_re.search(line):
-            line = self._secret_re.sub(REDACTED, line)
+        rendered = self._render(None, "event", data)
+        line = self._scrub(None, "event", rendered)
+        if line is not rendered:  # a secret was scrubbed: the objects must not hold it either
             data = json.loads(line)
         event: E | None = None
         if self._all_objects or shape.type in self._wanted:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)
-        if event is not None:
-            if self._history is not None:
-                self._history.append(event)
-            if self._waiters:
-                self._wake(event)
         return event
 
     def _tally(self, data: dict[str, Any]) -> None:
@@ -187,28 +178,6 @@ class EventLog:
         usage.tokens_out += data["tokens_out"]
         usage.tokens_cached += data["tokens_cached"]
         usage.cost += data["cost"]
-
-    def _wake(self, event: EventBase) -> None:
-        keep = []
-        for pred, flag, slot in self._waiters:
-            if pred(event):
-                slot.append(event)
-                flag.set()
-            else:
-                keep.append((pred, flag, slot))
-        self._waiters = keep
-        self._update_objects()
-
-    async def wait_for(self, predicate: Predicate) -> EventBase:
-        """Wait until an event matching `predicate` is emitted (or was, with history kept)."""
-        for event in self._history or ():
-            if predicate(event):
-                return event
-        flag, slot = anyio.Event(), []  # type: ignore[var-annotated]
-        self._waiters.append((predicate, flag, slot))
-        self._update_objects()
-        await flag.wait()
-        return slot[0]  # type: ignore[no-any-return]
 
     def close(self) -> None:
         for sink in self.sinks:

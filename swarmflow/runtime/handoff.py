@@ -1,48 +1,150 @@
-"""The handoff rule: a value from agent A reaches agent B only along the edge A -> B."""
+"""The handoff rule: a value from agent A reaches agent B only along the edge A -> B.
+
+Every route into an agent ends in `check_outgoing`, called with the final text the receiver
+will see (rendered prompt, rendered card, session message, the question and payload shown to a
+person, a `message_agent` text). Two checks run on it:
+
+- provenance, the precise path: agents' outputs, and products the run registered, carry the
+  set of agents they came from, followed through containers and models (`core.provenance`);
+- fingerprints, the safety net: the text itself is matched against every product of every
+  agent so far (`core.fingerprint`), whatever route it took (f-strings, slices, `str()`,
+  `.encode()`, case changes, quoting).
+
+A refusal sends nothing: it records an event and raises `TopologyError` naming the edge.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from swarmflow.core.errors import TopologyError
 from swarmflow.core.events import HandoffRefused, MessageRefused
+from swarmflow.core.output import AgentOutput
+from swarmflow.core.patch import Patch
 from swarmflow.core.provenance import trace
 from swarmflow.runtime.context import RunContext, current_scope
 
+if TYPE_CHECKING:
+    from swarmflow.runtime.session import AgentSession
+
+_NOTHING: Any = object()
+_MAX_DEPTH = 12
+
+
+def check_outgoing(
+    run: RunContext,
+    target: str,
+    text: str,
+    *,
+    via: str,
+    values: Any = _NOTHING,
+    agent: str | None = None,
+) -> None:
+    """Refuse (event + `TopologyError`) a send to `target` whose content lacks an edge.
+
+    `text` is what the receiver will be shown; `values`, when given, are the objects it was
+    rendered from: their provenance is checked, and their plain rendering (bytes decoded, every
+    string inside) is fingerprinted too.
+    """
+    tagged = trace(values, run.product_sources)[0] if values is not _NOTHING else frozenset()
+    for source in sorted(tagged):
+        if not run.team.allows(source, target):
+            _refuse(run, source, target, via, agent)
+    if not len(run.fingerprints):
+        return
+    shown = text if values is _NOTHING else f"{text}\n{shown_text(values)}"
+    unreached = run.fingerprints.unreached(shown, lambda owner: run.team.allows(owner, target))
+    if unreached:
+        _refuse(run, unreached[0], target, via, agent)
+
 
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
-    """The agents behind `values`: declared provenance, plus the agents whose fingerprinted
-    output appears in the plain (untagged) strings among them."""
-    if type(values) is str:  # the common case: a plain prompt, nothing to walk
-        if len(run.fingerprints):
-            return frozenset(run.fingerprints.sources(values))
-        return frozenset()
-    found, plain = trace(values, run.product_sources)
-    if plain and len(run.fingerprints):
-        extra: set[str] = set()
-        for text in plain:
-            extra |= run.fingerprints.sources(text)
-        found = found | extra
+    """The agents behind `values`: declared provenance, plus the agents whose products appear
+    in their plain rendering."""
+    found = trace(values, run.product_sources)[0]
+    if len(run.fingerprints):
+        found = found | run.fingerprints.owners(shown_text(values))
     return found
 
 
-def check_handoff(
-    run: RunContext, target: str, values: Any, *, via: str, agent: str | None = None
-) -> frozenset[str]:
-    """Refuse (event + `TopologyError`) if any source of `values` lacks an edge to `target`."""
-    sources = sources_of(run, values)
-    if sources:
-        for source in sorted(sources):
-            if not run.team.allows(source, target):
-                _refuse(run, source, target, via, agent)
-    return sources
+def remember_output(run: RunContext, agent: str, out: AgentOutput, given: str) -> None:
+    """Fingerprint and tag everything an agent call produced: its text, its structured value
+    (as rendered and string by string), its patch and diff. `given`: see `given_to`."""
+    sources = out.provenance
+    run.fingerprints.add(agent, out.text, given)
+    if out.value is not None:
+        run.remember_product(out.value, sources)
+        run.fingerprints.add(agent, shown_text(out.value), given)
+    if out.patch is not None:
+        run.remember_product(out.patch, sources)
+        run.fingerprints.add(agent, out.patch.diff, given)
+
+
+def remember_message(run: RunContext, session: AgentSession, text: str) -> None:
+    """Fingerprint a `message_agent` text as its sender's product: what the sender relays of
+    what it was given is then its own, as it would be in its answer."""
+    run.fingerprints.add(session.agent.name, text, given_to(session))
+
+
+def given_to(session: AgentSession) -> str:
+    """What the flow gave the agent (its card and the messages sent to it); tool results are
+    not included: a file the agent wrote and read back is still its own product."""
+    parts = [session.system or ""]
+    parts.extend(m.content for m in session.history if m.role == "user" and m.content)
+    return "\n".join(parts)
+
+
+def shown_text(value: Any) -> str:
+    """A plain rendering of `value` that keeps every string inside it readable: what a
+    receiver could recover from it, whatever form the prompt renderer gave it."""
+    parts: list[str] = []
+    _render(value, parts, 0, set())
+    return "\n".join(parts)
+
+
+def _render(value: Any, parts: list[str], depth: int, seen: set[int]) -> None:
+    if isinstance(value, str):
+        parts.append(value)
+        return
+    if isinstance(value, bytes | bytearray | memoryview):
+        parts.append(bytes(value).decode("utf-8", errors="replace"))
+        return
+    if value is None or isinstance(value, int | float) or depth > _MAX_DEPTH or id(value) in seen:
+        return
+    seen.add(id(value))
+    children = _children(value)
+    if children is None:
+        parts.append(str(value))  # an object of the flow's own: what str() gives is what is sent
+        return
+    for child in children:
+        _render(child, parts, depth + 1, seen)
+
+
+def _children(value: Any) -> list[Any] | None:
+    if isinstance(value, AgentOutput):
+        return [value.text, value.value, value.patch]
+    if isinstance(value, Patch):
+        return [value.diff, *value.files]
+    if isinstance(value, BaseModel):
+        return [value.model_dump_json(), *(getattr(value, n) for n in type(value).model_fields)]
+    if isinstance(value, Mapping):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return [getattr(value, f.name, None) for f in fields(value)]
+    return None
 
 
 def _refuse(run: RunContext, source: str, target: str, via: str, agent: str | None) -> None:
     declared = sorted(run.team.edges)
     shown = ", ".join(f"{a} -> {b}" for a, b in declared) or "none"
     reason = f"no edge {source} -> {target}"
-    fields = {
+    record = {
         "agent": agent,
         "branch": current_scope().branch,
         "source": source,
@@ -51,9 +153,9 @@ def _refuse(run: RunContext, source: str, target: str, via: str, agent: str | No
     }
     # An agent's own message_agent call is a refused message; anything else is a handoff.
     if via == "message_agent":
-        run.log.record(MessageRefused, fields)
+        run.log.record(MessageRefused, record)
     else:
-        run.log.record(HandoffRefused, {**fields, "via": via})
+        run.log.record(HandoffRefused, {**record, "via": via})
     raise TopologyError(
         f"refused to hand a value from {source!r} to {target!r} via {via}: the team declares "
         f"no edge {source} -> {target} (declared edges: {shown})",

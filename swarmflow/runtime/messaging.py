@@ -1,16 +1,28 @@
-"""Agent-initiated messages: the `message_agent` tool's delivery, roster and edge checks."""
+"""Agent-initiated messages: the `message_agent` tool's delivery, roster and edge checks.
+
+A message opens a session of the recipient inside the sender's tool call, so messages can nest
+(a -> b -> a ...). The nesting is bounded: past `MAX_MESSAGE_DEPTH` the message is refused and
+the model is told why, instead of sessions nesting until the interpreter's stack runs out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 from swarmflow.core.errors import SwarmflowError, ToolError, TopologyError
-from swarmflow.core.events import MessageSent, SpawnRefused
+from swarmflow.core.events import MessageRefused, MessageSent, SpawnRefused
 from swarmflow.core.output import AgentOutput, SourcedStr
+from swarmflow.core.secrets import preview
 from swarmflow.runtime.context import RunContext
-from swarmflow.runtime.handoff import check_handoff
+from swarmflow.runtime.handoff import check_outgoing, remember_message
 from swarmflow.runtime.session import AgentSession
+
+MAX_MESSAGE_DEPTH = 8
+"""How many `message_agent` calls may be open inside one another."""
+_MESSAGE_PREVIEW = 2000
+_chain: ContextVar[tuple[str, ...]] = ContextVar("swarmflow_message_chain", default=())
 
 CallAgent = Callable[[str, SourcedStr], Awaitable[AgentOutput]]
 """Runs the recipient agent on a message and returns its output (the `agent` operator's call)."""
@@ -28,22 +40,44 @@ def messenger_for(run: RunContext, session: AgentSession, call: CallAgent) -> An
 async def send_message(
     run: RunContext, sender: AgentSession, to: str, text: str, call: CallAgent
 ) -> str:
-    """Deliver a `message_agent` call: roster and edge checks, then the recipient's answer."""
+    """Deliver a `message_agent` call: roster, edge and depth checks, then the recipient's
+    answer."""
     me = sender.agent.name
     if not run.team.has(to):
         reason = f"no agent named {to!r}: the roster cannot change within a run"
         sender.emit(SpawnRefused, requested=to, reason=reason)
         raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
-    try:
-        check_handoff(run, to, SourcedStr(text, frozenset({me})), via="message_agent", agent=me)
-    except TopologyError as exc:
-        raise ToolError(f"refused: {exc.message}") from None
-    sender.emit(MessageSent, source=me, target=to, text=text[:2000])
+    _check_route(run, sender, to, text)
+    chain = _chain.get()
+    sender.emit(MessageSent, source=me, target=to, text=preview(text, _MESSAGE_PREVIEW))
+    token = _chain.set((*chain, f"{me} -> {to}"))
     try:
         sender.wait_for_teammate()
         reply = await call(to, SourcedStr(text, frozenset({me})))
     except SwarmflowError as exc:
         return f"{to} could not answer: {exc}"
     finally:
+        _chain.reset(token)
         sender.resume_tools()
     return reply.text
+
+
+def _check_route(run: RunContext, sender: AgentSession, to: str, text: str) -> None:
+    """Refuse a self-message without a self-edge, a chain too deep, or a missing edge."""
+    me = sender.agent.name
+    chain = _chain.get()
+    reason = ""
+    if to == me and not run.team.declares(me, me):
+        reason = f"no edge {me} -> {me}: an agent messaging itself needs a declared self-edge"
+    elif len(chain) >= MAX_MESSAGE_DEPTH:
+        shown = ", ".join([*chain, f"{me} -> {to}"])
+        reason = f"messages nested more than {MAX_MESSAGE_DEPTH} deep ({shown})"
+    if reason:
+        sender.emit(MessageRefused, source=me, target=to, reason=reason)
+        raise ToolError(f"refused: {reason}")
+    remember_message(run, sender, text)
+    try:
+        sent = SourcedStr(text, frozenset({me}))
+        check_outgoing(run, to, text, values=sent, via="message_agent", agent=me)
+    except TopologyError as exc:
+        raise ToolError(f"refused: {exc.message}") from None

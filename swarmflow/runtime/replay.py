@@ -24,6 +24,7 @@ from swarmflow.core.ports import Workspace
 from swarmflow.core.states import SessionState
 from swarmflow.core.team import Agent
 from swarmflow.runtime.context import RunContext, Scope
+from swarmflow.runtime.handoff import remember_output
 from swarmflow.runtime.journal import CallKey, Journal, Record, digest_of
 from swarmflow.runtime.profile import agent_profile
 from swarmflow.runtime.session import AgentSession
@@ -69,15 +70,12 @@ async def replay_call(
     sources = frozenset(data.get("provenance") or (agent.name,))
     value = _value(data.get("value"), output)
     text = str(data.get("text", ""))
-    run.fingerprints.add(agent.name, text, str(data.get("given", "")))
-    if value is not None:
-        run.remember_product(value, sources)
     info = data.get("workspace")
     if info:
         run.workspace_of[session] = await reattach(run, agent, session, info)
     charge_spent(run, scope, agent, data.get("spend") or {})
     _emit_replayed(run, key, session, data)
-    return AgentOutput(
+    out = AgentOutput(
         agent=agent.name,
         session=session,
         text=SourcedStr(text, sources),
@@ -89,6 +87,8 @@ async def replay_call(
         provenance=sources,
         detail=str(data.get("detail", "")),
     )
+    remember_output(run, agent.name, out, str(data.get("given", "")))
+    return out
 
 
 def record_call(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
+from swarmflow.core.secrets import public_environment
 from swarmflow.tools.base import ArgsModel, expect_args, root_of
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 OUTPUT_CAP = 16_000
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Pagers and credential prompts would wait forever on a pipe nobody types into.
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 
@@ -103,10 +102,8 @@ class RunShell:
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`env` (default: ours) without variables whose names look like credentials."""
-    source = os.environ if env is None else env
-    clean = {k: v for k, v in source.items() if not SECRET_NAME.search(k)}
-    return clean | QUIET_ENV
+    """`env` (default: ours) without its secret variables (the one policy, `core.secrets`)."""
+    return public_environment(env) | QUIET_ENV
 
 
 async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:

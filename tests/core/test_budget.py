@@ -197,3 +197,51 @@ def test_fifty_concurrent_agent_sessions_never_overspend(limit: int, outputs: li
         for e in result.events
         if e.type == "session_ended"
     )
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    limit=st.integers(min_value=3_000, max_value=30_000),
+    factor=st.floats(min_value=1.0, max_value=1.6),
+    outputs=st.lists(st.integers(0, 200), min_size=20, max_size=40),
+)
+def test_concurrent_sessions_counted_above_the_estimate_stay_within_the_bound(
+    limit: int, factor: float, outputs: list[int]
+) -> None:
+    """Through the public API: a server that counts every prompt up to 60% above the prior
+    estimate (as for CJK text), 20+ sessions in parallel. Spend past the limit stays within the
+    documented bound: the excess of the calls in flight when the last call was admitted."""
+    import math
+
+    from swarmflow import Agent, Team, agent, flow, parallel, run
+    from swarmflow.core.messages import ModelRequest, Usage
+    from swarmflow.core.tokens import estimate_prompt
+    from swarmflow.testing import FunctionModel, Step
+
+    draws = iter(outputs * 4)
+    in_flight: dict[int, int] = {}  # call -> its real usage above its reservation
+    bound_at_admission: list[int] = [0]
+    calls = iter(range(10_000))
+
+    async def server(req: ModelRequest) -> Step:
+        # Called right after this call's reservation was admitted, before any other task runs.
+        call = next(calls)
+        real_in = math.ceil(factor * estimate_prompt(req.messages, req.tools))
+        out = next(draws, 0)
+        in_flight[call] = max(real_in + out - (req.estimated_prompt_tokens + req.max_tokens), 0)
+        bound_at_admission[0] = sum(in_flight.values())
+        await anyio.lowlevel.checkpoint()  # let the other sessions interleave
+        del in_flight[call]
+        return Step(text="ok", usage=Usage(input=real_in, output=out))
+
+    @flow(team=Team([Agent("w", max_output_tokens=200)]), budget={"tokens": limit})
+    async def fan() -> object:
+        async def branch(i: int) -> None:
+            for _ in range(3):
+                await agent("w", f"任务 {i}: 请修复这个函数中的错误并添加测试。")
+
+        return await parallel(branch, n=len(outputs))
+
+    result = anyio.run(lambda: run(fan, model=FunctionModel(server), events="memory"))
+    spent = result.events[-1].tokens
+    assert spent <= limit + bound_at_admission[0]

@@ -229,7 +229,7 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
 
     from lark import Lark, logger
 
-    from swarmflow.dsl.lexer import SwarmLexer
+    from swarmflow.dsl.lexer import Newlines
     from swarmflow.dsl.parser import _GRAMMAR
 
     old = logger.level
@@ -239,7 +239,8 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
             Lark(
                 _GRAMMAR.read_text(),
                 parser="lalr",
-                lexer=SwarmLexer,
+                lexer="contextual",
+                postlex=Newlines(),
                 start=["start", "expr"],
                 maybe_placeholders=True,
                 debug=True,

@@ -177,3 +177,72 @@ async def test_an_agent_may_relay_what_it_was_given() -> None:
 
     result = await run_one(team, pasted, FunctionModel(policy), edges=edges, human=["yes"])
     assert isinstance(result.error, TopologyError) and result.error.source == "coder"
+
+
+def _messaging_itself(req: ModelRequest) -> object:
+    """The arbiter messages itself whenever it is not reading a tool's answer."""
+    if req.agent == "arbiter" and req.messages[-1].role != "tool":
+        return tool_call("message_agent", to="arbiter", text="think again")
+    return f"answer after {len(req.messages)} messages"
+
+
+async def test_an_agent_messaging_itself_needs_a_self_edge() -> None:
+    model = FunctionModel(_messaging_itself)
+    result = await run_one(TEAM, lambda: agent("arbiter", "start"), model, edges=EDGES)
+    assert result.status == "ok"
+    refusal = of_type(result, "message_refused")[0]
+    assert (refusal.source, refusal.target) == ("arbiter", "arbiter")
+    assert "self-edge" in refusal.reason
+    assert not of_type(result, "message_sent")
+    assert len(of_type(result, "session_started")) == 1  # no second session was opened
+    assert "no edge arbiter -> arbiter" in (model.requests[1].messages[-1].content or "")
+
+
+async def test_nested_messages_are_bounded_with_a_clear_refusal() -> None:
+    from swarmflow.runtime.messaging import MAX_MESSAGE_DEPTH
+
+    model = FunctionModel(_messaging_itself)
+    edges = [*EDGES, ("arbiter", "arbiter")]
+    result = await run_one(TEAM, lambda: agent("arbiter", "start"), model, edges=edges)
+    assert result.status == "ok", result.error
+    assert len(of_type(result, "message_sent")) == MAX_MESSAGE_DEPTH
+    (refusal,) = of_type(result, "message_refused")
+    assert f"nested more than {MAX_MESSAGE_DEPTH} deep" in refusal.reason
+    assert refusal.reason.count("arbiter -> arbiter") == MAX_MESSAGE_DEPTH + 1
+    assert len(of_type(result, "session_started")) == MAX_MESSAGE_DEPTH + 1
+
+
+async def test_ping_pong_between_two_agents_is_bounded() -> None:
+    team = [Agent("a", tools=["message_agent"]), Agent("b", tools=["message_agent"])]
+
+    def policy(req: ModelRequest) -> object:
+        if req.messages[-1].role != "tool":
+            return tool_call("message_agent", to="b" if req.agent == "a" else "a", text="you")
+        return "done"
+
+    result = await run_one(
+        team, lambda: agent("a", "go"), FunctionModel(policy), edges=[("a", "b"), ("b", "a")]
+    )
+    assert result.status == "ok"
+    assert "nested more than" in of_type(result, "message_refused")[0].reason
+
+
+async def test_message_agent_may_relay_what_the_sender_was_given() -> None:
+    """The reviewer was given the coder's code along coder -> reviewer; passing it on to the
+    arbiter with message_agent needs reviewer -> arbiter only."""
+    team = [Agent("coder"), Agent("reviewer", tools=["message_agent"]), Agent("arbiter")]
+
+    def policy(req: ModelRequest) -> object:
+        if req.agent == "coder":
+            return CODE
+        if req.agent == "reviewer" and req.messages[-1].role != "tool":
+            return tool_call("message_agent", to="arbiter", text=f"Is this right? {req.prompt}")
+        return "fine"
+
+    async def body() -> object:
+        return await agent("reviewer", await agent("coder", "x"))
+
+    model = FunctionModel(policy)
+    result = await run_one(team, body, model, edges=EDGES)
+    assert result.status == "ok"
+    assert CODE in model.requests[-2].prompt and model.requests[-2].agent == "arbiter"
