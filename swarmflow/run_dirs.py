@@ -188,8 +188,6 @@ def open_journal(
     durability: Durability,
     strict: bool,
 ) -> Journal:
-    if durability not in get_args(Durability):
-        raise ConfigError(f"durability={durability!r}; use 'write' or 'fsync'")
     return Journal(
         run_id,
         run_dir / JOURNAL_FILE,
@@ -197,6 +195,11 @@ def open_journal(
         previous=interrupted.recorded if interrupted else None,
         strict=strict,
     )
+
+
+def check_durability(durability: str) -> None:
+    if durability not in get_args(Durability):
+        raise ConfigError(f"durability={durability!r}; use 'write' or 'fsync'")
 
 
 def sync_sinks(sinks: list[EventSink], durability: Durability) -> list[EventSink]:

@@ -40,6 +40,7 @@ from swarmflow.result import RunGraphs, RunResult
 from swarmflow.run_dirs import (
     Durability,
     Interrupted,
+    check_durability,
     claim,
     open_interrupted,
     open_journal,
@@ -96,9 +97,11 @@ async def run(
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     check_team(flow)
+    check_durability(durability)
     interrupted = open_interrupted(resume) if resume is not None else None
     if interrupted is not None:
         run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
+        repo = repo or interrupted.manifest.get("repo")
     check_inputs(flow, inputs)
     run_id = run_id or new_run_id()
     root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)

@@ -33,12 +33,11 @@ from swarmflow.runtime.context import (
     set_scope,
 )
 from swarmflow.runtime.handoff import check_outgoing, given_to, remember_output
-from swarmflow.runtime.journal import CallKey
+from swarmflow.runtime.journal import CallKey, digest_of
 from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.prompts import render_prompt
 from swarmflow.runtime.replay import (
     adopted_workspace,
-    call_key,
     match,
     record_call,
     record_started,
@@ -207,11 +206,14 @@ async def journaled_call(
     assert run.journal is not None
     agent = run.team.get(name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else ""
-    key = call_key(run.journal, scope.branch, name, system, text, schema_of(output))
-    record = match(run, run.journal, key)
+    schema = "" if output is None else schema_of(output)
+    key = run.journal.key(scope.branch, name, digest_of(system, text, schema))
+    resuming = run.journal.previous is not None
+    record = match(run, run.journal, key) if resuming else None
     if record is not None:
         return await replay_call(run, scope, agent, key, record, output=output)
-    adopted = await adopted_workspace(run, agent, key) if workspace is None else None
+    restart = resuming and workspace is None and agent.workspace == "worktree"
+    adopted = await adopted_workspace(run, agent, key) if restart else None
     return await _call(
         run,
         name,

@@ -85,10 +85,18 @@ class RunContext:
     """Prompt token estimates, learned per model from this run's settled calls."""
     on_close: list[Callable[[], None]] = field(default_factory=list)
     """Called when the run ends (streams the flow never closed)."""
+    subflows: dict[str, int] = field(default_factory=dict)
+    """Sub-flows started so far, by parent branch (they number the sub-flows' branches)."""
     journal: Journal | None = None
     """Records finished calls and answers; on resume, matches calls against the records."""
     nursery: TaskGroup | None = None
     """The run's task group for background work (streams); cancelled when the flow ends."""
+
+    def next_subflow(self, branch: str) -> int:
+        """The index of the next sub-flow started in `branch` (stable across a resume)."""
+        index = self.subflows.get(branch, 0)
+        self.subflows[branch] = index + 1
+        return index
 
     def agent_ledger(self, agent: Agent) -> Ledger | None:
         """The per-agent allowance ledger, a child of the run ledger (None if unlimited)."""

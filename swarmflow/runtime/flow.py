@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -19,7 +18,6 @@ from swarmflow.runtime.context import Scope, current_scope, maybe_run, running, 
 
 P = ParamSpec("P")
 R = TypeVar("R")
-_subflow_index = itertools.count()
 
 
 class Flow(Generic[P, R]):
@@ -61,7 +59,8 @@ class Flow(Generic[P, R]):
         run = maybe_run()
         assert run is not None
         parent = current_scope()
-        branch = child_branch(parent.branch, f"flow:{self.name}", next(_subflow_index))
+        # Numbered per run and parent branch: a resumed run must give it the same path.
+        branch = child_branch(parent.branch, f"flow:{self.name}", run.next_subflow(parent.branch))
         node = run.graph.open("flow", branch, parent.node, self.name)
         scope = Scope(branch, parent.ledger.child(branch, self.limits), node)
         inner = (

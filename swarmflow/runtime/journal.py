@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 
@@ -34,33 +34,30 @@ from swarmflow.core.errors import ConfigError
 
 JOURNAL_FILE = "journal.jsonl"
 JOURNAL_VERSION = 1
-_DIGEST_CHARS = 32
+_DIGEST_BYTES = 16
 
 
-@dataclass(frozen=True, slots=True)
-class CallKey:
-    """Where a call sits in the flow and what it sent."""
+class CallKey(NamedTuple):
+    """Where a call sits in the flow and what it sent (a tuple: made on every call)."""
 
     branch: str
-    index: int
+    place: int
+    """The call's index among the journaled calls of its branch (`index` in the record)."""
     agent: str
     digest: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"branch": self.branch, "index": self.index, "agent": self.agent,
+        return {"branch": self.branch, "index": self.place, "agent": self.agent,
                 "digest": self.digest}  # fmt: skip
 
     def where(self) -> str:
-        return f"call {self.index} of branch {self.branch or '(root)'} (agent {self.agent!r})"
+        return f"call {self.place} of branch {self.branch or '(root)'} (agent {self.agent!r})"
 
 
 def digest_of(*parts: str) -> str:
-    """A stable digest of the parts (separated, so ("ab", "c") differs from ("a", "bc"))."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()[:_DIGEST_CHARS]
+    """A stable digest of the parts (NUL-separated, so ("ab", "c") differs from ("a", "bc"))."""
+    material = "\x00".join(parts).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(material, digest_size=_DIGEST_BYTES).hexdigest()
 
 
 @dataclass(slots=True)
@@ -109,13 +106,13 @@ class Recorded:
             self.started[key] = record
             return
         entry = Record(key, record)
-        old = self.at.get((key.branch, key.index))
+        old = self.at.get((key.branch, key.place))
         if old is not None and old.key == key:  # the same call finished again: keep the latest
             self._pool(key).remove(old)
-        self.at[(key.branch, key.index)] = entry
+        self.at[(key.branch, key.place)] = entry
         pool = self._pool(key)
         pool.append(entry)
-        pool.sort(key=lambda r: r.key.index)
+        pool.sort(key=lambda r: r.key.place)
 
     def _pool(self, key: CallKey) -> list[Record]:
         return self.finished.setdefault((key.branch, key.agent, key.digest), [])
@@ -193,15 +190,12 @@ class Journal:
         return CallKey(branch, index, agent, digest)
 
     def write(self, record: dict[str, Any]) -> None:
+        """One record, one write(2). Callers pass plain JSON types: serialising those is
+        several times cheaper than letting the serialiser inspect dataclasses and str
+        subclasses, and this runs once per agent call."""
         self._fh.write(to_json(record, fallback=str) + b"\n")
         if self._fsync:
             os.fsync(self._fh.fileno())
-
-    def started(self, key: CallKey, **fields: Any) -> None:
-        self.write({"kind": "call_started", "key": key.as_dict(), **fields})
-
-    def finished(self, key: CallKey, **fields: Any) -> None:
-        self.write({"kind": "call_finished", "key": key.as_dict(), **fields})
 
     def match(self, key: CallKey) -> Record | None:
         """The finished record this call replays, or None when it must run.
@@ -220,7 +214,7 @@ class Journal:
                 record.used = True
                 self.replayed += 1
                 return record
-        other = self.previous.at.get((key.branch, key.index))
+        other = self.previous.at.get((key.branch, key.place))
         if other is not None and not other.used:
             self.diverged = key
         return None

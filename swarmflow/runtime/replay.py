@@ -35,17 +35,13 @@ def schema_of(output: type[BaseModel] | None) -> str:
     return "" if output is None else json.dumps(output.model_json_schema(), sort_keys=True)
 
 
-def call_key(journal: Journal, branch: str, agent: str, *sent: str) -> CallKey:
-    return journal.key(branch, agent, digest_of(*sent))
-
-
 def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
     """The record `key` replays; records (or refuses, when strict) a divergence."""
     record = journal.match(key)
     if record is None and journal.diverged is key:
         where = key.where()
         run.log.emit(
-            ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.index,
+            ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.place,
             digest=key.digest, strict=journal.strict,
         )  # fmt: skip
         if journal.strict:
@@ -72,7 +68,7 @@ async def replay_call(
     text = str(data.get("text", ""))
     info = data.get("workspace")
     if info:
-        run.workspace_of[session] = await reattach(run, agent, session, info)
+        run.workspace_of[session] = await reattach(run, agent, session, info, restart=False)
     charge_spent(run, scope, agent, data.get("spend") or {})
     _emit_replayed(run, key, session, data)
     out = AgentOutput(
@@ -96,28 +92,31 @@ def record_call(
 ) -> None:
     """Journal a call that returned, with everything a resumed run needs to replay it."""
     assert run.journal is not None
-    run.journal.finished(
-        key,
-        session=out.session,
-        text=str(out.text),
-        given=given,
-        value=_dump(out.value),
-        patch=None if out.patch is None else _patch_dict(out.patch),
-        usage=_usage_dict(out.usage),
-        spend=_spend(run, session.agent, session.usage, session.steps),
-        state=out.state,
-        reason=out.reason,
-        detail=out.detail,
-        provenance=sorted(out.provenance),
-        workspace=workspace_info(session.workspace),
-    )
+    usage = out.usage
+    run.journal.write({
+        "kind": "call_finished",
+        "key": key.as_dict(),
+        "session": out.session,
+        "text": str.__str__(out.text),  # a plain str (see Journal.write)
+        "given": given,
+        "value": None if out.value is None else _dump(out.value),
+        "patch": None if out.patch is None else _patch_dict(out.patch),
+        "usage": _usage_dict(usage),
+        "spend": _spend(run, session.agent, usage, session.steps),
+        "state": out.state,
+        "reason": out.reason,
+        "detail": out.detail,
+        "provenance": list(out.provenance),
+        "workspace": None if session.workspace is None else workspace_info(session.workspace),
+    })  # fmt: skip
 
 
 def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
     """Before a call's first model call: where its workspace lives, for a restart in place."""
     info = workspace_info(session.workspace)
     if info is not None and run.journal is not None:
-        run.journal.started(key, session=session.id, workspace=info)
+        run.journal.write({"kind": "call_started", "key": key.as_dict(), "session": session.id,
+                           "workspace": info})  # fmt: skip
 
 
 async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Workspace | None:
@@ -127,7 +126,8 @@ async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Work
     started = run.journal.in_flight(key)
     if started is None or not started.get("workspace"):
         return None
-    return await reattach(run, agent, str(started["session"]), started["workspace"])
+    session = str(started["session"])
+    return await reattach(run, agent, session, started["workspace"], restart=True)
 
 
 # -- session turns ----------------------------------------------------------------------------
@@ -141,9 +141,10 @@ async def journaled_turn(
     journal = run.journal
     if journal is None:
         return await _turn(session, text, output)
-    sent = (session.system or "", text, schema_of(output))
-    key = call_key(journal, session.scope.branch, session.agent.name, *sent)
-    record = match(run, journal, key)
+    schema = "" if output is None else schema_of(output)
+    digest = digest_of(session.system or "", text, schema)
+    key = journal.key(session.scope.branch, session.agent.name, digest)
+    record = match(run, journal, key) if journal.previous is not None else None
     if record is not None:
         return _replay_turn(session, key, record, output)
     before, count = session.history, len(session.history)
@@ -151,23 +152,21 @@ async def journaled_turn(
     value = await _turn(session, text, output)
     if session.state is SessionState.DONE:
         compacted = session.history is not before
-        spent = _minus(session.usage, usage)
-        journal.finished(
-            key,
-            session=session.id,
-            text=session.last_text,
-            value=_dump(value),
-            messages=[_message_dict(m) for m in session.history[0 if compacted else count :]],
-            replace_history=compacted,
-            usage=_usage_dict(spent),
-            spend=_spend(run, session.agent, spent, session.steps - steps),
-        )
+        now = session.usage
+        spent = Usage(now.input - usage.input, now.output - usage.output,
+                      now.cached_input - usage.cached_input)  # fmt: skip
+        journal.write({
+            "kind": "call_finished",
+            "key": key.as_dict(),
+            "session": session.id,
+            "text": session.last_text,
+            "value": None if value is None else _dump(value),
+            "messages": [_message_dict(m) for m in session.history[0 if compacted else count :]],
+            "replace_history": compacted,
+            "usage": _usage_dict(spent),
+            "spend": _spend(run, session.agent, spent, session.steps - steps),
+        })  # fmt: skip
     return value
-
-
-def _minus(after: Usage, before: Usage) -> Usage:
-    return Usage(after.input - before.input, after.output - before.output,
-                 after.cached_input - before.cached_input)  # fmt: skip
 
 
 async def _turn(
@@ -230,8 +229,13 @@ def workspace_info(workspace: Workspace | None) -> dict[str, str] | None:
     return {n: str(getattr(workspace, n)) for n in names}
 
 
-async def reattach(run: RunContext, agent: Agent, session: str, info: dict[str, Any]) -> Workspace:
-    """The recorded worktree, taken over again by this run (recreated if it was removed)."""
+async def reattach(
+    run: RunContext, agent: Agent, session: str, info: dict[str, Any], *, restart: bool
+) -> Workspace:
+    """The recorded worktree, taken over again by this run (recreated if it was removed).
+
+    `restart`: the call runs again, from the worktree as the call first found it.
+    """
     provider = run.workspaces
     adopt = getattr(provider, "reattach", None)
     if adopt is None:
@@ -241,14 +245,19 @@ async def reattach(run: RunContext, agent: Agent, session: str, info: dict[str, 
             agent=agent.name,
         )
     workspace: Workspace = await adopt(
-        agent.name, session, root=info["root"], branch=info["branch"], base=info["base"]
+        agent.name,
+        session,
+        root=info["root"],
+        branch=info["branch"],
+        base=info["base"],
+        restart=restart,
     )
     return workspace
 
 
 def _emit_replayed(run: RunContext, key: CallKey, session: str, data: dict[str, Any]) -> None:
     run.log.emit(
-        CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.index,
+        CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.place,
         digest=key.digest, recorded_session=str(data.get("session", "")),
     )  # fmt: skip
 
@@ -291,15 +300,22 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
 
 
 def _message_dict(message: Message) -> dict[str, Any]:
-    return {
-        "role": message.role,
-        "content": message.content,
-        "tool_calls": [[c.id, c.name, c.arguments] for c in message.tool_calls],
-        "tool_call_id": message.tool_call_id,
-        "name": message.name,
-    }
+    """A message as plain JSON types; fields at their defaults are left out."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    return out
 
 
 def _message(raw: dict[str, Any]) -> Message:
-    calls = tuple(ToolCall(str(i), str(n), str(a)) for i, n, a in raw.get("tool_calls") or ())
+    calls = tuple(
+        ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
+        for c in raw.get("tool_calls") or ()
+    )
     return Message(raw["role"], raw.get("content"), calls, raw.get("tool_call_id"), raw.get("name"))

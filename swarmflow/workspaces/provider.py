@@ -71,9 +71,12 @@ class DefaultWorkspaces:
         return ws
 
     async def reattach(
-        self, agent: str, session: str, *, root: str, branch: str, base: str
+        self, agent: str, session: str, *, root: str, branch: str, base: str, restart: bool
     ) -> WorktreeWorkspace:
-        """The worktree an interrupted run of this run directory left, taken over again."""
+        """The worktree an interrupted run of this run directory left, taken over again.
+
+        `restart`: its session runs again from the start, so it gets the worktree as it began.
+        """
         if self.repo is None:
             raise ConfigError(
                 f"agent {agent!r} worked in a worktree before the run was interrupted; resume "
@@ -86,7 +89,13 @@ class DefaultWorkspaces:
             raise WorkspaceError(f"journaled worktree {root} is not inside run {self.run_dir}")
         self._slugs.add(path.name)
         ws = await WorktreeWorkspace.reattach(
-            self.repo, branch, path, base, on_commit=self.on_commit, lock=self._git_lock
+            self.repo,
+            branch,
+            path,
+            base,
+            on_commit=self.on_commit,
+            lock=self._git_lock,
+            restart=restart,
         )
         self._worktrees.append(ws)
         return ws

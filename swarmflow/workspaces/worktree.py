@@ -96,11 +96,14 @@ class WorktreeWorkspace:
         *,
         on_commit: OnCommit | None = None,
         lock: AbstractAsyncContextManager[Any] | None = None,
+        restart: bool = False,
     ) -> WorktreeWorkspace:
-        """Take over the worktree an interrupted run left at `path`, as it stands.
+        """Take over the worktree an interrupted run left at `path`.
 
         A worktree that is gone is made again on its branch, or at `base` if the branch is
-        gone too: the work it held is in the branch's commits or was never committed.
+        gone too. With `restart` (its session is about to run again from its start), the
+        worktree goes back to `base`, as that session first saw it; what the interrupted
+        session had changed is kept in the repository's stash and a backup branch.
         """
         repo = await resolved(repo)
         async with _guard(lock):
@@ -110,6 +113,8 @@ class WorktreeWorkspace:
                     await git(repo, "worktree", "add", "--quiet", str(path), branch)
                 else:
                     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base)
+            if restart:
+                await _back_to_base(repo, path, branch, base)
         root = await resolved(path)
         ws = cls(repo, root, branch, base, on_commit=on_commit, lock=lock)
         ws._head = await rev_parse(root, "HEAD")
@@ -146,6 +151,17 @@ class WorktreeWorkspace:
             await remove_worktree(self.repo, self.root)
             await git(self.repo, "branch", "-D", "--quiet", self.branch)
         self.released = True
+
+
+async def _back_to_base(repo: Path, root: Path, branch: str, base: str) -> None:
+    """Put a worktree back at `base`, keeping what was there in the stash and a backup branch."""
+    if await git(root, "status", "--porcelain"):
+        message = f"swarmflow: unfinished work of {branch}"
+        await git(root, "stash", "push", "--include-untracked", "--quiet", "-m", message)
+    head = await rev_parse(root, "HEAD")
+    if head != await rev_parse(repo, base):
+        await git(repo, "branch", "--force", f"{branch}-interrupted", head)
+    await git(root, "reset", "--hard", "--quiet", base)
 
 
 async def _index_clean(root: Path) -> bool:

@@ -1,19 +1,22 @@
 """A run killed with SIGKILL mid-flight (tests/runtime/test_events.py, test_durable_runs.py).
 
-`python kill_target.py RUNS_ROOT [HANG_AT]`: the HANG_AT-th model call prints READY and hangs
-until the parent kills the process. Every other call answers from its prompt alone, so an
-uninterrupted run and a resumed one must return the same output.
+`python kill_target.py RUNS_ROOT [HANG_AT [swarm]]`: the HANG_AT-th model call prints READY and
+hangs until the parent kills the process. Every other call answers from its prompt alone, so an
+uninterrupted run and a resumed one must return the same output. With `swarm`, the flow is
+`busy.swarm` beside this file instead of the Python flow `busy`.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import anyio
 
 from swarmflow import Agent, Team, agent, flow, parallel, run
 from swarmflow.core.messages import ModelRequest
 from swarmflow.core.outcomes import Ok
+from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel, Step
 
 BRANCHES = 25
@@ -51,6 +54,17 @@ async def busy() -> list[str]:
     return [o.value if isinstance(o, Ok) else repr(o) for o in outcomes]
 
 
+SWARM = Path(__file__).with_name("busy.swarm")
+
+
+def swarm_flow() -> Flow[..., object]:
+    from swarmflow.dsl import load_flow
+
+    made: Flow[..., object] = load_flow(SWARM)
+    return made
+
+
 if __name__ == "__main__":
     hang = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-    anyio.run(lambda: run(busy, model=hanging_policy(hang), runs_root=sys.argv[1]))
+    chosen = swarm_flow() if sys.argv[3:] == ["swarm"] else busy
+    anyio.run(lambda: run(chosen, model=hanging_policy(hang), runs_root=sys.argv[1]))

@@ -1,0 +1,89 @@
+"""The flagship flow, killed with SIGKILL mid-run, resumes in its worktrees and finishes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+
+from swarmflow import RunResult, run
+from swarmflow.core.messages import ModelRequest
+from swarmflow.flows import FixResult
+from swarmflow.flows.demo import Reply, policy
+from swarmflow.flows.parallel_coder_arbiter import make_flow
+from swarmflow.testing import FunctionModel
+from tests.flows.test_parallel_coder_arbiter import git, run_demo
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = Path(__file__).with_name("flagship_kill_target.py")
+
+
+def kill_mid_run(root: Path, hang_at: int) -> Path:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, str(TARGET), str(root), str(hang_at)],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+        if child.stdout is not None:
+            child.stdout.close()
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir
+
+
+def journal(run_dir: Path, kind: str) -> list[dict[str, object]]:
+    records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    return [r for r in records if r["kind"] == kind]
+
+
+def summary(out: FixResult) -> tuple[object, ...]:
+    """What an interrupted and an uninterrupted run must agree on (commits carry timestamps)."""
+    assert out.patch is not None
+    tests = [(c.index, c.outcome, c.files, c.tests) for c in out.candidates]
+    return out.chosen, out.verdict.choice, out.patch.diff, out.decided_by, tests
+
+
+def test_a_killed_flagship_run_resumes_in_its_worktrees(tmp_path: Path) -> None:
+    run_dir = kill_mid_run(tmp_path, hang_at=13)
+    target = tmp_path / "target"
+    finished = journal(run_dir, "call_finished")
+    started = {r["workspace"]["branch"] for r in journal(run_dir, "call_started")}  # type: ignore[index]
+    assert finished and started
+
+    asked: list[str] = []
+
+    def counting(req: ModelRequest) -> Reply:
+        asked.append(req.agent)
+        return policy(req)
+
+    async def resume() -> RunResult:
+        return await run(make_flow(), model=FunctionModel(counting), human=[], resume=run_dir)
+
+    resumed = anyio.run(resume)
+    assert resumed.status == "ok", resumed.error
+    reference = run_demo(tmp_path / "reference", human=[])
+    assert summary(resumed.output) == summary(reference.output)
+    # Every call that had finished was replayed; only the rest went to the model.
+    replayed = [e for e in resumed.events if e.type == "call_replayed"]
+    assert len(replayed) == len(finished)
+    assert len(asked) < 19
+    # Every candidate was made in a worktree the killed process had started: none made anew.
+    committed = {e.git_branch for e in resumed.events if e.type == "workspace_changed"}  # type: ignore[attr-defined]
+    assert resumed.output.patch.branch in started
+    assert committed <= started
+    # The run ended ok, so its worktrees and coder branches are gone from the repository.
+    assert len(git(target, "worktree", "list").splitlines()) == 1
+    left = git(target, "branch", "--list", f"swarmflow/{resumed.run_id}/*").split()
+    assert left == [f"swarmflow/{resumed.run_id}/result"]

@@ -1,0 +1,160 @@
+"""Run directories after the fact: `swarmflow runs`, `swarmflow clean`, write-ahead, fsync."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from swarmflow import Agent, RunResult, Team, agent, flow, human, run
+from swarmflow.channels import DeferredHuman
+from swarmflow.cli import main
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.messages import ModelRequest
+from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
+from tests.runtime.test_failure_keeps_work import git
+
+CODERS = Team(
+    [Agent("coder", tools=["write_file", "submit"], workspace="worktree")],
+    edges=[("coder", "human")],
+)
+
+
+@flow(team=CODERS)
+async def code_then_ask() -> object:
+    work = await agent("coder", "change a.txt")
+    return await human("Keep it?", payload=work.text)
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / "a.txt").write_text("one\n")
+    git(path, "add", "a.txt")
+    git(path, "commit", "-qm", "start")
+    return path
+
+
+def coding_model() -> ScriptedModel:
+    return ScriptedModel(
+        [tool_call("write_file", path="a.txt", content="two\n"), tool_call("submit", summary="ok")]
+    )
+
+
+def paused_run(repo: Path, root: Path) -> RunResult:
+    result: RunResult = anyio.run(
+        lambda: run(code_then_ask, model=coding_model(), human=DeferredHuman(), repo=repo,
+                    runs_root=root)  # fmt: skip
+    )
+    return result
+
+
+def test_clean_removes_a_paused_runs_worktrees_and_branches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    paused = paused_run(repo, tmp_path / "runs")
+    assert paused.status == "paused"
+    assert len(git(repo, "worktree", "list").splitlines()) == 2
+    assert main(["runs", str(tmp_path / "runs")]) == 0
+    listing = capsys.readouterr().out
+    assert paused.run_id in listing and "paused" in listing
+    assert main(["clean", str(paused.run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "clean: 2 worktrees and branches removed" in out
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert git(repo, "branch", "--list", "swarmflow/*") == ""
+    assert (repo / "a.txt").read_text() == "one\n"  # the user's own checkout is untouched
+
+
+def test_runs_lists_a_killed_run_as_dead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.runtime.test_durable_runs import kill_mid_run
+
+    run_dir = kill_mid_run(tmp_path / "runs", 9)
+    assert main(["runs", str(tmp_path / "runs")]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if run_dir.name in ln)
+    assert line.split()[1] == "dead"
+
+
+def test_a_live_run_is_neither_cleaned_nor_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = paused_run(make_repo(tmp_path / "repo"), tmp_path / "runs")
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    try:
+        (first.run_dir / "run.pid").write_text(str(other.pid))
+        assert main(["clean", str(first.run_dir)]) == 1
+        assert f"still running (process {other.pid})" in capsys.readouterr().err
+        with pytest.raises(ConfigError, match="still running"):
+            anyio.run(lambda: run(code_then_ask, model=coding_model(), resume=first.run_dir))
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait(timeout=30)
+
+
+async def test_a_finished_run_or_a_stranger_directory_is_not_resumed(tmp_path: Path) -> None:
+    @flow(team=Team([Agent("w")]))
+    async def one() -> object:
+        return (await agent("w", "hi")).text
+
+    done = await run(one, model=FunctionModel(lambda r: "ok"), runs_root=tmp_path)
+    with pytest.raises(ConfigError, match="already finished ok"):
+        await run(one, model=FunctionModel(lambda r: "ok"), resume=done.run_dir)
+    with pytest.raises(ConfigError, match="not a run directory"):
+        await run(one, model=FunctionModel(lambda r: "ok"), resume=tmp_path / "nothing")
+    with pytest.raises(ConfigError, match="durability="):
+        await run(one, model=FunctionModel(lambda r: "ok"), durability="sometimes")  # type: ignore[arg-type]
+
+
+async def test_every_record_is_in_the_files_before_the_next_model_call(tmp_path: Path) -> None:
+    @flow(team=Team([Agent("w")]))
+    async def chain() -> object:
+        first = await agent("w", "one")
+        return (await agent("w", f"two after {first.text}")).text
+
+    seen: list[tuple[str, str]] = []
+
+    def policy(req: ModelRequest) -> str:
+        (run_dir,) = (tmp_path / "runs").iterdir()
+        journal = (run_dir / "journal.jsonl").read_text()
+        events = (run_dir / "events.jsonl").read_text()
+        seen.append((journal, events))
+        return "answer"
+
+    result = await run(chain, model=FunctionModel(policy), runs_root=tmp_path / "runs")
+    assert result.status == "ok"
+    journal, events = seen[1]  # as the second model call starts
+    assert '"kind":"call_finished"' in journal and '"given":"one"' in journal
+    assert events.count('"type":"model_called"') == 1
+    assert events.endswith("\n")
+
+
+async def test_fsync_durability_syncs_every_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+
+    @flow(team=Team([Agent("w")]))
+    async def one() -> object:
+        return (await agent("w", "hi")).text
+
+    result = await run(one, model=FunctionModel(lambda r: "ok"), runs_root=tmp_path,
+                       durability="fsync")  # fmt: skip
+    lines = len((result.run_dir / "events.jsonl").read_text().splitlines())
+    records = len((result.run_dir / "journal.jsonl").read_text().splitlines())
+    assert len(synced) == lines + records
