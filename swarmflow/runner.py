@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic_core import to_jsonable_python
 
 from swarmflow._wiring import (
     ModelResolver,
@@ -187,7 +188,7 @@ async def _execute(
                 nursery.cancel_scope.cancel()
     finally:
         agent_invoker.reset(invoker)
-    status, error = await _close(ctx, log, status, error)
+    status, error = await _close(ctx, log, status, error, output)
     return RunResult(
         output=output,
         status=status,
@@ -216,7 +217,7 @@ async def _within_wall_clock(ctx: RunContext, flow: Flow[..., Any], inputs: dict
 
 
 async def _close(
-    ctx: RunContext, log: EventLog, status: str, error: BaseException | None
+    ctx: RunContext, log: EventLog, status: str, error: BaseException | None, output: Any = None
 ) -> tuple[str, BaseException | None]:
     """End every session, release workspaces and clients, record the run's end."""
     for session in list(ctx.sessions):
@@ -242,6 +243,8 @@ async def _close(
         calls=ledger.spent_calls,
         seconds=ledger.elapsed(),
         graph=ctx.graph.mermaid(),
+        output=to_jsonable_python(output, fallback=str) if status == "ok" else None,
+        nodes=ctx.graph.rows(),
     )
     log.close()
     if ctx.journal is not None:

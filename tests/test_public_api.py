@@ -39,6 +39,8 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "TextDelta",
+    "stream",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchmarks._harness import Row, Settings
-from benchmarks.cases import chain, dsl, fanout, imports, latency, pipeline, skew
+from benchmarks.cases import chain, dsl, fanout, imports, latency, pipeline, prefix, skew
 
 Case = Callable[[Settings], list[Row]]
 
@@ -17,4 +17,5 @@ CASES: dict[str, Case] = {
     "pipeline": pipeline.bench,
     "dsl": dsl.bench,
     "import": imports.bench,
+    "prefix": prefix.bench,
 }

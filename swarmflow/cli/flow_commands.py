@@ -19,8 +19,8 @@ from swarmflow.core.ports import HumanChannel
 from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
 from swarmflow.flows.progress import ProgressSink
-from swarmflow.flows.report import render_report
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
+from swarmflow.report import render_report
 from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult
 from swarmflow.runtime.human_channels import ConsoleHuman, ScriptedHuman
 from swarmflow.workspaces.git import git_succeeds

@@ -27,7 +27,7 @@ from swarmflow.core.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
-from swarmflow.flows.report import agent_label
+from swarmflow.report.digest import agent_label
 
 _COLORS = {
     "done": "32",
