@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from swarmflow.core.capabilities import FORCED_TOOL_MODES, STRUCTURED_MODES
+
 if TYPE_CHECKING:
     from swarmflow.models import OpenAIModel
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """`--stream`, `--force-tool-choice` and `--timeout`, used with `--model`."""
+    """`--stream`, `--force-tool-choice`, the output modes and `--timeout`, used with `--model`."""
     parser.add_argument(
         "--stream", action="store_true", help="stream the model's answers (with --model)"
     )
@@ -19,6 +21,19 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask for a tool call whenever tools are offered: some local servers only call "
         "tools when forced (with --model)",
+    )
+    parser.add_argument(
+        "--structured-mode",
+        choices=STRUCTURED_MODES,
+        help="how structured answers are asked for (default: from the model capability table; "
+        "with --model)",
+    )
+    parser.add_argument(
+        "--forced-tool-mode",
+        choices=FORCED_TOOL_MODES,
+        help="how --force-tool-choice asks for a tool call: required, named (when one tool is "
+        "offered) or json_schema (an answer constrained to the tools; for servers that ignore "
+        "tool_choice) (default: from the model capability table; with --model)",
     )
     parser.add_argument(
         "--timeout",
@@ -33,9 +48,11 @@ def model_from_args(args: argparse.Namespace) -> OpenAIModel:
     """The OpenAI-compatible model that `--model` and its options describe."""
     from swarmflow.models import OpenAIModel
 
+    chosen = {"structured": args.structured_mode, "forced_tools": args.forced_tool_mode}
     return OpenAIModel(
         args.model,
         stream=args.stream,
         force_tool_choice=args.force_tool_choice,
         timeout=args.timeout,
+        capabilities={k: v for k, v in chosen.items() if v is not None} or None,
     )

@@ -96,6 +96,9 @@ class ModelCalled(EventBase):
     """The prompt's estimated tokens, as the session sent it."""
     prefix_tokens: int = 0
     """Of those, the ones that repeat the previous request's prompt prefix in this session."""
+    output_mode: str | None = None
+    """How a structured answer was asked for: "json_schema" (the server constrained it) or
+    "prompt" (asked in the prompt and validated); None when the call wanted none."""
 
 
 class ModelRetried(EventBase):

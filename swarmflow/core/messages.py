@@ -67,6 +67,18 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """A structured answer the caller wants: the output type's name and its JSON schema.
+
+    Adapters that can constrain decoding to a schema use it; the caller validates the answer
+    either way, so an adapter that cannot is free to ignore it.
+    """
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens of one call. `cached_input` is the part of `input` served from a prompt cache."""
 
@@ -99,6 +111,8 @@ class ModelRequest:
     temperature: float | None = None
     estimated_prompt_tokens: int = 0
     """The session's running estimate of the prompt's tokens (0 when unknown)."""
+    output: OutputSpec | None = None
+    """The structured answer this call should produce, when the caller wants one."""
 
     @property
     def prompt(self) -> str:
@@ -128,6 +142,8 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "stop"
     model: str | None = None
+    output_mode: str | None = None
+    """How a structured answer was asked for ("json_schema" or "prompt"); None when none was."""
 
 
 @runtime_checkable

@@ -6,6 +6,7 @@ The SDK is imported lazily here too: this module is only loaded when a call fail
 from __future__ import annotations
 
 import random
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -108,6 +109,12 @@ def classify(exc: Exception, endpoint: Endpoint) -> ModelError | Retryable:
     if isinstance(exc, openai.APITimeoutError):
         return Retryable("the request timed out")
     if isinstance(exc, openai.APIConnectionError):
+        unresolved = _name_error(exc)
+        if unresolved is not None:
+            return ModelUnavailable(
+                f"the host of the base URL {endpoint.base_url} does not resolve ({unresolved}); "
+                "check OPENAI_BASE_URL or the base_url argument (not retried)"
+            )
         cause = exc.__cause__ or exc.__context__
         return Retryable(f"connection error: {cause or exc.message}")
     if isinstance(exc, openai.APIStatusError):
@@ -115,6 +122,21 @@ def classify(exc: Exception, endpoint: Endpoint) -> ModelError | Retryable:
     if isinstance(exc, openai.APIError):
         return _classify_stream_error(exc, endpoint)
     return ModelResponseError(f"unexpected error from the endpoint at {endpoint.base_url}: {exc}")
+
+
+def _name_error(exc: BaseException) -> socket.gaierror | None:
+    """The failed name lookup behind a connection error, if that is what it was.
+
+    No retry makes an unknown host resolve, so this fails at once instead of backing off.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, socket.gaierror):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _classify_status(exc: Any, endpoint: Endpoint) -> ModelError | Retryable:

@@ -28,9 +28,11 @@ class StreamAssembler:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     reason: object = None
     usage: Usage | None = None
+    chunks: int = 0
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """Take one decoded chunk."""
+        self.chunks += 1
         if chunk.get("model"):
             self.model = str(chunk["model"])
         usage = usage_from_wire(chunk.get("usage"))

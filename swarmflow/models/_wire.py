@@ -70,19 +70,8 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def tool_choice_to_wire(choice: str, *, force: bool) -> str | dict[str, Any]:
-    """The tool_choice field; a bare tool name becomes a named-function choice."""
-    if force and choice != "none":
-        return "required"
-    if choice in ("auto", "required", "none"):
-        return choice
-    return {"type": "function", "function": {"name": choice}}
-
-
-def build_payload(
-    request: ModelRequest, *, model: str, force_tool_choice: bool, token_param: str
-) -> dict[str, Any]:
-    """The complete JSON body for one chat-completions call (without streaming fields)."""
+def build_payload(request: ModelRequest, *, model: str, token_param: str) -> dict[str, Any]:
+    """The JSON body for one chat-completions call, before tool choice, output and streaming."""
     payload: dict[str, Any] = {
         "model": request.model or model,
         "messages": [message_to_wire(m) for m in request.messages],
@@ -92,7 +81,6 @@ def build_payload(
         payload["temperature"] = request.temperature
     if request.tools:
         payload["tools"] = [tool_to_wire(t) for t in request.tools]
-        payload["tool_choice"] = tool_choice_to_wire(request.tool_choice, force=force_tool_choice)
     return payload
 
 

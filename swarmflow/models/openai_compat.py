@@ -17,9 +17,17 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import anyio
 import anyio.lowlevel
 
-from swarmflow.core.errors import ModelResponseError, ModelUnavailable
+from swarmflow.core.capabilities import Capabilities, capabilities_for
+from swarmflow.core.errors import ConfigError, ModelResponseError, ModelUnavailable
 from swarmflow.core.messages import ModelRequest, ModelResponse
-from swarmflow.models._retry import Endpoint, Retryable, backoff_delay, classify
+from swarmflow.models._modes import Plan, WireModes
+from swarmflow.models._retry import (
+    Endpoint,
+    Retryable,
+    backoff_delay,
+    classify,
+    server_message,
+)
 from swarmflow.models._stream import StreamAssembler
 from swarmflow.models._wire import build_payload, response_from_body
 
@@ -34,11 +42,22 @@ NO_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
 OnRetry = Callable[[int, str, float], object]
 
 
+class _Adapted(Retryable):
+    """The request was changed to suit the server; sent again at once, not counted as a try."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, 0.0)
+
+
 class OpenAIModel:
     """A `Model` served by any OpenAI-compatible chat-completions endpoint.
 
     `timeout` bounds each attempt as a whole (streams included), so one `complete` call takes
     at most about `timeout * (max_retries + 1)` plus the backoff pauses.
+
+    `capabilities` overrides what the capability table says about this model: how structured
+    answers and forced tool calls are asked for (`swarmflow.core.capabilities`), as a
+    `Capabilities` or a mapping naming only what changes.
     """
 
     def __init__(
@@ -54,12 +73,19 @@ class OpenAIModel:
         on_retry: OnRetry | None = None,
         extra_body: Mapping[str, Any] | None = None,
         force_tool_choice: bool = False,
+        capabilities: Capabilities | Mapping[str, str] | None = None,
     ) -> None:
         self.name = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
-            "/"
-        )
-        key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+        given_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        given_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not given_url and not given_key:
+            raise ConfigError(
+                f"model {model!r} has no endpoint: set OPENAI_API_KEY to use OpenAI, or "
+                "OPENAI_BASE_URL to use a local server (llama.cpp, vLLM, Ollama), "
+                "or pass base_url= / api_key="
+            )
+        self.base_url = (given_url or DEFAULT_BASE_URL).rstrip("/")
+        key = given_key or NO_KEY
         self._endpoint = Endpoint(model, self.base_url, key)
         self.timeout = timeout
         self.max_retries = max(max_retries, 0)
@@ -70,6 +96,10 @@ class OpenAIModel:
         """Called with each piece of text as a streamed answer arrives."""
         self.extra_body = dict(extra_body or {})
         self.force_tool_choice = force_tool_choice
+        try:
+            self.modes = WireModes(capabilities_for(model, self.base_url, capabilities))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"model {model!r}: {exc}") from None
         self._token_param = "max_tokens"
         self._key = key
         self._ask_stream_usage = True
@@ -93,14 +123,12 @@ class OpenAIModel:
         if client is not None:
             await client.close()
 
-    def wire_payload(self, request: ModelRequest) -> dict[str, Any]:
+    def wire_payload(self, request: ModelRequest, plan: Plan | None = None) -> dict[str, Any]:
         """The JSON body this adapter sends for `request`."""
-        payload = build_payload(
-            request,
-            model=self.name,
-            force_tool_choice=self.force_tool_choice,
-            token_param=self._token_param,
-        )
+        force = self.force_tool_choice
+        plan = plan or self.modes.plan(request, force=force)
+        payload = build_payload(request, model=self.name, token_param=self._token_param)
+        self.modes.shape(payload, request, plan, force=force)
         if self.stream:
             payload["stream"] = True
             if self._ask_stream_usage:
@@ -115,13 +143,17 @@ class OpenAIModel:
         """Answer one request, retrying rate limits, server errors and timeouts."""
         attempts = self.max_retries + 1
         last = ""
-        for attempt in range(1, attempts + 1):
+        attempt = 1
+        while attempt <= attempts:
             try:
                 return await self._attempt(request)
+            except _Adapted as exc:  # one-way changes, so this cannot loop for ever
+                await self._report(attempt, exc.reason, 0.0)
             except Retryable as exc:
                 last = exc.reason
                 if attempt < attempts:
                     await self._pause(attempt, exc)
+                attempt += 1
         raise ModelUnavailable(
             f"model {self.name!r} at {self.base_url} failed after {attempts} attempts; "
             f"last error: {last}"
@@ -130,48 +162,56 @@ class OpenAIModel:
     async def _pause(self, attempt: int, exc: Retryable) -> None:
         """Report the retry and wait out the backoff."""
         delay = backoff_delay(attempt, self.backoff, exc.retry_after)
+        await self._report(attempt, exc.reason, delay)
+        await anyio.sleep(delay)
+
+    async def _report(self, attempt: int, reason: str, delay: float) -> None:
+        """Tell `on_retry` (a `model_retried` event in a run) why the request goes again."""
         if self.on_retry is not None:
-            result = self.on_retry(attempt, exc.reason, delay)
+            result = self.on_retry(attempt, reason, delay)
             if isinstance(result, Awaitable):
                 await result
-        await anyio.sleep(delay)
 
     async def _attempt(self, request: ModelRequest) -> ModelResponse:
         """One bounded attempt; failures come out as swarmflow errors or `Retryable`."""
         import openai
 
+        plan = self.modes.plan(request, force=self.force_tool_choice)
         try:
             with anyio.fail_after(self.timeout):
-                return await self._call(request)
+                return await self._call(request, plan)
         except TimeoutError:
             raise Retryable(f"no complete answer within {self.timeout:g} s") from None
         except openai.OpenAIError as exc:
-            if self._adapt(exc):
-                reason = f"adapted the request to the server: {self._endpoint.scrub(str(exc))}"
-                raise Retryable(reason, 0.0) from None
+            adapted = self._adapt(exc, plan)
+            if adapted is not None:
+                raise _Adapted(self._endpoint.scrub(adapted)) from None
             raise classify(exc, self._endpoint) from None
 
-    def _adapt(self, exc: Exception) -> bool:
-        """Drop request fields an older or newer server rejects; True when something changed."""
+    def _adapt(self, exc: Exception, plan: Plan) -> str | None:
+        """Drop or change request fields the server rejects; the reason when something changed."""
         import openai
 
-        if not isinstance(exc, openai.BadRequestError):
-            return False
-        text = str(exc.message).lower()
-        if "max_completion_tokens" in text and self._token_param == "max_tokens":
+        if not isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+            return None
+        text = server_message(exc.body, exc.message)[0]  # the message may leave the body out
+        lowered = text.lower()
+        if "max_completion_tokens" in lowered and self._token_param == "max_tokens":
             self._token_param = "max_completion_tokens"
-            return True
-        if "stream_options" in text and self.stream and self._ask_stream_usage:
+            return f"adapted the request to the server: {text}"
+        if "stream_options" in lowered and self.stream and self._ask_stream_usage:
             self._ask_stream_usage = False  # usage is then estimated
-            return True
-        return False
+            return f"adapted the request to the server: {text}"
+        return self.modes.step_down(plan, text)
 
-    async def _call(self, request: ModelRequest) -> ModelResponse:
+    async def _call(self, request: ModelRequest, plan: Plan) -> ModelResponse:
         """Send the request once."""
-        payload = self.wire_payload(request)
+        payload = self.wire_payload(request, plan)
         if self.stream:
-            return await self._streamed(payload, request)
-        return await self._plain(payload, request)
+            response = await self._streamed(payload, request)
+        else:
+            response = await self._plain(payload, request)
+        return self.modes.read(response, request, plan)
 
     async def _plain(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
         """A non-streamed call, decoded here so that odd bodies give clear errors."""
@@ -184,16 +224,15 @@ class OpenAIModel:
         try:
             body = json.loads(text)
         except ValueError:
-            raise ModelResponseError(
-                f"model {self.name!r} at {self.base_url} answered a body that is not JSON: "
+            kind = raw.http_response.headers.get("content-type", "no content type")
+            raise Retryable(
+                f"HTTP {raw.http_response.status_code} with a body that is not JSON ({kind}): "
                 f"{self._endpoint.scrub(text[:200])!r}"
             ) from None
         try:
             return response_from_body(body, request, model=self.name)
-        except ModelResponseError as exc:
-            raise ModelResponseError(
-                f"model {self.name!r} at {self.base_url}: {self._endpoint.scrub(exc.message)}"
-            ) from None
+        except ModelResponseError as exc:  # JSON, but no usable answer: a server fault
+            raise Retryable(f"unusable answer: {self._endpoint.scrub(exc.message)}") from None
 
     async def _streamed(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
         """A streamed call, assembled chunk by chunk."""
@@ -213,9 +252,14 @@ class OpenAIModel:
                         for piece in assembler.text[seen:]:
                             self.on_delta(piece)
         except ValueError as exc:  # an SSE event whose data is not JSON
-            raise ModelResponseError(
-                f"model {self.name!r} at {self.base_url} streamed a broken event: {exc}"
-            ) from None
+            raise Retryable(f"a broken stream event: {self._endpoint.scrub(str(exc))}") from None
+        if assembler.reason is None:
+            # Every server ends a whole answer with a finish reason (then [DONE]); a stream
+            # that stops before it was cut off, and its half answer must not pass as whole.
+            raise Retryable(
+                f"the stream ended without a finish reason after {assembler.chunks} chunks "
+                "(a torn response)"
+            )
         return assembler.result(request)
 
     async def _get_client(self) -> AsyncOpenAI:

@@ -482,6 +482,7 @@ class AgentSession:
             cost=cost,
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
+            output_mode=response.output_mode,
             **self._prefix.measure(request),
         )
         return over

@@ -1,19 +1,65 @@
-"""Structured answers: ask for JSON matching a pydantic model, validate, re-ask on failure."""
+"""Structured answers: ask for JSON matching a pydantic model, validate, re-ask on failure.
+
+The model calls of a structured turn carry the output's JSON schema on the request
+(`ModelRequest.output`), so an adapter whose server can constrain decoding to a schema does
+so (the server's JSON-schema mode). The answer is validated here in every mode, and the
+schema is stated in the prompt too: a server that ignores the mode, or an adapter that falls
+back to prompting, still gets a well-asked question.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import AgentFailed
+from swarmflow.core.messages import Model, ModelRequest, ModelResponse, OutputSpec
 from swarmflow.core.states import EndReason, SessionState
+from swarmflow.runtime.context import current_session
 from swarmflow.runtime.session import AgentSession
 
 ASK_RETRIES = 3
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """A structured ask in progress: which session asks, and for what."""
+
+    session: AgentSession
+    spec: OutputSpec
+
+
+# Set for the duration of one ask. A ContextVar rather than state on the session: a concurrent
+# plain turn of the same session (another task) does not see it, and a session that a tool of
+# this turn opens (`message_agent`) is told apart by `current_session`.
+_asking: ContextVar[_Asking | None] = ContextVar("swarmflow_structured_ask", default=None)
+
+
+class _OutputAware:
+    """A session's model that puts the wanted output on the requests of a structured ask."""
+
+    __slots__ = ("inner", "name")
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        asking = _asking.get()
+        if asking is not None and asking.session is current_session.get():
+            request = replace(request, output=asking.spec)
+        return await self.inner.complete(request)
+
+
+def output_spec(output: type[BaseModel]) -> OutputSpec:
+    """The name and JSON schema a request carries for `output`."""
+    return OutputSpec(output.__name__, output.model_json_schema())
 
 
 async def ask_structured(
@@ -24,8 +70,21 @@ async def ask_structured(
     The caller holds the session's `turn_lock` (or owns the session alone), so that a re-ask
     follows its own question and no other sender's turn comes between them.
     """
-    schema = json.dumps(output.model_json_schema())
-    text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n{schema}"
+    spec = output_spec(output)
+    if not isinstance(session.model, _OutputAware):
+        session.model = _OutputAware(session.model)
+    token = _asking.set(_Asking(session, spec))
+    try:
+        return await _ask_until_valid(session, prompt, output, spec, retries)
+    finally:
+        _asking.reset(token)
+
+
+async def _ask_until_valid(
+    session: AgentSession, prompt: str, output: type[BaseModel], spec: OutputSpec, retries: int
+) -> BaseModel | None:
+    text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n"
+    text += json.dumps(spec.schema)
     for _attempt in range(retries):
         answer = await session.turn_unlocked(text)
         if session.state is not SessionState.DONE:

@@ -221,7 +221,8 @@ def test_demo_with_a_model_name_runs_against_the_endpoint_in_the_environment(
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         argv = ["demo", "--model", "test-model", "--repo", str(target), "--task", "fix median",
                 "--coders", "1", "--runs-dir", str(tmp_path / "runs"),
-                "--force-tool-choice", "--timeout", "30"]  # fmt: skip
+                "--force-tool-choice", "--forced-tool-mode", "required",
+                "--timeout", "30"]  # fmt: skip
         args = parse(argv)
         assert args.handler(args) == 0, capsys.readouterr().err
     assert not server.errors

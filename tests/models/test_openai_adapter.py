@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -220,7 +221,8 @@ async def test_tool_choice_on_the_wire(
 ) -> None:
     chat_server.script(completion("ok", usage=usage()))
     request = ModelRequest(messages=WITH_TOOLS.messages, tools=[READ], tool_choice=choice)
-    await make_model(force_tool_choice=force).complete(request)
+    model = make_model(force_tool_choice=force, capabilities={"forced_tools": "required"})
+    await model.complete(request)
     assert chat_server.last["tool_choice"] == expected
 
 
@@ -380,12 +382,77 @@ async def test_stream_tool_call_in_content_is_parsed(
     assert [c.name for c in response.tool_calls] == ["read_file"]
 
 
-async def test_broken_stream_event_is_a_response_error(
+async def test_broken_stream_event_is_retried(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
-    chat_server.script(sse_reply([chunk({"content": "hi"}), "{not json"]))
-    with pytest.raises(ModelResponseError, match="broken event"):
+    chat_server.default = sse_reply([chunk({"content": "hi"}), "{not json"])
+    with pytest.raises(ModelUnavailable, match="broken stream event"):
         await make_model(stream=True).complete(HELLO)
+    assert len(chat_server.bodies) == 3
+
+
+# Torn and unusable responses are retried like a 5xx ------------------------------------------------
+
+TORN_STREAMS = {
+    "no finish reason, no [DONE]": sse_reply(
+        [chunk({"role": "assistant", "content": ""}), chunk({"content": "half an ans"})],
+        done=False,
+    ),
+    "connection cut mid-stream": sse_reply(
+        [chunk({"role": "assistant", "content": ""}), chunk({"content": "half"})],
+        done=False,
+        cut=True,
+    ),
+    "[DONE] without a finish reason": sse_reply([chunk({"content": "half an ans"})]),
+    "a 200 HTML page instead of a stream": raw_reply(
+        "<html><body>502 Bad Gateway</body></html>", content_type="text/html"
+    ),
+}
+
+
+@pytest.mark.parametrize("torn", TORN_STREAMS.values(), ids=TORN_STREAMS.keys())
+async def test_torn_stream_is_retried_then_succeeds(
+    chat_server: ChatServer, make_model: MakeModel, torn: Any
+) -> None:
+    chat_server.script(torn, stream_text(["whole ", "answer"]))
+    retries: list[str] = []
+    model = make_model(stream=True, on_retry=lambda n, why, delay: retries.append(why))
+
+    response = await model.complete(HELLO)
+
+    assert response.text == "whole answer" and response.finish_reason == "stop"
+    assert len(retries) == 1 and len(chat_server.bodies) == 2
+
+
+async def test_persistently_torn_stream_is_unavailable_not_half_an_answer(
+    chat_server: ChatServer, make_model: MakeModel
+) -> None:
+    chat_server.default = TORN_STREAMS["no finish reason, no [DONE]"]
+    with pytest.raises(ModelUnavailable, match="without a finish reason") as caught:
+        await make_model(stream=True).complete(HELLO)
+    assert chat_server.url in str(caught.value)
+    assert len(chat_server.bodies) == 3
+
+
+@pytest.mark.parametrize(
+    ("reply", "match"),
+    [
+        (raw_reply("{this is not json"), "not JSON"),
+        (raw_reply("<html>gateway</html>", content_type="text/html"), r"not JSON \(text/html\)"),
+        (json_reply({"id": "x", "object": "chat.completion"}), "no choices"),
+        (json_reply({"choices": []}), "no choices"),
+        (json_reply({"error": {"message": "model crashed"}}), "model crashed"),
+        (json_reply([1, 2]), "not a JSON object"),
+    ],
+)
+async def test_unusable_200_body_is_retried_then_succeeds(
+    chat_server: ChatServer, make_model: MakeModel, reply: Any, match: str
+) -> None:
+    chat_server.script(reply, completion("fine", usage=usage()))
+    retries: list[str] = []
+    model = make_model(on_retry=lambda n, why, delay: retries.append(why))
+    assert (await model.complete(HELLO)).text == "fine"
+    assert len(retries) == 1 and re.search(match, retries[0])
 
 
 async def test_stream_options_rejected_then_dropped(
@@ -592,23 +659,13 @@ async def test_other_4xx_is_response_error_with_server_message(
     assert len(chat_server.bodies) == 1
 
 
-@pytest.mark.parametrize(
-    ("reply", "match"),
-    [
-        (raw_reply("{this is not json"), "not JSON"),
-        (raw_reply("<html>gateway</html>", content_type="text/html"), "not JSON"),
-        (json_reply({"id": "x", "object": "chat.completion"}), "no choices"),
-        (json_reply({"choices": []}), "no choices"),
-        (json_reply({"error": {"message": "model crashed"}}), "model crashed"),
-        (json_reply([1, 2]), "not a JSON object"),
-    ],
-)
-async def test_unusable_body_is_response_error(
-    chat_server: ChatServer, make_model: MakeModel, reply: Any, match: str
+async def test_persistently_unusable_body_is_unavailable_naming_the_endpoint(
+    chat_server: ChatServer, make_model: MakeModel
 ) -> None:
-    chat_server.script(reply)
-    with pytest.raises(ModelResponseError, match=match):
+    chat_server.default = raw_reply("<html>gateway</html>", content_type="text/html")
+    with pytest.raises(ModelUnavailable, match="not JSON") as caught:
         await make_model().complete(HELLO)
+    assert chat_server.url in str(caught.value) and len(chat_server.bodies) == 3
 
 
 # Configuration ---------------------------------------------------------------------------------
@@ -623,6 +680,33 @@ async def test_base_url_and_key_from_environment(
     async with OpenAIModel("m") as model:
         assert (await model.complete(HELLO)).text == "env"
     assert chat_server.requests[-1].headers["authorization"] == "Bearer sk-from-env"
+
+
+async def test_unresolvable_host_fails_at_once_naming_the_url() -> None:
+    url = "http://no-such-host.swarmflow.invalid:8080/v1"
+    retries: list[str] = []
+    async with OpenAIModel(
+        "m", base_url=url, max_retries=4, on_retry=lambda n, why, d: retries.append(why)
+    ) as model:
+        with pytest.raises(ModelUnavailable, match="does not resolve") as caught:
+            await model.complete(HELLO)
+    assert url in str(caught.value) and "OPENAI_BASE_URL" in str(caught.value)
+    assert retries == []
+
+
+def test_model_name_without_an_endpoint_says_which_variable_to_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from swarmflow import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY .* or OPENAI_BASE_URL") as caught:
+        OpenAIModel("gpt-4o")
+    assert "'gpt-4o'" in str(caught.value)
+    OpenAIModel("gpt-4o", api_key="sk-x")  # either one is enough
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    OpenAIModel("gpt-4o")
 
 
 async def test_no_key_sends_a_placeholder(

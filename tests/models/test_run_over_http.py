@@ -8,7 +8,17 @@ import pytest
 from swarmflow import Agent, AgentFailed, Team, agent, flow, run
 from swarmflow.testing import FunctionModel
 from tests.models.conftest import SECRET_KEY, MakeModel
-from tests.support.chat_server import ChatServer, completion, error_reply, usage, wire_call
+from tests.support.chat_server import (
+    ChatServer,
+    chunk,
+    completion,
+    error_reply,
+    raw_reply,
+    sse_reply,
+    stream_text,
+    usage,
+    wire_call,
+)
 
 pytestmark = pytest.mark.allow_model_calls
 
@@ -73,3 +83,18 @@ async def test_real_calls_are_blocked_without_opt_in(monkeypatch: pytest.MonkeyP
     assert result.status == "failed" and "blocked" in str(result.error)
     assert (await run(one_call, model=FunctionModel(lambda r: "ok"), task="x")).status == "ok"
     await model.aclose()
+
+
+async def test_torn_and_html_answers_are_recorded_retries_not_half_answers(
+    chat_server: ChatServer, make_model: MakeModel
+) -> None:
+    chat_server.script(
+        sse_reply([chunk({"content": "half an ans"})], done=False),
+        raw_reply("<html>502</html>", content_type="text/html"),
+        stream_text(["the whole answer"]),
+    )
+    result = await run(one_call, model=make_model(stream=True), task="x")
+    assert result.output == "the whole answer"
+    retried = [e.error for e in result.events if e.type == "model_retried"]
+    assert len(retried) == 2
+    assert "without a finish reason" in retried[0] and "finish reason" in retried[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -24,6 +24,8 @@ class Reply:
     """One scripted answer. `events` makes it an SSE stream; `delay` holds the answer back.
 
     `event_delay` is a pause before each stream event after the first, to simulate a stall.
+    `cut` drops the connection after the events, without ending the chunked body: a stream
+    torn by a proxy or a crashed server.
     """
 
     status: int = 200
@@ -33,6 +35,7 @@ class Reply:
     delay: float = 0.0
     events: Sequence[str] | None = None
     event_delay: float = 0.0
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Record the request, then play the next scripted reply."""
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self._record(raw)
-        reply = self.server.owner.next_reply()
+        reply = self.server.owner.next_reply(raw)
         if reply.delay and self.server.owner.stopping.wait(reply.delay):
             self.close_connection = True
             return
@@ -224,6 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self._write_chunk(f"data: {event}\n\n".encode())
+        if reply.cut:
+            self.close_connection = True
+            return
         self._write_chunk(b"")
 
     def _write_chunk(self, data: bytes) -> None:
@@ -249,6 +255,7 @@ class ChatServer:
 
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or error_reply(500, "chat_server: no scripted reply left")
+        self.responder: Callable[[Any], Reply | None] | None = None
         self.requests: list[Recorded] = []
         self.errors: list[str] = []
         self.stopping = threading.Event()
@@ -274,7 +281,19 @@ class ChatServer:
         with self._lock:
             self._replies.extend(replies)
 
-    def next_reply(self) -> Reply:
+    def respond_with(self, responder: Callable[[Any], Reply | None]) -> None:
+        """Answer each request by `responder(body)` (the decoded JSON body) before the script.
+
+        It returns a reply, or None to play the next scripted one: a server that behaves by
+        what it is asked, e.g. one that rejects a request field.
+        """
+        self.responder = responder
+
+    def next_reply(self, raw: bytes = b"") -> Reply:
+        if self.responder is not None and raw:
+            reply = self.responder(json.loads(raw))
+            if reply is not None:
+                return reply
         with self._lock:
             return self._replies.popleft() if self._replies else self.default
 

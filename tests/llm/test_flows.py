@@ -1,0 +1,73 @@
+"""Whole flows on the real llama.cpp server (SmolLM2-135M): the protocol works end to end.
+
+The answers' quality is not asserted (a 135M model writes poor reviews); that a structured
+answer comes back valid and that a forced tool call is executed, is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarmflow import Agent, Team, agent, flow, run
+from swarmflow.dsl import load_flow
+from swarmflow.dsl.examples_support import Review
+from swarmflow.models import OpenAIModel
+
+pytestmark = [pytest.mark.llm, pytest.mark.allow_model_calls]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _model(url: str, **kw: Any) -> OpenAIModel:
+    return OpenAIModel("smollm2", base_url=url, timeout=180.0, max_retries=1, **kw)
+
+
+def _approve(question: str, payload: Any) -> Any:
+    return payload if payload is not None else "yes"
+
+
+async def test_review_loop_finishes_with_a_valid_review(llama_url: str) -> None:
+    review_loop = load_flow(EXAMPLES / "review_loop.swarm")
+    async with _model(llama_url) as model:
+        result = await run(review_loop, model=model, human=_approve, task="add two numbers")
+
+    assert result.status == "ok", result.error
+    called = [e for e in result.events if e.type == "model_called"]
+    structured = [e for e in called if e.agent == "reviewer"]
+    # The run is ok only if a valid Review came back within the re-ask bound.
+    assert structured and all(e.output_mode == "json_object" for e in structured)
+    assert isinstance(result.output, str)
+
+
+@flow(team=Team([Agent("reader", tools=["read_file", "submit"], workspace="local", max_steps=4)]))
+async def read_and_answer(question: str) -> str:
+    return (await agent("reader", question)).text
+
+
+async def test_tool_using_flow_executes_a_forced_tool_call(llama_url: str, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("The secret word is pelican.\n")
+    async with _model(llama_url, force_tool_choice=True) as model:
+        result = await run(
+            read_and_answer,
+            model=model,
+            repo=tmp_path,
+            question="Call read_file on notes.txt, then submit the secret word.",
+        )
+
+    assert result.status == "ok", result.error
+    executed = [e for e in result.events if e.type == "tool_executed"]
+    assert any(e.tool == "read_file" and e.ok for e in executed), executed
+    assert isinstance(result.output, str)
+
+
+async def test_structured_answer_from_the_python_api(llama_url: str) -> None:
+    @flow(team=Team([Agent("reviewer")]))
+    async def review(draft: str) -> Review:
+        return (await agent("reviewer", f"Review this draft:\n{draft}", output=Review)).value
+
+    async with _model(llama_url) as model:
+        result = await run(review, model=model, draft="def add(a, b): return a - b")
+    assert isinstance(result.output, Review)
