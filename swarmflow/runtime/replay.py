@@ -44,6 +44,12 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
             ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.place,
             digest=key.digest, strict=journal.strict,
         )  # fmt: skip
+        # Nothing replays from here on: what the unreplayed records cost was spent all the same.
+        assert journal.previous is not None
+        lost = journal.previous.spent(unused_only=True)
+        run.ledger.spent_tokens += lost.tokens
+        run.ledger.spent_cost += lost.cost
+        run.ledger.spent_calls += lost.calls
         if journal.strict:
             raise ResumeDiverged(
                 f"the flow no longer matches its journal at {where}: what is sent there "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from swarmflow import Agent, Ok, RunResult, Team, agent, agent_session, flow, human, parallel, run
 from swarmflow.channels import DeferredHuman, ScriptedHuman
+from swarmflow.cli import main
 from swarmflow.core.errors import ModelUnavailable, ResumeDiverged
 from swarmflow.core.events import EventBase, parse_event
 from swarmflow.core.messages import ModelRequest
@@ -245,6 +247,40 @@ async def test_an_edited_flow_diverges_at_the_first_call_that_changed(tmp_path: 
     (diverged,) = [e for e in edited.events if e.type == "resume_diverged"]
     assert (diverged.branch, diverged.index, diverged.agent) == ("", 1, "w")  # type: ignore[attr-defined]
     assert [e.type for e in edited.events].count("call_replayed") == 1
+    # The budget counts every call ever paid for: 4 in the first run, 3 in the resumed one.
+    finished = [e for e in edited.events if e.type == "run_finished"][-1]
+    assert finished.calls == 7  # type: ignore[attr-defined]
+
+
+CHAIN = """\
+flow chain() -> any
+agent w {{}}
+steps {{
+  a = w("first")
+  b = w("{second} after {{a}}")
+  return b
+}}
+"""
+
+
+def test_the_cli_reports_the_divergence_and_strict_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow_file = tmp_path / "chain.swarm"
+    flow_file.write_text(CHAIN.format(second="second"))
+    assert main(["run", str(flow_file), "--demo"]) == 0
+    events = re.search(r"events: (\S+)", capsys.readouterr().out)
+    assert events is not None
+    run_dir = Path(events.group(1)).parent
+    forget_the_end(run_dir)
+    flow_file.write_text(CHAIN.format(second="SECOND"))
+    assert main(["resume", str(run_dir), "--demo", "--strict"]) == 1
+    refused = capsys.readouterr().out
+    assert "ResumeDiverged" in refused and "call 1 of branch (root)" in refused
+    assert main(["resume", str(run_dir), "--demo"]) == 0
+    resumed = capsys.readouterr().out
+    assert "replayed: 1 finished calls" in resumed
+    assert "diverged: call 1 of branch (root) (agent w)" in resumed
 
 
 async def test_a_strict_resume_refuses_an_edited_flow(tmp_path: Path) -> None:
@@ -329,3 +365,21 @@ async def test_sub_flows_replay_under_the_same_branch_paths(tmp_path: Path) -> N
     again = await run(outer, model=FunctionModel(policy), resume=first.run_dir)
     assert again.output == ["on about topic 0", "on about topic 1", "on about topic 2"]
     assert asked == ["about topic 2"]
+
+
+async def test_lines_torn_by_a_power_cut_are_cut_off_on_resume(tmp_path: Path) -> None:
+    asked: list[str] = []
+    first = await run(ship, model=drafting([1], asked), human=DeferredHuman(), runs_root=tmp_path,
+                      task="notes")  # fmt: skip
+    for name in ("events.jsonl", "journal.jsonl"):
+        with (first.run_dir / name).open("ab") as fh:
+            fh.write(b'{"kind": "call_fini')  # a write cut short
+    resumed = await run(
+        ship,
+        model=drafting([2], asked),
+        human=DeferredHuman({first.pause_token: "yes"}),
+        resume=first.run_dir,
+    )
+    assert resumed.status == "ok" and len(asked) == 1
+    log = read_log(first.run_dir)
+    assert [e.seq for e in log] == list(range(len(log)))

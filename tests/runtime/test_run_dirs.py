@@ -158,3 +158,28 @@ async def test_fsync_durability_syncs_every_line(
     lines = len((result.run_dir / "events.jsonl").read_text().splitlines())
     records = len((result.run_dir / "journal.jsonl").read_text().splitlines())
     assert len(synced) == lines + records
+
+
+def test_the_cli_resumes_a_killed_python_flow_from_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.runtime.test_durable_runs import finished_prompts, kill_mid_run
+
+    run_dir = kill_mid_run(tmp_path / "runs", 9)
+    done = len(finished_prompts(run_dir))
+    assert main(["resume", str(run_dir), "--demo"]) == 0
+    out = capsys.readouterr().out
+    assert "status: ok" in out and f"replayed: {done} finished calls" in out
+
+
+def test_resume_says_when_the_flow_cannot_be_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.runtime.test_durable_runs import kill_mid_run
+
+    run_dir = kill_mid_run(tmp_path / "runs", 9)
+    manifest = run_dir / "run.json"
+    manifest.write_text(manifest.read_text().replace(":busy", ":gone"))
+    assert main(["resume", str(run_dir), "--demo"]) == 2
+    assert "is not a @flow any more" in capsys.readouterr().err
+    assert main(["resume", str(run_dir)]) == 2  # and no model recorded or chosen
