@@ -5,6 +5,8 @@ This is the composition root: the one place that names concrete adapters.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,16 +36,28 @@ def check_team(flow: Flow[..., Any]) -> None:
         raise ConfigError(f"flow {flow.name!r} declares a broken team: " + "; ".join(errors))
 
 
-def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any]) -> None:
+def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any], options: Sequence[str] = ()) -> None:
+    """Refuse inputs the flow does not take, with the closest input or run option named."""
+    params = flow.signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [] if takes_any else sorted(set(inputs) - set(params))
+    if unknown:
+        raise ConfigError(
+            f"flow {flow.name}{flow.signature} has no input "
+            + "; no input ".join(_did_you_mean(name, list(params), options) for name in unknown)
+        )
     try:
         flow.signature.bind(**inputs)
     except TypeError as exc:
-        params = flow.signature.parameters
-        unknown = sorted(set(inputs) - set(params))
-        hint = f"; unknown inputs {unknown}" if unknown else ""
-        raise ConfigError(
-            f"inputs do not fit flow {flow.name}{flow.signature}: {exc}{hint}"
-        ) from None
+        raise ConfigError(f"inputs do not fit flow {flow.name}{flow.signature}: {exc}") from None
+
+
+def _did_you_mean(name: str, params: Sequence[str], options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, [*params, *options], n=1, cutoff=0.6)
+    if not close:
+        return repr(name)
+    kind = "the input" if close[0] in params else "the run option"
+    return f"{name!r} (did you mean {kind} {close[0]}=?)"
 
 
 def choose_sinks(

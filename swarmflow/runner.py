@@ -5,6 +5,9 @@ One run = one team, one budget ledger, one event stream, one run directory (`run
 
 from __future__ import annotations
 
+import functools
+import inspect
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -13,6 +16,7 @@ from typing import Any
 import anyio
 from pydantic_core import to_jsonable_python
 
+from swarmflow._failures import failure_message, located
 from swarmflow._wiring import (
     ModelResolver,
     ModelSpec,
@@ -29,7 +33,13 @@ from swarmflow._wiring import (
     workspaces_for,
 )
 from swarmflow.core.budget import Ledger, Limits
-from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused, SwarmflowError
+from swarmflow.core.errors import (
+    BudgetExhausted,
+    ConfigError,
+    FlowFailed,
+    RunPaused,
+    SwarmflowError,
+)
 from swarmflow.core.events import RunFinished, RunStarted
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.ports import EventSink, HumanChannel
@@ -51,6 +61,7 @@ from swarmflow.run_dirs import (
     write_manifest,
 )
 from swarmflow.runtime.agent_call import call_agent
+from swarmflow.runtime.background import BranchWork, owning
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.flow import Flow
@@ -85,15 +96,23 @@ async def run(
     resume: str | Path | None = None,
     strict: bool = False,
     durability: Durability = "write",
+    raise_on_failure: bool = True,
     **inputs: Any,
 ) -> RunResult:
-    """Execute `flow` with `inputs`; returns a `RunResult` whatever the flow's fate.
+    """Execute `flow` with `inputs` (its parameters, by name) and return its `RunResult`.
 
     `events` picks the built-in sinks ("both", "jsonl", "memory", or your own list); `sinks`
     adds more beside them (a progress display, say). `run_id` names the run directory.
     `resume=RUN_DIR` goes on with an interrupted run (docs/durability.md): finished calls are
     replayed from its journal; `strict=True` refuses a flow that no longer matches it.
-    `durability="fsync"` also syncs every event and journal record to disk.
+    `durability="fsync"` also syncs every event and journal record to disk. A paused run
+    returns with `status="paused"`.
+
+    Raises:
+        FlowFailed: the run failed (its `RunResult` is on `.result`, the cause chained);
+            with `raise_on_failure=False` the result is returned instead.
+        ConfigError: the flow cannot start: an input it does not take (a misspelled option
+            lands here too), a broken team.
     """
     if not isinstance(flow, Flow):
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
@@ -103,7 +122,7 @@ async def run(
     if interrupted is not None:
         run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
         repo = repo or interrupted.manifest.get("repo")
-    check_inputs(flow, inputs)
+    check_inputs(flow, inputs, options=RUN_OPTIONS)
     run_id = run_id or new_run_id()
     root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
     # Worktrees and tools must not depend on the cwd.
@@ -111,23 +130,20 @@ async def run(
     run_dir.mkdir(parents=True, exist_ok=True)
     claim(run_dir)
     memory, chosen = choose_sinks(events, run_dir)
-    sinks = [*chosen, *sinks]
     log = EventLog(
         run_id,
-        sync_sinks(sinks, durability),
+        sync_sinks([*chosen, *sinks], durability),
         secrets=secret_values(extra=model_secrets(model)),
         start_seq=interrupted.log.next_seq if interrupted else 0,
     )
     write_manifest(run_dir, flow, inputs, repo=repo, model=model)
-    limits = merge_limits(flow.limits, Limits.coerce(budget))
-    resolver = ModelResolver(model)
     ctx = RunContext(
         run_id=run_id,
         run_dir=run_dir,
         team=flow.team,
         log=log,
-        ledger=Ledger("run", limits),
-        model_for=resolver,
+        ledger=Ledger("run", merge_limits(flow.limits, Limits.coerce(budget))),
+        model_for=ModelResolver(model),
         tools=tools or default_tools(),
         human=human_channel(human),
         workspaces=workspaces_for(flow, run_dir, repo),
@@ -139,7 +155,68 @@ async def run(
         context_tokens=context_tokens,
         journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
     )
-    return await _execute(ctx, flow, inputs, memory, interrupted)
+    result = await _execute(ctx, flow, inputs, memory, interrupted)
+    if result.status == "failed" and raise_on_failure:
+        raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error
+    return result
+
+
+RUN_OPTIONS = tuple(
+    name for name in inspect.signature(run).parameters if name not in ("flow", "inputs")
+)
+"""The keyword options of `run` and `run_sync` (a flow input of another name is refused)."""
+
+
+def run_sync(
+    flow: Flow[..., Any],
+    /,
+    *,
+    model: ModelSpec = None,
+    budget: Limits | dict[str, float] | None = None,
+    human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None = None,
+    events: str | Iterable[EventSink] | None = None,
+    sinks: Iterable[EventSink] = (),
+    run_id: str | None = None,
+    repo: str | Path | None = None,
+    runs_root: str | Path | None = None,
+    tools: Any = None,
+    rails: Iterable[Rail] = (),
+    prices: Mapping[str, Price | Mapping[str, float]] | None = None,
+    goals: Mapping[str, Sequence[Any]] | None = None,
+    keep_workspaces: bool = False,
+    context_tokens: int | None = None,
+    resume: str | Path | None = None,
+    strict: bool = False,
+    durability: Durability = "write",
+    raise_on_failure: bool = True,
+    **inputs: Any,
+) -> RunResult:
+    """`run` for scripts: starts an event loop and blocks until the run ends (same options)."""
+    start = functools.partial(
+        run,
+        flow,
+        model=model,
+        budget=budget,
+        human=human,
+        events=events,
+        sinks=sinks,
+        run_id=run_id,
+        repo=repo,
+        runs_root=runs_root,
+        tools=tools,
+        rails=rails,
+        prices=prices,
+        goals=goals,
+        keep_workspaces=keep_workspaces,
+        context_tokens=context_tokens,
+        resume=resume,
+        strict=strict,
+        durability=durability,
+        raise_on_failure=raise_on_failure,
+        **inputs,
+    )
+    result: RunResult = anyio.run(start)
+    return result
 
 
 async def _execute(
@@ -149,11 +226,10 @@ async def _execute(
     memory: MemorySink | None,
     interrupted: Interrupted | None = None,
 ) -> RunResult:
-    log = ctx.log
     if interrupted is not None:
         resumed(ctx, flow.name, interrupted)
     else:
-        log.emit(
+        ctx.log.emit(
             RunStarted,
             flow=flow.name,
             inputs=jsonable(inputs),
@@ -162,39 +238,19 @@ async def _execute(
             edges=[list(e) for e in flow.team.edges],
             roles=roles_of(flow),
         )
-    output: Any = None
-    status, token = "ok", None
-    error: BaseException | None = None
-    invoker = agent_invoker.set(call_agent)
     try:
-        async with anyio.create_task_group() as nursery:
-            ctx.nursery = nursery
-            try:
-                with running(ctx, Scope("", ctx.ledger)):
-                    output = await _within_wall_clock(ctx, flow, inputs)
-            except RunPaused as paused:
-                status, error, token = "paused", paused, paused.token
-            except anyio.get_cancelled_exc_class():
-                status = "cancelled"
-                with anyio.CancelScope(shield=True):
-                    await _close(ctx, log, status, None)
-                raise
-            except Exception as exc:
-                pause = _pause_inside(exc)
-                status, error = ("paused", pause) if pause else ("failed", exc)
-                token = pause.token if pause else None
-            finally:
-                # Work the flow abandoned (an unclosed stream, say) ends with the flow.
-                nursery.cancel_scope.cancel()
-    finally:
-        agent_invoker.reset(invoker)
-    status, error = await _close(ctx, log, status, error, output)
+        output, status, error, token = await _attempt(ctx, flow, inputs)
+    except BaseException:  # cancelled from outside (or interrupted): record it, then go on out
+        with anyio.CancelScope(shield=True):
+            await _close(ctx, "cancelled", None)
+        raise
+    status, error = await _close(ctx, status, error, output)
     return RunResult(
         output=output,
         status=status,
         run_id=ctx.run_id,
         run_dir=ctx.run_dir,
-        usage=log.usage,
+        usage=ctx.log.usage,
         graph=RunGraphs(flow.team, ctx.graph),
         error=error,
         wall=ctx.ledger.elapsed(),
@@ -203,27 +259,53 @@ async def _execute(
     )
 
 
-async def _within_wall_clock(ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any]) -> Any:
-    seconds = ctx.ledger.limits.seconds
-    if seconds is None:
-        return await flow.fn(**inputs)
+Attempt = tuple[Any, str, BaseException | None, str | None]
+
+
+async def _attempt(ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any]) -> Attempt:
+    """Run the flow's body; how it ended as (output, status, error, pause token)."""
+    invoker = agent_invoker.set(call_agent)
     try:
-        with anyio.fail_after(seconds):
-            return await flow.fn(**inputs)
-    except TimeoutError:
-        raise BudgetExhausted(
-            f"run exceeded its wall-clock limit of {seconds}s", reason=EndReason.WALL_CLOCK.value
-        ) from None
+        async with anyio.create_task_group() as group:
+            with running(ctx, Scope("", ctx.ledger)), owning(BranchWork(group)) as work:
+                try:
+                    output = await _within_wall_clock(ctx, flow, inputs, work)
+                except RunPaused as paused:
+                    return None, "paused", paused, paused.token
+                except Exception as exc:
+                    pause = _pause_inside(exc)
+                    if pause is not None:
+                        return None, "paused", pause, pause.token
+                    return None, "failed", located(exc), None
+                finally:
+                    await work.stop()  # a stream the flow never closed ends with the flow
+    finally:
+        agent_invoker.reset(invoker)
+    return output, "ok", None, None
+
+
+async def _within_wall_clock(
+    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], work: BranchWork
+) -> Any:
+    seconds = ctx.ledger.limits.seconds
+    with anyio.move_on_after(math.inf if seconds is None else seconds):
+        output = await flow.fn(**inputs)
+        await work.finish()
+        return output
+    raise BudgetExhausted(
+        f"run exceeded its wall-clock limit of {seconds}s",
+        reason=EndReason.WALL_CLOCK.value,
+        ledger="run",
+    )
 
 
 async def _close(
-    ctx: RunContext, log: EventLog, status: str, error: BaseException | None, output: Any = None
+    ctx: RunContext, status: str, error: BaseException | None, output: Any = None
 ) -> tuple[str, BaseException | None]:
-    """End every session, release workspaces and clients, record the run's end."""
+    """End every session, release workspaces and clients, record the run's end (once)."""
+    log = ctx.log
     for session in list(ctx.sessions):
         session.close()
-    for closer in ctx.on_close:
-        closer()
     # A run that did not finish keeps its worktrees and branches: nothing done is lost, and a
     # person (or a resumed run) can pick the work up from them.
     keep = ctx.keep_workspaces or status != "ok"
@@ -267,16 +349,3 @@ def _pause_inside(exc: Exception) -> RunPaused | None:
             return _pause_inside(leaves[0])
         return None
     return exc if isinstance(exc, RunPaused) else None
-
-
-def run_sync(flow: Flow[..., Any], /, **kwargs: Any) -> RunResult:
-    """`run` for scripts: starts an event loop and blocks until the run ends."""
-    result: RunResult = anyio.run(_run_kwargs, flow, kwargs)
-    return result
-
-
-async def _run_kwargs(flow: Flow[..., Any], kwargs: dict[str, Any]) -> RunResult:
-    return await run(flow, **kwargs)
-
-
-# -- wiring -----------------------------------------------------------------------------------

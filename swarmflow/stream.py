@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from swarmflow._live import TextDelta, delta_listener
-from swarmflow.core.errors import ConfigError
+from swarmflow.core.errors import ConfigError, FlowFailed
 from swarmflow.core.events import EventBase
 from swarmflow.runner import RunResult, run
 from swarmflow.runtime.flow import Flow
@@ -98,6 +98,8 @@ class RunStream:
         try:
             async with self._send:
                 self.result = await run(self._flow, **kwargs)
+        except FlowFailed as exc:  # raised to the reader after the events, as run() raises it
+            self.result, self._error = exc.result, exc
         except Exception as exc:  # bad arguments, say: raised to the reader after the events
             self._error = exc
         finally:

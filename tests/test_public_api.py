@@ -33,6 +33,7 @@ EXTRAS = {
     "BudgetSnapshot",
     "ConfigError",
     "Flow",
+    "FlowFailed",
     "HumanTimeout",
     "Limits",
     "ModelError",

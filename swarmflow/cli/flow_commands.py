@@ -12,7 +12,7 @@ import anyio
 
 from swarmflow.cli.model_options import add_model_options, model_from_args
 from swarmflow.cli.report_commands import tolerant_output
-from swarmflow.core.errors import ConfigError, SwarmflowError
+from swarmflow.core.errors import ConfigError, FlowFailed, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
 from swarmflow.core.ports import HumanChannel
@@ -92,6 +92,8 @@ def demo_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nswarmflow demo: interrupted", file=sys.stderr)
         return 130
+    except FlowFailed as failed:  # the report still shows what the run did
+        result = failed.result
     except SwarmflowError as exc:
         print(f"swarmflow demo: {exc}", file=sys.stderr)
         return 1

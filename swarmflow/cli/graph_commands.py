@@ -100,7 +100,10 @@ def _program(path: str) -> tuple[Any, int]:
 
 def _write(diagram: str, args: argparse.Namespace) -> int:
     """Print the diagram, or render it, to stdout or to `--output`."""
+    from swarmflow.core.secrets import environment_redactor
     from swarmflow.report.graphs import render_dot
+
+    diagram = environment_redactor().scrub(diagram)
 
     if args.format in ("png", "svg"):
         data = render_dot(diagram, args.format)

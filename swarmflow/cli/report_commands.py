@@ -35,6 +35,7 @@ def register(subparsers: Any) -> None:
 
 def report_command(args: argparse.Namespace) -> int:
     """Print the report of RUN_DIR, or write its HTML page."""
+    from swarmflow.core.secrets import environment_redactor
     from swarmflow.report.log import LogError, read_log
     from swarmflow.report.text import report_of
 
@@ -45,12 +46,14 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"swarmflow report: {exc}", file=sys.stderr)
         return USAGE
     if args.html is None:
-        print(report_of(log, args.run_dir), end="")
+        # The log was scrubbed when written; this also hides what is secret where it is read.
+        print(environment_redactor().scrub(report_of(log, args.run_dir)), end="")
         return OK
     return _write_html(log, args)
 
 
 def _write_html(log: Any, args: argparse.Namespace) -> int:
+    from swarmflow.core.secrets import environment_redactor
     from swarmflow.report.html import render_html
 
     run_dir = Path(args.run_dir)
@@ -58,7 +61,7 @@ def _write_html(log: Any, args: argparse.Namespace) -> int:
     if target.is_dir():
         target = target / HTML_NAME
     try:
-        target.write_text(render_html(log), encoding="utf-8")
+        target.write_text(environment_redactor().scrub(render_html(log)), encoding="utf-8")
     except OSError as exc:
         print(f"swarmflow report: cannot write {target}: {exc}", file=sys.stderr)
         return USAGE

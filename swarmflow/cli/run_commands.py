@@ -11,9 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from swarmflow._failures import flow_line
 from swarmflow.cli.model_options import add_model_options, model_from_args
 
 OK, PROBLEMS, USAGE = 0, 1, 2
+INTERRUPTED = 130
+CAPS = (
+    ("tokens", int, "tokens"),
+    ("cost", float, "cost in USD"),
+    ("calls", int, "model calls"),
+    ("seconds", float, "wall-clock seconds"),
+)
 
 
 def register(subparsers: Any) -> None:
@@ -36,12 +44,13 @@ def register(subparsers: Any) -> None:
     chosen.add_argument(
         "--demo", action="store_true", help="use a scripted demo model: offline, instant"
     )
-    run.add_argument(
-        "--budget-tokens",
-        type=int,
-        metavar="N",
-        help="cap the run's tokens below the flow's own budget",
-    )
+    for cap, kind, unit in CAPS:
+        run.add_argument(
+            f"--budget-{cap}",
+            type=kind,
+            metavar="N",
+            help=f"cap the run's {unit}; it can only lower the flow's own budget",
+        )
     run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     add_model_options(run)
     run.add_argument(
@@ -107,7 +116,11 @@ def run_command(args: argparse.Namespace) -> int:
     if missing:
         print(f"swarmflow run: {missing}", file=sys.stderr)
         return USAGE
-    result = anyio.run(_run, flow, inputs, args)
+    try:
+        result = anyio.run(_run, flow, inputs, args)
+    except KeyboardInterrupt:
+        print("swarmflow run: interrupted; the run was stopped", file=sys.stderr)
+        return INTERRUPTED
     return _report(result)
 
 
@@ -154,14 +167,24 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
         from swarmflow.channels import DeferredHuman
 
         options["human"] = DeferredHuman()
-    if args.budget_tokens is not None:
-        options["budget"] = {"tokens": args.budget_tokens}
+    options["budget"] = lowered_budget(flow.limits, args)
+    options["raise_on_failure"] = False  # a failed run is reported, not a traceback
     if args.repo:
         options["repo"] = args.repo
     if args.demo:
         return await run(flow, **options, **inputs)
     async with model_from_args(args) as model:  # our own client: closed when the run ends
         return await run(flow, model=model, **options, **inputs)
+
+
+def lowered_budget(declared: Any, args: argparse.Namespace) -> dict[str, float]:
+    """The flow's budget with each `--budget-*` cap applied; a cap never raises a limit."""
+    budget: dict[str, float] = {}
+    for cap, _, _ in CAPS:
+        given, own = getattr(args, f"budget_{cap}"), getattr(declared, cap)
+        if given is not None:
+            budget[cap] = given if own is None else min(given, own)
+    return budget
 
 
 def parse_answers(pairs: list[str]) -> dict[str, Any]:
@@ -189,6 +212,9 @@ def _report(result: Any) -> int:
     print(f"status: {result.status}")
     if result.error is not None:
         print(f"error: {type(result.error).__name__}: {result.error}")
+        where = flow_line(result.error) if result.status == "failed" else None
+        if where is not None:
+            print(f"  at {where}")
     if result.pause_token:
         print(f"paused: answer token {result.pause_token}")
         print(f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE")

@@ -88,6 +88,7 @@ def resume_command(args: argparse.Namespace) -> int:
         "durability": args.durability,
         "repo": args.repo or interrupted.manifest.get("repo"),
         "human": _channel(answers, args.demo),
+        "raise_on_failure": False,  # a failed run is reported, not a traceback
     }
     result = anyio.run(_resume, flow, options, args)
     return report_resumed(result)

@@ -177,26 +177,28 @@ class FlowFailed(SwarmflowError):
         self.result = result
 
 
-_WORLD: tuple[type[BaseException], ...] = (
-    BudgetExhausted,
-    ModelError,
-    ToolError,
-    WorkspaceError,
-    HumanError,
-    TimeoutError,  # a deadline the flow set (`anyio.fail_after`) ran out
+_MISTAKES: tuple[type[BaseException], ...] = (
+    ConfigError,
+    TopologyError,
+    IllegalTransition,
+    ModelCallsBlocked,
 )
 
 
 def is_fault_of_the_world(exc: BaseException) -> bool:
     """Whether `exc` is a fault of the world (data) rather than a mistake (the run fails).
 
-    An agent that failed is judged by what made it fail: a model that kept erroring is the
-    world's fault, a tool the agent declares but nobody provides is the flow's mistake.
+    Faults of the world: a model error after retries, a tool error, a budget or deadline stop
+    (`BudgetExhausted`, or the `TimeoutError` of a deadline the flow set), a workspace that
+    failed, a person who did not answer, and an agent whose session failed for any of these
+    reasons or another the model's side raised. Everything else raised by the flow's own
+    code is a mistake, and so is an agent that failed on one (an unknown tool, say).
     """
     if isinstance(exc, AgentFailed):
-        cause = exc.__cause__
-        return cause is None or is_fault_of_the_world(cause)
-    return isinstance(exc, _WORLD)
+        return not isinstance(exc.__cause__, _MISTAKES)
+    return isinstance(
+        exc, BudgetExhausted | ModelError | ToolError | WorkspaceError | HumanError | TimeoutError
+    )
 
 
 class ResumeDiverged(ConfigError):

@@ -2,34 +2,74 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.emptiness import is_empty
-from swarmflow.core.errors import ConfigError, RunPaused
+from swarmflow.core.errors import ConfigError, RunPaused, is_fault_of_the_world
 from swarmflow.core.events import BranchFinished
-from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
+from swarmflow.runtime.background import BranchWork, enter_work
 from swarmflow.runtime.context import RunContext, Scope, enter_scope
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 Maker = Callable[[], Awaitable[Any]]
 Split = str | Limits | dict[str, float] | int | Sequence[Limits | dict[str, float] | int]
 
 
 def branch_makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[Maker]:
-    """`(factory, n=N)` or `(*awaitables)` as a list of zero-argument branch starters."""
-    if n is not None:
-        if len(items) != 1 or not callable(items[0]):
-            raise ConfigError(f"{operator}(factory, n=N) takes exactly one factory callable")
-        if n < 0:
-            raise ConfigError(f"{operator}: n must be >= 0, got {n}")
-        factory = items[0]
-        return [_bind(factory, i) for i in range(n)]
-    return [_starter(item, operator) for item in items]
+    """`(factory, n=N)` or `(*awaitables)` as a list of zero-argument branch starters.
+
+    Raises:
+        ConfigError: naming the operator and what it expected; an awaitable it was given
+            but will never await is closed first, so no "never awaited" warning follows.
+    """
+    try:
+        return _makers(items, n, operator)
+    except ConfigError:
+        for item in items:
+            _close_unawaited(item)
+        raise
+
+
+def _makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[Maker]:
+    if n is None:
+        return [_starter(item, operator) for item in items]
+    if len(items) != 1:
+        raise ConfigError(
+            f"{operator}(factory, n={n}) takes exactly one factory, got {len(items)} arguments",
+            operator=operator,
+        )
+    factory = items[0]
+    if inspect.isawaitable(factory):
+        raise ConfigError(
+            f"{operator}(..., n={n}) expected a factory (a function of the branch index, such "
+            f"as `lambda i: agent(...)`) but was given a {type(factory).__name__} object, "
+            "which runs only once; pass the function instead",
+            operator=operator,
+        )
+    if not callable(factory):
+        raise ConfigError(
+            f"{operator}(factory, n={n}) expected a callable factory, got {factory!r:.80}",
+            operator=operator,
+        )
+    if not isinstance(n, int) or n < 0:
+        raise ConfigError(f"{operator}: n must be an int >= 0, got {n!r}", operator=operator)
+    return [_bind(factory, i) for i in range(n)]
+
+
+def _close_unawaited(item: Any) -> None:
+    close = getattr(item, "close", None)
+    if inspect.iscoroutine(item) and close is not None:
+        close()
 
 
 def _bind(factory: Callable[[int], Awaitable[Any]], i: int) -> Maker:
@@ -40,7 +80,11 @@ def _starter(item: Any, operator: str) -> Maker:
     if callable(item) and not hasattr(item, "__await__"):
         return item  # type: ignore[no-any-return]
     if not hasattr(item, "__await__"):
-        raise ConfigError(f"{operator}() takes awaitables or a factory with n=, got {item!r}")
+        raise ConfigError(
+            f"{operator}() expected awaitables (such as `agent(...)` calls) or a factory "
+            f"with n=, got {item!r:.80}",
+            operator=operator,
+        )
     return _Awaiting(item)
 
 
@@ -114,6 +158,53 @@ def _limits(amount: Limits | dict[str, float] | int) -> Limits:
     return Limits(tokens=amount) if isinstance(amount, int) else Limits.coerce(amount)
 
 
+async def settle(
+    run: RunContext, node: int, scope: Scope, index: int, call: Maker, *, group: TaskGroup
+) -> Outcome:
+    """Run one branch's work (`call()`) in `scope` and say how it ended, as an outcome.
+
+    Streams the branch opens run in `group` (the one running the branch) and are stopped
+    before this returns or raises.
+    A fault of the world becomes `Failed`; a mistake in the flow, a pause for a person and a
+    cancellation are recorded and raised on: they are not this branch's result.
+    """
+    enter_scope(scope)
+    branch = scope.branch
+    work = BranchWork(group)
+    enter_work(work)
+    try:
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
+        value = await call()
+        await work.finish()  # streams the branch left open stop now
+    except anyio.get_cancelled_exc_class():
+        await work.stop()
+        record(run, node, Cancelled(index, branch))
+        raise
+    except RunPaused:  # a control signal, not a failure: the whole run pauses
+        await work.stop()
+        record(run, node, Cancelled(index, branch, "paused for a person"))
+        raise
+    except Exception as exc:
+        await work.stop()
+        if not is_fault_of_the_world(exc):  # a mistake fails the run, even inside a branch
+            record(run, node, Failed(exc, index, branch))
+            raise
+        return Failed(exc, index, branch)  # errors travel as data: a failing branch is an outcome
+    return Empty(index, branch, value) if is_empty(value) else Ok(value, index, branch)
+
+
+def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
+    """Close the outcome's graph node (if open) and record it as a `branch_finished` event."""
+    kind = _KIND[type(outcome)]
+    error = None
+    if isinstance(outcome, Failed):
+        error = f"{type(outcome.error).__name__}: {outcome.error}"
+    if node is not None:
+        run.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
+    run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
+    return outcome
+
+
 @dataclass(slots=True)
 class BranchSet:
     """What the branches of one operator call share."""
@@ -123,40 +214,35 @@ class BranchSet:
     operator: str
     limiter: anyio.CapacityLimiter | None
     on_done: Callable[[Outcome], None]
-
-    def paths(self, n: int) -> list[str]:
-        return [child_branch(self.parent.branch, self.operator, i) for i in range(n)]
+    group: TaskGroup
 
     async def run_branch(self, i: int, branch: str, ledger: Ledger, make: Maker) -> None:
         node = self.run.graph.open("branch", branch, self.parent.node, f"{self.operator}[{i}]")
-        enter_scope(Scope(branch, ledger, node))
-        outcome: Outcome
-        try:
-            if self.limiter is None:
-                value = await make()
-            else:
-                async with self.limiter:
-                    value = await make()
-        except anyio.get_cancelled_exc_class():
-            self._finish(node, Cancelled(i, branch))
-            raise
-        except RunPaused:  # a control signal, not a failure: the whole run pauses
-            self._finish(node, Cancelled(i, branch, "paused for a person"))
-            raise
-        except Exception as exc:  # errors travel as data: a failing branch is an outcome
-            outcome = Failed(exc, i, branch)
+        scope = Scope(branch, ledger, node)
+        if self.limiter is None:
+            outcome = await settle(self.run, node, scope, i, make, group=self.group)
         else:
-            outcome = Empty(i, branch, value) if is_empty(value) else Ok(value, i, branch)
-        self._finish(node, outcome)
+            async with self.limiter:
+                outcome = await settle(self.run, node, scope, i, make, group=self.group)
+        self.on_done(record(self.run, node, outcome))
 
-    def _finish(self, node: int, outcome: Outcome) -> None:
-        kind = _KIND[type(outcome)]
-        error = None
-        if isinstance(outcome, Failed):
-            error = f"{type(outcome.error).__name__}: {outcome.error}"
-        self.run.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
-        self.run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
-        self.on_done(outcome)
+
+def first_escape(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error that left a group of branches: a mistake before a pause (one at a time)."""
+    leaves = list(_leaves(group))
+    for leaf in leaves:
+        if not isinstance(leaf, Exception):
+            return group  # KeyboardInterrupt and the like travel as they are
+    mistakes = [leaf for leaf in leaves if not isinstance(leaf, RunPaused)]
+    return (mistakes or leaves)[0]
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
 
 
 _KIND: dict[type, Any] = {Ok: "ok", Failed: "failed", Cancelled: "cancelled", Empty: "empty"}

@@ -1,6 +1,8 @@
-"""An async iterator fed by background work in the run's task group.
+"""An async iterator fed by background work that belongs to the branch that opened it.
 
-Closing it (or leaving its `async with` block) cancels the work still in flight.
+The producer runs beside the opening branch (see `runtime.background`): it stops when that
+branch ends or is cancelled, and when the consumer closes the iterator or leaves its
+`async with` block. A mistake in the producer reaches the consumer at its next item.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 
-from swarmflow.core.errors import ConfigError, RunPaused
-from swarmflow.runtime.context import RunContext
+from swarmflow.core.errors import ConfigError
+from swarmflow.runtime.background import current_work
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
@@ -22,42 +25,25 @@ T = TypeVar("T")
 Producer = Callable[["MemoryObjectSendStream[Any]"], Awaitable[None]]
 
 
-def _unwrap(exc: Exception) -> Exception:
-    """What a task group's wrapping hides: its one exception, or the first of several pauses
-    (a run pauses at one question at a time; resuming reaches the next)."""
-    while isinstance(exc, ExceptionGroup):
-        pauses = [e for e in exc.exceptions if isinstance(e, RunPaused)]
-        if len(exc.exceptions) == 1 or len(pauses) == len(exc.exceptions):
-            exc = exc.exceptions[0]
-        else:
-            break
-    return exc
-
-
 class BackgroundStream(Generic[T]):
     """Items produced by `producer` in the background, received in completion order."""
 
-    def __init__(self, run: RunContext, producer: Producer, buffer: float = math.inf) -> None:
-        if run.nursery is None:
-            raise ConfigError("streams need a running flow")
+    def __init__(self, operator: str, producer: Producer, buffer: float = math.inf) -> None:
+        work = current_work()
+        if work is None:
+            raise ConfigError(f"{operator} can only be used inside a running flow")
         send, self._receive = anyio.create_memory_object_stream[T](buffer)
-        self._scope = anyio.CancelScope()
-        self._done = anyio.Event()
-        self._error: Exception | None = None
-        run.on_close.append(self._receive.close)  # an abandoned stream is closed with the run
-        run.nursery.start_soon(self._produce, producer, send)
+        self._job = work.start(lambda: self._produce(producer, send), self._receive.close)
 
     async def _produce(self, producer: Producer, send: MemoryObjectSendStream[Any]) -> None:
         try:
-            with self._scope:
-                async with send:
-                    await producer(send)
+            async with send:
+                await anyio.lowlevel.checkpoint_if_cancelled()  # stopped before it began
+                await producer(send)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the consumer went away; nothing is waiting for the rest
-        except Exception as exc:  # surfaces to the consumer, not as a crash of the whole run
-            self._error = _unwrap(exc)
-        finally:
-            self._done.set()
+        except Exception as exc:  # surfaces to the consumer, not as a crash of its group
+            self._job.error = exc
 
     def __aiter__(self) -> BackgroundStream[T]:
         return self
@@ -67,16 +53,15 @@ class BackgroundStream(Generic[T]):
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._receive.close()
-            await self._done.wait()  # the producer may still be recording why it stopped
-            if self._error is not None:
-                raise self._error from None
+            await self._job.done.wait()  # the producer may still be recording why it stopped
+            error = self._job.claim_error()
+            if error is not None:
+                raise error from None
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
         """Cancel the work in flight and wait until it has wound down."""
-        self._scope.cancel()
-        self._receive.close()
-        await self._done.wait()
+        await self._job.stop()
 
     async def collect(self) -> list[T]:
         """Every remaining item, in completion order."""

@@ -6,11 +6,12 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from pydantic import BaseModel
 
 from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.agent_call import finish_output, open_session
+from swarmflow.runtime.agent_call import declared_agent, finish_output, open_session
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 from swarmflow.runtime.handoff import check_outgoing
 from swarmflow.runtime.prompts import render_prompt
@@ -25,6 +26,7 @@ class SessionHandle:
         self.name = name
         self._card_vars = card_vars
         self._run: RunContext = current_run(f"agent_session({name!r})")
+        declared_agent(self._run, name)  # an unknown name fails here, not at the first turn
         parent = current_scope()
         self._node = self._run.graph.open("agent_session", parent.branch, parent.node, name)
         self._scope = Scope(parent.branch, parent.ledger, self._node)
@@ -54,6 +56,7 @@ class SessionHandle:
 
     async def send(self, message: Any) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
+        await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
         text = render_prompt(message)
         check_outgoing(
             self._run, self.name, text, values=message, via="session message", agent=self.name
@@ -70,6 +73,7 @@ class SessionHandle:
         """
         if output is None:
             return await self.send(prompt)
+        await anyio.lowlevel.checkpoint_if_cancelled()
         text = render_prompt(prompt)
         check_outgoing(
             self._run, self.name, text, values=prompt, via="session message", agent=self.name

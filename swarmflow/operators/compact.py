@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.emptiness import is_empty
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.events import OutcomesCompacted
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
 from swarmflow.core.output import AgentOutput
@@ -24,11 +26,13 @@ def compact(outcomes: Iterable[Any], keep: Keep = None) -> list[Any]:
     is a predicate, or a pydantic model the value must validate against (the validated
     instance is what is kept).
     """
+    items = _outcomes(outcomes)
+    _check_keep(keep)
     run, scope = current_run("compact()"), current_scope()
     node = run.graph.open("compact", scope.branch, scope.node)
     kept: list[Any] = []
     dropped: list[dict[str, Any]] = []
-    for position, item in enumerate(outcomes):
+    for position, item in enumerate(items):
         value, why = _judge(item, keep)
         if why is None:
             kept.append(value)
@@ -37,6 +41,41 @@ def compact(outcomes: Iterable[Any], keep: Keep = None) -> list[Any]:
     run.graph.close(node)
     run.log.emit(OutcomesCompacted, branch=scope.branch, kept=len(kept), dropped=dropped)
     return kept
+
+
+def _outcomes(outcomes: Any) -> list[Any]:
+    """The items to judge; a lone value or an unawaited coroutine is a mistake said plainly."""
+    if inspect.isawaitable(outcomes):
+        _close_unawaited(outcomes)
+        raise ConfigError(
+            "compact() expected outcomes (a list, as `await parallel(...)` returns), got an "
+            f"awaitable {type(outcomes).__name__}: await it first",
+            operator="compact",
+        )
+    if isinstance(outcomes, str | bytes | Ok | Failed | Cancelled | Empty) or not isinstance(
+        outcomes, Iterable
+    ):
+        raise ConfigError(
+            f"compact() expected outcomes (a list of Ok, Failed, Cancelled, Empty or plain "
+            f"values), got {type(outcomes).__name__} {outcomes!r:.80}",
+            operator="compact",
+        )
+    return list(outcomes)
+
+
+def _close_unawaited(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()  # no "never awaited" warning on top of the error
+
+
+def _check_keep(keep: Keep) -> None:
+    if keep is None or callable(keep):
+        return
+    raise ConfigError(
+        f"compact(keep=...) expected a predicate or a pydantic model, got {keep!r:.80}",
+        operator="compact",
+    )
 
 
 def _judge(item: Any, keep: Keep) -> tuple[Any, str | None]:
@@ -58,10 +97,7 @@ def _apply_keep(value: Any, keep: Keep) -> tuple[Any, str | None]:
     if isinstance(keep, type) and issubclass(keep, BaseModel):
         return _validate(value, keep)
     predicate: Callable[[Any], bool] = keep  # type: ignore[assignment]
-    try:
-        ok = predicate(value)
-    except Exception as exc:  # a raising predicate drops the value and says why
-        return None, f"keep predicate raised {type(exc).__name__}: {exc}"
+    ok = predicate(value)  # a predicate that raises is a mistake in the flow: it fails the run
     return (value, None) if ok else (None, "rejected by keep predicate")
 
 

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from swarmflow.core.emptiness import is_empty
-from swarmflow.core.errors import ConfigError, RunPaused
-from swarmflow.core.events import BranchFinished
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
+from swarmflow.operators._branches import first_escape, record, settle
 from swarmflow.operators._stream import BackgroundStream
-from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope, enter_scope
+from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 Stage = Callable[[Any], Awaitable[Any]]
@@ -46,10 +46,17 @@ def pipeline(
     plan = _Plan(run, Scope(parent.branch, parent.ledger, node), list(stages), limits)
 
     async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
-        await plan.execute(source, send)
-        run.graph.close(node)
+        status = "failed"
+        try:
+            await plan.execute(source, send)
+            status = "ok"
+        except anyio.get_cancelled_exc_class():
+            status = "cancelled"
+            raise
+        finally:
+            run.graph.close(node, status)
 
-    return BackgroundStream(run, produce, buffer=buffer or max(limits))
+    return BackgroundStream("pipeline()", produce, buffer=buffer or max(limits))
 
 
 def _stage_limits(limit: int | Sequence[int], n: int) -> list[int]:
@@ -75,13 +82,25 @@ class _Plan:
     async def execute(
         self, source: Iterable[Any] | AsyncIterable[Any], out: MemoryObjectSendStream[Outcome]
     ) -> None:
+        """Run the feed and every stage's workers; a mistake in a stage leaves as itself."""
+        escaped: BaseException | None = None
+        try:
+            await self._stages(source, out)
+        except BaseExceptionGroup as group:
+            escaped = first_escape(group)
+        if escaped is not None:
+            raise escaped
+
+    async def _stages(
+        self, source: Iterable[Any] | AsyncIterable[Any], out: MemoryObjectSendStream[Outcome]
+    ) -> None:
         channels = [anyio.create_memory_object_stream[Any](k) for k in self.limits]
         async with anyio.create_task_group() as tg, out:
             tg.start_soon(self._feed, source, channels[0][0].clone(), out.clone())
             for k, (_, receive) in enumerate(channels):
                 nxt = channels[k + 1][0] if k + 1 < len(channels) else out
                 for _ in range(self.limits[k]):
-                    tg.start_soon(self._work, k, receive.clone(), nxt.clone(), out.clone())
+                    tg.start_soon(self._work, k, receive.clone(), nxt.clone(), out.clone(), tg)
             for send, receive in channels:
                 send.close()
                 receive.close()
@@ -96,7 +115,8 @@ class _Plan:
                     await self._admit(position, value, first, out)
                     position += 1
             except Exception as exc:  # a broken source ends the feed, recorded as an outcome
-                await out.send(self._record(Failed(exc, position, self._branch(position))))
+                failed = Failed(exc, position, self._branch(position))
+                await out.send(record(self.run, None, failed))
 
     async def _admit(
         self,
@@ -118,50 +138,29 @@ class _Plan:
         receive: MemoryObjectReceiveStream[_Item],
         nxt: MemoryObjectSendStream[Any],
         out: MemoryObjectSendStream[Outcome],
+        group: TaskGroup,
     ) -> None:
         last = k == len(self.stages) - 1
         async with receive, nxt, out:
             async for item in receive:
-                outcome = await self._stage(k, item)
+                node, outcome = await self._stage(k, item, group)
                 if isinstance(outcome, Ok) and not last:
+                    self.run.graph.close(node)
                     await nxt.send(_Item(item.index, outcome.value))
                 else:
-                    await out.send(self._record(outcome))
+                    await out.send(record(self.run, node, outcome))
 
-    async def _stage(self, k: int, item: _Item) -> Outcome:
+    async def _stage(self, k: int, item: _Item, group: TaskGroup) -> tuple[int, Outcome]:
+        """One item through stage `k`, as a branch of its own (see `settle`)."""
         branch = self._branch(item.index)
         node = self.run.graph.open("stage", branch, self.scope.node, f"stage[{k}]")
-        enter_scope(Scope(branch, self.scope.ledger, node))
-        try:
-            value = await self.stages[k](item.value)
-        except anyio.get_cancelled_exc_class():
-            self.run.graph.close(node, "cancelled")
-            self._record(Cancelled(item.index, branch))
-            raise
-        except RunPaused:  # a control signal, not a failure: the whole run pauses
-            self.run.graph.close(node, "cancelled")
-            self._record(Cancelled(item.index, branch, "paused for a person"))
-            raise
-        except Exception as exc:  # per-item failure: the other items keep flowing
-            self.run.graph.close(node, "failed")
-            return Failed(exc, item.index, branch)
-        self.run.graph.close(node)
-        return (
-            Empty(item.index, branch, value) if is_empty(value) else Ok(value, item.index, branch)
-        )
+        scope = Scope(branch, self.scope.ledger, node)
+        stage, value = self.stages[k], item.value
+        outcome = await settle(self.run, node, scope, item.index, lambda: stage(value), group=group)
+        return node, outcome
 
     def _branch(self, index: int) -> str:
         return child_branch(self.scope.branch, "pipeline", index)
-
-    def _record(self, outcome: Outcome) -> Outcome:
-        kind = {Ok: "ok", Failed: "failed", Cancelled: "cancelled", Empty: "empty"}[type(outcome)]
-        error = (
-            f"{type(outcome.error).__name__}: {outcome.error}"
-            if isinstance(outcome, Failed)
-            else None
-        )
-        self.run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
-        return outcome
 
 
 async def _aiter(source: Any) -> AsyncIterator[Any]:

@@ -7,9 +7,11 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
+import anyio.lowlevel
 from pydantic import BaseModel
 
 from swarmflow.core.errors import (
@@ -70,7 +72,7 @@ async def open_session(
 
     `adopted` is this session's own workspace taken over from an interrupted run.
     """
-    agent = run.team.get(name)
+    agent = declared_agent(run, name)
     card_vars = card_vars or {}
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
     if card_vars or system:
@@ -86,6 +88,18 @@ async def open_session(
     if "message_agent" in agent.tools:
         session.messenger = messenger_for(run, session, call_agent)
     return session
+
+
+def declared_agent(run: RunContext, name: str) -> Agent:
+    """The team's agent called `name`; an unknown name names the closest declared one."""
+    if not isinstance(name, str) or not run.team.has(name):
+        close = difflib.get_close_matches(str(name), run.team.names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        declared = ", ".join(run.team.names) or "no agents"
+        raise ConfigError(
+            f"unknown agent {name!r}{hint}; the team declares {declared}", agent=str(name)
+        )
+    return run.team.get(name)
 
 
 def _borrowed_workspace(run: RunContext, workspace: Any) -> Workspace | None:
@@ -136,6 +150,7 @@ async def call_agent(
     **card_vars: Any,
 ) -> AgentOutput:
     """Run one fresh session of agent `name` to completion, as a node of the run graph."""
+    await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
     run = current_run(f"agent({name!r})")
     parent = current_scope()
     node = run.graph.open("agent", parent.branch, parent.node, name)
@@ -143,6 +158,7 @@ async def call_agent(
     token = set_scope(scope)
     status = "failed"
     try:
+        declared_agent(run, name)
         text = render_prompt(prompt)
         check_outgoing(run, name, text, values=prompt, via="prompt", agent=name)
         if run.journal is not None:

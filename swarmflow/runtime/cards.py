@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,11 +45,19 @@ def render_card(card: str, variables: dict[str, Any], search_path: tuple[str, ..
         template = env.get_template(card) if is_card_path(card) else env.from_string(card)
         return template.render(**variables)
     except jinja2.UndefinedError as exc:
+        hint = _closest_variable(exc.message or "", variables)
         raise TemplateError(
-            f"role card {label}: {exc.message}; pass it as a card variable"
+            f"role card {label}: {exc.message}{hint}; pass it as a card variable"
         ) from None
     except jinja2.TemplateNotFound:
         where = ", ".join(str(Path(p).resolve()) for p in search_path)
         raise TemplateError(f"role card {card!r} not found (searched {where})") from None
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"role card {label}, line {exc.lineno}: {exc.message}") from None
+
+
+def _closest_variable(message: str, variables: dict[str, Any]) -> str:
+    """` (did you mean 'task'?)` when the undefined name is close to a variable given."""
+    missing = message.split("'")[1] if message.count("'") >= 2 else ""
+    close = difflib.get_close_matches(missing, list(variables), n=1) if missing else []
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
@@ -25,9 +25,6 @@ from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.graph import RunGraph
 from swarmflow.runtime.journal import Journal
 from swarmflow.runtime.rail_registry import Rails
-
-if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
 
 
 class OpenSession(Protocol):
@@ -83,14 +80,10 @@ class RunContext:
     context_tokens: int | None = None
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     """Prompt token estimates, learned per model from this run's settled calls."""
-    on_close: list[Callable[[], None]] = field(default_factory=list)
-    """Called when the run ends (streams the flow never closed)."""
     subflows: dict[str, int] = field(default_factory=dict)
     """Sub-flows started so far, by parent branch (they number the sub-flows' branches)."""
     journal: Journal | None = None
     """Records finished calls and answers; on resume, matches calls against the records."""
-    nursery: TaskGroup | None = None
-    """The run's task group for background work (streams); cancelled when the flow ends."""
 
     def next_subflow(self, branch: str) -> int:
         """The index of the next sub-flow started in `branch` (stable across a resume)."""

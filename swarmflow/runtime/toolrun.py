@@ -75,7 +75,7 @@ class ToolRunner:
         observations: list[Message] = []
         refused: list[str] = []
         for call in calls:
-            outcome = await self.run_one(call)
+            outcome = await self._run_one(call)
             result = outcome.result
             observations.append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
             if outcome.refusal is not None:
@@ -99,7 +99,7 @@ class ToolRunner:
         self._repeats.append(signature)
         return len(self._repeats) >= LOOP_BLOCK_LIMIT
 
-    async def run_one(self, call: ToolCall) -> _Outcome:
+    async def _run_one(self, call: ToolCall) -> _Outcome:
         """One call: gate, parse, before-rails, run, after-rails, record."""
         refusal = self._gate(call)
         if refusal is not None:

@@ -6,7 +6,6 @@ import anyio
 import pytest
 
 from swarmflow import run
-from swarmflow.core.outcomes import Failed, Ok
 from swarmflow.dsl import DslError
 from swarmflow.testing import FunctionModel, ScriptedModel, Step
 
@@ -16,6 +15,7 @@ AB = "agent a {}\nagent b {}"
 
 
 async def run_text(source: str, model, **kw):
+    kw.setdefault("raise_on_failure", False)  # the tests read failures off the result
     return await run(load(source), model=model, **kw)
 
 
@@ -209,12 +209,10 @@ async def test_run_time_errors_are_located_diagnostics():
     assert "cannot take [0] of a list" in d.message
 
 
-async def test_a_failing_branch_is_an_outcome_not_a_crash():
+async def test_a_mistake_in_a_branch_fails_the_run_with_its_located_error():
     source = flow_text("  outs = parallel(2) |i| { [1][i] }\n  return outs", agents="")
     result = await run_text(source, FunctionModel(echo), task="t")
-    first, second = result.output
-    assert isinstance(first, Ok) and isinstance(second, Failed)
-    assert isinstance(second.error, DslError)
+    assert result.status == "failed" and isinstance(result.error, DslError)
 
 
 async def test_a_failing_step_fails_the_run_with_its_own_error():

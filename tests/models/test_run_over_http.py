@@ -66,7 +66,7 @@ async def test_bad_key_ends_the_session_in_error_with_a_reason(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
     chat_server.script(error_reply(401, "Incorrect API key provided", code="invalid_api_key"))
-    result = await run(one_call, model=make_model(), task="x")
+    result = await run(one_call, model=make_model(), task="x", raise_on_failure=False)
     assert isinstance(result.error, AgentFailed)
     ended = next(e for e in result.events if e.type == "session_ended")
     assert ended.state == "error" and "ModelAuthError" in ended.detail
@@ -79,7 +79,7 @@ async def test_real_calls_are_blocked_without_opt_in(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setenv(BLOCK_ENV, "1")
     model = OpenAIModel("gpt-4o", base_url="http://127.0.0.1:9/v1", api_key="sk-x")
-    result = await run(one_call, model=model, task="x")
+    result = await run(one_call, model=model, task="x", raise_on_failure=False)
     assert result.status == "failed" and "blocked" in str(result.error)
     assert (await run(one_call, model=FunctionModel(lambda r: "ok"), task="x")).status == "ok"
     await model.aclose()

@@ -61,7 +61,9 @@ def _by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]
 
 async def test_a_run_becomes_a_tree_of_genai_spans() -> None:
     provider, exporter = _provider()
-    result = await run(work, task="fix", model=FunctionModel(_policy, name="fn-model"), sinks=[OTelSink(provider)])
+    result = await run(
+        work, task="fix", model=FunctionModel(_policy, name="fn-model"), sinks=[OTelSink(provider)]
+    )
     assert result.status == "ok"
     spans = exporter.get_finished_spans()
     (root,) = _by_name(spans, "invoke_workflow work")
@@ -109,7 +111,9 @@ async def test_failures_and_refusals_are_error_spans() -> None:
         return "done"
 
     provider, exporter = _provider()
-    result = await run(f, model=FunctionModel(policy), sinks=[OTelSink(provider)])
+    result = await run(
+        f, model=FunctionModel(policy), sinks=[OTelSink(provider)], raise_on_failure=False
+    )
     assert result.status == "failed"
     spans = exporter.get_finished_spans()
     (root,) = _by_name(spans, "invoke_workflow")
@@ -184,7 +188,9 @@ async def test_spans_reach_a_real_otlp_receiver_over_http(receiver: ThreadingHTT
     exporter = exporter_module.OTLPSpanExporter(endpoint=f"http://{host}:{port}/v1/traces")
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(exporter))
-    await run(work, task="fix", model=FunctionModel(_policy, name="fn-model"), sinks=[OTelSink(provider)])
+    await run(
+        work, task="fix", model=FunctionModel(_policy, name="fn-model"), sinks=[OTelSink(provider)]
+    )
     provider.shutdown()  # flushes the batch to the receiver
     received = receiver.received  # type: ignore[attr-defined]
     assert received and all(path == "/v1/traces" for path, _, _ in received)

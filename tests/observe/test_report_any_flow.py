@@ -58,7 +58,7 @@ async def test_a_failed_run_says_why(capsys: pytest.CaptureFixture[str]) -> None
         await agent("a", "go")
         raise RuntimeError("the flow's own bug")
 
-    result = await run(broken, model=FunctionModel(lambda r: "ok"))
+    result = await run(broken, model=FunctionModel(lambda r: "ok"), raise_on_failure=False)
     assert result.status == "failed"
     assert main(["report", str(result.run_dir)]) == 0
     out = capsys.readouterr().out
@@ -140,3 +140,28 @@ def test_a_directory_without_a_log_is_exit_2(
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "holds no events.jsonl" in err and err.count("\n") == 1
+
+
+async def test_the_report_hides_what_is_secret_where_it_is_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    secret = "sk-live-REPORTSECRET-0123456789"
+    result = await run(essay, topic=f"rivers {secret}", model=FunctionModel(_model))
+    assert secret in result.events_path.read_text()  # not a secret where the run was made
+    monkeypatch.setenv("VIEWER_API_KEY", secret)
+    assert main(["report", str(result.run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert secret not in out and "[redacted]" in out
+    page = tmp_path / "page.html"
+    assert main(["report", str(result.run_dir), "--html", str(page)]) == 0
+    assert secret not in page.read_text() and "[redacted]" in page.read_text()
+
+
+def test_swarmflow_run_shows_the_live_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.dsl.helpers import EXAMPLES
+
+    flagship = str(EXAMPLES / "parallel_coder_arbiter.swarm")
+    assert main(["run", flagship, "--demo", "--input", "task=make the tests pass"]) == 0
+    shown = capsys.readouterr()
+    assert "status: ok" in shown.out
+    assert "coder 0" in shown.err and "run ok" in shown.err  # the demo's progress lines

@@ -82,7 +82,7 @@ async def test_leaving_early_cancels_the_run() -> None:
 
 
 async def test_a_bad_argument_is_raised_to_the_reader() -> None:
-    with pytest.raises(ConfigError, match="do not fit"):
+    with pytest.raises(ConfigError, match="has no input .nope."):
         async for _ in swarmflow.stream(two, nope=1, model=FunctionModel(lambda r: "x")):
             pass
     with pytest.raises(ConfigError, match="needs a @flow"):
@@ -111,3 +111,18 @@ async def test_text_deltas_arrive_when_the_model_streams() -> None:
     assert items.index(deltas[-1]) < items.index(called)  # the text streamed before the call ended
     final = items[-1]
     assert isinstance(final, RunFinished) and final.output == "Hello, world"
+
+
+async def test_a_failed_flow_streams_its_events_then_raises_flow_failed() -> None:
+    @flow(team=Team([Agent("a")]))
+    async def broken() -> None:
+        await agent("a", "go")
+        raise RuntimeError("the flow's own bug")
+
+    seen: list[str] = []
+    with pytest.raises(swarmflow.FlowFailed, match="the flow's own bug") as caught:
+        async with swarmflow.stream(broken, model=FunctionModel(lambda r: "x")) as events:
+            async for item in events:
+                seen.append(item.type)
+    assert seen[0] == "run_started" and seen[-1] == "run_finished"
+    assert events.result is caught.value.result and events.result.status == "failed"

@@ -15,6 +15,7 @@ from swarmflow import (
     budget,
     parallel,
 )
+from swarmflow.core.errors import ModelUnavailable
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.testing import FunctionModel, Step
 from tests.runtime.helpers import of_type, run_one
@@ -23,7 +24,7 @@ from tests.runtime.helpers import of_type, run_one
 async def test_outcomes_in_submission_order_and_failures_are_data() -> None:
     async def branch(i: int) -> object:
         if i == 1:
-            raise ValueError("branch one broke")
+            raise ModelUnavailable("branch one broke")
         if i == 2:
             return None
         return (await agent("w", f"task {i}")).text
@@ -79,7 +80,7 @@ async def test_failing_branch_never_cancels_siblings() -> None:
     async def policy(req: ModelRequest) -> str:
         if req.prompt == "bad":
             gate.set()
-            raise RuntimeError("model blew up")
+            raise ModelUnavailable("model blew up")
         await gate.wait()  # finishes only after its sibling has failed
         return "fine"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 
 from swarmflow import Agent, Failed, Ok, agent, compact, parallel, pipeline
+from swarmflow.core.errors import ToolError
 from swarmflow.core.messages import ModelRequest
 from swarmflow.testing import FunctionModel
 from tests.runtime.helpers import run_one
@@ -65,7 +66,7 @@ async def test_items_flow_through_stages_without_a_barrier() -> None:
 async def test_failing_item_becomes_failed_and_others_flow() -> None:
     async def stage(x: int) -> int:
         if x == 2:
-            raise ValueError("bad item")
+            raise ToolError("bad item")
         return x
 
     async def body() -> list[object]:

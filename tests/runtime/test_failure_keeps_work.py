@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from swarmflow import Agent, Team, agent, flow, run
+import pytest
+
+from swarmflow import Agent, FlowFailed, Team, agent, flow, run
 from swarmflow.testing import ScriptedModel, tool_call
 
 
@@ -37,7 +39,9 @@ async def test_a_failed_run_keeps_its_worktrees_and_commits(tmp_path: Path) -> N
     model = ScriptedModel(
         [tool_call("write_file", path="a.txt", content="two\n"), tool_call("submit", summary="ok")]
     )
-    result = await run(breaks, model=model, repo=repo, runs_root=tmp_path / "runs")
+    with pytest.raises(FlowFailed) as failed:
+        await run(breaks, model=model, repo=repo, runs_root=tmp_path / "runs")
+    result = failed.value.result
     assert result.status == "failed" and "the flow broke" in str(result.error)
     change = next(e for e in result.events if e.type == "workspace_changed")
     assert git(repo, "cat-file", "-t", change.commit).strip() == "commit"

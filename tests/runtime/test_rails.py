@@ -309,3 +309,22 @@ def test_every_hook_has_a_documented_amend_type() -> None:
 
     assert set(AMENDS) == set(Hook)
     assert AMENDS[Hook.AFTER_MODEL_CALL] is ModelResponse
+
+
+@pytest.mark.parametrize("hook", [h.value for h in Hook if h is not Hook.ON_ERROR])
+async def test_a_rail_that_raises_ends_the_session_in_error_at_any_hook(
+    hook: str, tmp_path: Path
+) -> None:
+    def broken(ctx: RailContext) -> None:
+        raise ValueError(f"rail bug at {ctx.hook.value}")
+
+    model = ScriptedModel([tool_call("read_file", path="f.txt"), "done"])
+    (tmp_path / "f.txt").write_text("x")
+    reader = Agent("a", tools=["read_file"], workspace="local")
+    rails = [rail("buggy", [hook], broken)]
+    result = await run_one([reader], lambda: _caught("a"), model, rails=rails, repo=tmp_path)
+    failed: AgentFailed = result.output
+    assert isinstance(failed.__cause__, ValueError)
+    assert f"rail bug at {hook}" in str(failed)
+    ended = of_type(result, "session_ended")
+    assert [e.state for e in ended] == ["error"]
