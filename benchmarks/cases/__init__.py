@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchmarks._harness import Row, Settings
-from benchmarks.cases import chain, dsl, fanout, imports, latency, pipeline, prefix, skew
+from benchmarks.cases import (
+    chain,
+    dsl,
+    dsl_slow,
+    fanout,
+    imports,
+    latency,
+    pipeline,
+    prefix,
+    skew,
+)
 
 Case = Callable[[Settings], list[Row]]
 
@@ -16,6 +26,7 @@ CASES: dict[str, Case] = {
     "latency": latency.bench,
     "pipeline": pipeline.bench,
     "dsl": dsl.bench,
+    "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
     "prefix": prefix.bench,
 }

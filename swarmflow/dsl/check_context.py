@@ -7,7 +7,7 @@ from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import callable_names, names, tool_names
-from swarmflow.dsl.diagnostics import Diagnostic, Severity
+from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, Severity, listing
 
 HUMAN = "human"
 OPERATORS = tuple(sorted(names("operator")))
@@ -42,6 +42,8 @@ class Context:
     used_agents: set[str] = field(default_factory=set)
     tools: tuple[str, ...] = field(default_factory=tool_names)
     assigned_at: dict[str, int] = field(default_factory=dict)
+    name_index: NameIndex = field(default_factory=lambda: NameIndex(()))
+    """Every name the steps can refer to, for did-you-mean in linear time."""
     reported: set[tuple[Any, ...]] = field(default_factory=set)
 
     def report(self, severity: Severity, code: str, message: str, node: Any) -> None:
@@ -75,8 +77,12 @@ class Context:
         return source == target or (source, target) in self.edges
 
     def shown_edges(self) -> str:
-        return ", ".join(f"{a} -> {b}" for a, b in sorted(self.edges)) or "none"
+        return listing([f"{a} -> {b}" for a, b in sorted(self.edges)])
 
     def known_names(self) -> set[str]:
         """Every name a step may refer to, before its own variables."""
-        return {*self.params, *self.imports, *self.agents, *CALLABLE_BUILTINS}
+        if self._known is None:
+            self._known = {*self.params, *self.imports, *self.agents, *CALLABLE_BUILTINS}
+        return self._known
+
+    _known: set[str] | None = None

@@ -92,10 +92,12 @@ class ExprChecker(CallChecker):
                 node,
             )
             return
-        pool = self.scope.visible() | self.ctx.known_names()
-        self.ctx.error(
-            "unknown-name", f"unknown name '{node.id}'{did_you_mean(node.id, pool)}", node
+        known = self.ctx.known_names()
+        close = self.ctx.name_index.suggest(
+            node.id, lambda n: n in known or self.scope.lookup(n) is not None
         )
+        hint = f"; did you mean '{close}'?" if close else ""
+        self.ctx.error("unknown-name", f"unknown name '{node.id}'{hint}", node)
 
     def number_(self, node: ast.Number) -> Value:
         return number(node.value, True)

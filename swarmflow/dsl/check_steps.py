@@ -9,7 +9,7 @@ from swarmflow.dsl.callables import names
 from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Context
 from swarmflow.dsl.check_exprs import ExprChecker
 from swarmflow.dsl.check_scope import Binding, Scope, Spend
-from swarmflow.dsl.diagnostics import did_you_mean
+from swarmflow.dsl.diagnostics import NameIndex, did_you_mean
 from swarmflow.dsl.values import (
     MODEL,
     NONE,
@@ -43,6 +43,7 @@ class StepChecker(ExprChecker):
 
     def check_steps(self, block: ast.Block) -> BlockResult:
         self.ctx.assigned_at = _assignments(block)
+        self.ctx.name_index = NameIndex([*_bound_names(block), *self.ctx.known_names()])
         result = self.block(block, lambda_body=False)
         self.spends.clear()
         return result
@@ -291,6 +292,9 @@ def _carried(before: Scope, body: Scope) -> Scope:
 
 def check_agents_used(module: ast.Module, ctx: Context) -> None:
     """Warn about agents no step uses (nor any used agent can message)."""
+    targets: dict[str, list[str]] = {}
+    for a, b in ctx.edges:
+        targets.setdefault(a, []).append(b)
     reachable = set(ctx.used_agents)
     frontier = list(reachable)
     while frontier:
@@ -298,8 +302,8 @@ def check_agents_used(module: ast.Module, ctx: Context) -> None:
         info = ctx.agents.get(agent)
         if info is None or "message_agent" not in info.tools:
             continue
-        for a, b in ctx.edges:
-            if a == agent and b not in reachable:
+        for b in targets.get(agent, ()):
+            if b not in reachable:
                 reachable.add(b)
                 frontier.append(b)
     for decl in module.agents:
@@ -329,19 +333,37 @@ def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None
 
 
 def _assignments(block: ast.Block) -> dict[str, int]:
-    """Every name assigned anywhere in the steps, with the first line that assigns it."""
+    """Every name assigned in the steps (not in |x| bodies), with the first line assigning it."""
     found: dict[str, int] = {}
     stack: list[ast.Block] = [block]
     while stack:
         current = stack.pop()
         for stmt in current.stmts:
             if isinstance(stmt, ast.Assign):
-                found.setdefault(stmt.target.id, stmt.line)
-                found[stmt.target.id] = min(found[stmt.target.id], stmt.line)
+                found[stmt.target.id] = min(found.get(stmt.target.id, stmt.line), stmt.line)
             elif isinstance(stmt, ast.If):
-                stack.append(stmt.then)
-                if stmt.orelse is not None:
-                    stack.append(stmt.orelse)
-            elif isinstance(stmt, ast.Session):
+                stack.extend(b for b in (stmt.then, stmt.orelse) if b is not None)
+            elif isinstance(stmt, ast.Session | ast.Loop):
                 stack.append(stmt.body)
+            elif isinstance(stmt, ast.Match):
+                stack.extend(arm.body for arm in stmt.arms)
+    return found
+
+
+def _bound_names(node: ast.Node) -> set[str]:
+    """Every name the steps bind anywhere: assignments, loop names and |x| parameters."""
+    found: set[str] = set()
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, ast.Node):
+            if isinstance(item, ast.Assign):
+                found.add(item.target.id)
+            elif isinstance(item, ast.Lambda):
+                found.update(p.id for p in item.params)
+            elif isinstance(item, ast.Loop) and item.var is not None:
+                found.add(item.var.id)
+            stack.extend(v for v in item.__dict__.values() if isinstance(v, list | ast.Node))
     return found

@@ -6,7 +6,7 @@ Every failure the DSL reports is one of these; nothing else escapes to the user.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -40,13 +40,9 @@ class Diagnostic(BaseModel):
 
     def render(self, source: str) -> str:
         """The header, then the source line and a caret under the place it names."""
-        lines = source.splitlines()
-        if not 1 <= self.line <= len(lines):
-            return self.header()
-        text = lines[self.line - 1]
-        return f"{self.header()}\n    {text}\n    {_caret(text, self.column, self._width(text))}"
+        return render_all([self], source, count=False)
 
-    def _width(self, text: str) -> int:
+    def caret_width(self, text: str) -> int:
         if self.end_line != self.line or self.end_column <= self.column:
             return 1
         return min(self.end_column, len(text) + 1) - self.column
@@ -62,6 +58,13 @@ class Spot:
         self.end_column = column + 1
 
 
+SHOWN = 50
+"""How many diagnostics are printed; the rest are counted."""
+_WIDE = 120
+"""Source lines longer than this are cut around the caret."""
+_CONTEXT = 50
+
+
 def _caret(text: str, column: int, width: int) -> str:
     # Keep tabs so the caret lines up however the terminal renders them.
     column = max(1, min(column, len(text) + 1))
@@ -69,15 +72,50 @@ def _caret(text: str, column: int, width: int) -> str:
     return pad + "^" + "~" * max(0, width - 1)
 
 
-def render_all(diagnostics: Iterable[Diagnostic], source: str) -> str:
-    """Every diagnostic rendered, one block after another, with a closing count."""
+def _window(text: str, columns: list[int]) -> tuple[str, int]:
+    """A long line cut around the carets: the text shown, and how many columns were cut."""
+    if len(text) <= _WIDE:
+        return text, 0
+    start = max(0, min(columns) - 1 - _CONTEXT)
+    end = min(len(text), max(max(columns) - 1 + _CONTEXT, start + _WIDE))
+    shown = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    return shown, start - (1 if start else 0)
+
+
+def render_all(diagnostics: Iterable[Diagnostic], source: str, *, count: bool = True) -> str:
+    """Diagnostics rendered: headers, then each source line once with a caret per problem.
+
+    At most `SHOWN` are printed; the closing count covers them all.
+    """
     chosen = list(diagnostics)
-    blocks = [d.render(source) for d in chosen]
-    errors = sum(1 for d in chosen if d.is_error)
-    warnings = len(chosen) - errors
-    if chosen:
+    lines = source.splitlines()
+    blocks: list[str] = []
+    shown = chosen[:SHOWN]
+    i = 0
+    while i < len(shown):
+        group = [shown[i]]
+        while i + len(group) < len(shown) and shown[i + len(group)].line == group[0].line:
+            group.append(shown[i + len(group)])
+        i += len(group)
+        blocks.extend(d.header() for d in group)
+        if 1 <= group[0].line <= len(lines):
+            blocks.extend(_source_lines(lines[group[0].line - 1], group))
+    if len(chosen) > SHOWN:
+        blocks.append(f"... and {len(chosen) - SHOWN} more not shown")
+    if count and chosen:
+        errors = sum(1 for d in chosen if d.is_error)
+        warnings = len(chosen) - errors
         blocks.append(f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}")
     return "\n".join(blocks)
+
+
+def _source_lines(text: str, group: list[Diagnostic]) -> list[str]:
+    shown, cut = _window(text, [d.column for d in group])
+    out = [f"    {shown}"]
+    for d in group:
+        width = min(d.caret_width(text), len(shown) - (d.column - 1 - cut))
+        out.append(f"    {_caret(shown, d.column - cut, max(1, width))}")
+    return out
 
 
 def _plural(n: int, word: str) -> str:
@@ -97,6 +135,43 @@ def suggest(name: str, candidates: Iterable[str]) -> str | None:
         return found[0]
     lowered = {c.lower(): c for c in pool}
     return lowered.get(name.lower())
+
+
+class NameIndex:
+    """Names indexed by their one-deletion variants, to find near misses in a large file.
+
+    A lookup costs the square of the name's length, not the size of the file: the candidates
+    are the names within two edits of it (one deletion on each side), then ranked by difflib.
+    """
+
+    SMALL = 200
+    """Below this many names, a lookup scans them all, as `suggest` does."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = set(names)
+        self.variants: dict[str, set[str]] = {}
+        self.lowered: dict[str, set[str]] = {}
+        for name in self.names:
+            self.lowered.setdefault(name.lower(), set()).add(name)
+            for variant in _deletions(name):
+                self.variants.setdefault(variant, set()).add(name)
+
+    def near(self, name: str) -> set[str]:
+        """Names within about two edits of `name`, and those equal to it but for case."""
+        found: set[str] = set(self.lowered.get(name.lower(), ()))
+        for variant in _deletions(name):
+            found |= self.variants.get(variant, set())
+        return found
+
+    def suggest(self, name: str, visible: Callable[[str], bool]) -> str | None:
+        """The closest visible name to `name`, if one is close enough."""
+        if len(self.names) < self.SMALL:
+            return suggest(name, (n for n in self.names if visible(n)))
+        return suggest(name, (n for n in self.near(name) if visible(n)))
+
+
+def _deletions(name: str) -> set[str]:
+    return {name} | {name[:i] + name[i + 1 :] for i in range(len(name))}
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

@@ -306,3 +306,36 @@ def test_raw_outcomes_handed_to_an_agent_are_a_warning():
     source = flow("  outs = parallel(2) { coder(task) }\n  return reviewer(outs)")
     [d] = [d for d in diags(source) if d.code == "outcomes"]
     assert d.severity == "warning" and "compact(...)" in d.message
+
+
+def test_a_line_with_several_problems_is_printed_once():
+    source = flow_text("  x = nope + nada\n  return x", agents="")
+    text = rendered(source)
+    assert text.count("x = nope + nada") == 1
+    assert text.count("^~~~") == 2
+
+
+def test_a_long_line_is_cut_around_the_caret():
+    padding = ", ".join(["1"] * 400)
+    source = flow_text(f"  x = [{padding}, nope, {padding}]\n  return x", agents="")
+    lines = rendered(source).splitlines()
+    [shown] = [line for line in lines if line.startswith("    ") and "nope" in line]
+    assert len(shown) < 200 and shown.strip().startswith("…") and shown.endswith("…")
+    caret_line = lines[lines.index(shown) + 1]
+    assert shown[caret_line.index("^") : caret_line.index("^") + 4] == "nope"
+
+
+def test_only_the_first_fifty_problems_are_printed_but_all_are_counted():
+    steps = "\n".join(f"  x{i} = nope{i}" for i in range(80))
+    source = flow_text(steps, agents="", signature="flow f(task: str)")
+    text = rendered(source)
+    assert text.count(": error: ") + text.count(": warning: ") == 50
+    assert "... and 32 more not shown" in text
+    assert text.endswith("80 errors, 2 warnings")
+
+
+def test_did_you_mean_still_finds_near_misses_among_thousands_of_names():
+    steps = "\n".join(f"  value_{i} = {i}" for i in range(3000))
+    source = flow_text(steps + "\n  return valeu_1234", agents="")
+    [found] = errors(source)
+    assert found.message == "unknown name 'valeu_1234'; did you mean 'value_1234'?"
