@@ -10,6 +10,7 @@ from benchmarks.cases import (
     dsl,
     dsl_slow,
     fanout,
+    handoff,
     imports,
     latency,
     pipeline,
@@ -28,5 +29,6 @@ CASES: dict[str, Case] = {
     "dsl": dsl.bench,
     "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
+    "handoff": handoff.bench,
     "prefix": prefix.bench,
 }
