@@ -40,7 +40,9 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "TextDelta",
     "batch",
+    "stream",
 }
 
 

@@ -15,6 +15,7 @@ from benchmarks.cases import (
     imports,
     latency,
     pipeline,
+    prefix,
     skew,
 )
 
@@ -30,5 +31,6 @@ CASES: dict[str, Case] = {
     "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
     "handoff": handoff.bench,
+    "prefix": prefix.bench,
     "batch": batch.bench,
 }

@@ -13,6 +13,8 @@ from swarmflow.cli import (
     batch_commands,
     dsl_commands,
     flow_commands,
+    graph_commands,
+    report_commands,
     run_commands,
     run_dirs_commands,
 )
@@ -26,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     dsl_commands.register(sub)
     run_commands.register(sub)
     flow_commands.register(sub)
+    graph_commands.register(sub)
+    report_commands.register(sub)
     run_dirs_commands.register(sub)
     batch_commands.register(sub)
     return parser
