@@ -134,7 +134,7 @@ def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
         program = compile_source(source, args.file, base_dir=str(Path(args.file).parent))
     except Exception:  # load_flow reports file and syntax problems with their places
         return dict(raw)
-    from swarmflow.dsl.build import convert_input
+    from swarmflow.dsl.to_flow import convert_input
 
     params = {p.name: p for p in program.params}
     unknown = sorted(set(raw) - set(params))
