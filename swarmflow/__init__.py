@@ -22,6 +22,9 @@ from swarmflow.core.team import Agent, Team
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.runner import RunResult, run, run_sync
 from swarmflow.runtime.flow import Flow, flow
+from swarmflow.tools.function_tool import ToolCallContext, tool
+from swarmflow.tools.mcp import mcp_http, mcp_stdio
+from swarmflow.tools.policy import tool_policy
 
 __version__ = "0.1.0"
 
@@ -46,6 +49,7 @@ __all__ = [
     "RunResult",
     "SwarmflowError",
     "Team",
+    "ToolCallContext",
     "TopologyError",
     "agent",
     "agent_session",
@@ -53,8 +57,12 @@ __all__ = [
     "compact",
     "flow",
     "human",
+    "mcp_http",
+    "mcp_stdio",
     "parallel",
     "pipeline",
     "run",
     "run_sync",
+    "tool",
+    "tool_policy",
 ]

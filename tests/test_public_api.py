@@ -40,6 +40,11 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "ToolCallContext",
+    "mcp_http",
+    "mcp_stdio",
+    "tool",
+    "tool_policy",
 }
 
 

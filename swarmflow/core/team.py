@@ -7,9 +7,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.ports import Tool, ToolProvider
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -38,7 +39,11 @@ class Agent(BaseModel):
     model: Any = None
     """A model object or a model name; None uses the run's default model."""
     tools: tuple[str, ...] = ()
-    """Names of the tools this agent may call. Calls to any other tool are refused."""
+    """Names of the tools this agent may call. Calls to any other tool are refused. Given as
+    names, tool objects (`@tool` functions) or tool providers (MCP servers); the objects are
+    kept in `provided` and their names listed here."""
+    provided: tuple[Any, ...] = ()
+    """The tool objects and tool providers given in `tools`, in order."""
     workspace: WorkspaceKind = "none"
     """Where its tools act: none, a local directory, its own git worktree, or a shared one."""
     allowance: int | None = None
@@ -57,10 +62,20 @@ class Agent(BaseModel):
             data["name"] = name
         super().__init__(**data)
 
-    @field_validator("tools", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _tools_tuple(cls, value: Iterable[str]) -> tuple[str, ...]:
-        return tuple(value)
+    def _split_tools(cls, data: Any) -> Any:
+        """Names stay in `tools`; objects move to `provided`, a tool's name kept in `tools`."""
+        if not isinstance(data, dict) or "tools" not in data:
+            return data
+        given = data["tools"]
+        if isinstance(given, str | Tool | ToolProvider):
+            given = [given]
+        names: list[str] = []
+        provided = list(data.get("provided", ()))
+        for item in given:
+            names.extend(_tool_entry(item, provided, data.get("name")))
+        return {**data, "tools": tuple(dict.fromkeys(names)), "provided": tuple(provided)}
 
     @field_validator("name")
     @classmethod
@@ -77,6 +92,23 @@ class Agent(BaseModel):
         if invoke is None:
             raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")
         return invoke(self.name, prompt, **kwargs)
+
+
+def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:
+    """The names one entry of `tools` adds; an object is also appended to `provided`."""
+    if isinstance(item, str):
+        return [item]
+    if isinstance(item, Tool):
+        if item not in provided:
+            provided.append(item)
+        return [item.name]
+    if isinstance(item, ToolProvider):
+        if item not in provided:
+            provided.append(item)
+        return []  # its tools are named when it starts with the run
+    raise ConfigError(
+        f"agent {agent!r}: tools takes names, @tool functions or tool servers; got {item!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

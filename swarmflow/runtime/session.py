@@ -71,6 +71,8 @@ class AgentSession:
         "_rails",
         "_sent_units",
         "_specs",
+        "_tool_source",
+        "_tool_names",
         "_system_message",
         "_tool_runner",
         "agent",
@@ -131,6 +133,7 @@ class AgentSession:
         self._price = profile.price
         self._ledgers = self._ledger_set()
         self._specs = profile.specs
+        self._tool_source, self._tool_names = profile.source, profile.tools
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
         self._system_message = Message("system", system) if system else None
         # The part of every request that compaction cannot shrink: role card and tool schemas.
@@ -191,14 +194,15 @@ class AgentSession:
             workspace=self.workspace,
             emit=self.emit,
             message_agent=self.messenger,
+            budget=self.scope.ledger.snapshot,
         )
 
     @property
     def _tools(self) -> ToolRunner:
         if self._tool_runner is None:  # made late: the workspace and messenger are set by then
             self._tool_runner = ToolRunner(
-                self.run.tools,
-                self.agent.tools,
+                self._tool_source,
+                self._tool_names,
                 context=self.tool_context(),
                 emit=self.emit,
                 rails=self._rails_at if self._rails else None,
