@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchmarks._harness import Row, Settings
-from benchmarks.cases import chain, dsl, dsl_slow, fanout, imports, latency, pipeline, skew
+from benchmarks.cases import (
+    chain,
+    dsl,
+    dsl_slow,
+    fanout,
+    handoff,
+    imports,
+    latency,
+    pipeline,
+    skew,
+)
 
 Case = Callable[[Settings], list[Row]]
 
@@ -18,4 +28,5 @@ CASES: dict[str, Case] = {
     "dsl": dsl.bench,
     "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
+    "handoff": handoff.bench,
 }

@@ -22,7 +22,12 @@ def register(subparsers: Any) -> None:
         description="Print each problem as file:line:col: severity: "
         "message, with the source line and a caret.",
     )
-    check.add_argument("files", nargs="+", metavar="FILE", help=".swarm files to check")
+    check.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE|MODULE:FLOW",
+        help=".swarm files, or Python flows as package.module:flow (their declarations)",
+    )
     check.add_argument(
         "--allow-warnings", action="store_true", help="exit 0 when there are warnings but no errors"
     )
@@ -53,9 +58,19 @@ def check_command(args: argparse.Namespace) -> int:
     """Print diagnostics for each file; 0 clean, 1 diagnostics, 2 unreadable file."""
     from swarmflow.dsl.checker import check_source
     from swarmflow.dsl.diagnostics import render_all
+    from swarmflow.dsl.python_flows import looks_like_python_flow
 
     status = OK
     for path in args.files:
+        if looks_like_python_flow(path) and not Path(path).exists():
+            problems, module_source = _check_python(path)
+            if problems is None:
+                return USAGE
+            if problems:
+                print(render_all(problems, module_source))
+            if any(d.is_error for d in problems) or (problems and not args.allow_warnings):
+                status = PROBLEMS
+            continue
         source = _read(path)
         if source is None:
             return USAGE
@@ -65,6 +80,19 @@ def check_command(args: argparse.Namespace) -> int:
         if any(d.is_error for d in found) or (found and not args.allow_warnings):
             status = PROBLEMS
     return status
+
+
+def _check_python(spec: str) -> tuple[Any, str]:
+    """Diagnostics of a Python flow named `module:flow`, or None when it cannot be loaded."""
+    from swarmflow.dsl import DslError
+    from swarmflow.dsl.python_flows import check_python_flow, load_python_flow
+
+    try:
+        flow = load_python_flow(spec)
+    except DslError as exc:
+        print(f"swarmflow: {exc}", file=sys.stderr)
+        return None, ""
+    return check_python_flow(flow)
 
 
 def _program(path: str) -> tuple[Any, int]:

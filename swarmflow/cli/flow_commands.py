@@ -15,6 +15,7 @@ from swarmflow.core.errors import ConfigError, FlowFailed, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
 from swarmflow.core.ports import HumanChannel
+from swarmflow.core.secrets import scrubbed
 from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
 from swarmflow.flows.progress import ProgressSink
@@ -93,7 +94,7 @@ def report_command(args: argparse.Namespace) -> int:
     if not (run_dir / "events.jsonl").is_file():
         print(f"swarmflow report: no events.jsonl in {run_dir}", file=sys.stderr)
         return 1
-    print(report_from_dir(run_dir), end="")
+    print(scrubbed(report_from_dir(run_dir)), end="")
     return 0
 
 
@@ -112,13 +113,13 @@ def demo_command(args: argparse.Namespace) -> int:
     except FlowFailed as failed:  # the report still shows what the run did
         result = failed.result
     except SwarmflowError as exc:
-        print(f"swarmflow demo: {exc}", file=sys.stderr)
+        print(scrubbed(f"swarmflow demo: {exc}"), file=sys.stderr)
         return 1
-    print(render_report(result.events, result.run_dir), end="")
+    print(scrubbed(render_report(result.events, result.run_dir)), end="")
     if args.keep:
         print(f"worktrees kept in {result.run_dir / 'worktrees'}")
     if result.error is not None:
-        print(f"swarmflow demo: the run failed: {result.error}", file=sys.stderr)
+        print(scrubbed(f"swarmflow demo: the run failed: {result.error}"), file=sys.stderr)
     return 0 if result.status == "ok" else 1
 
 

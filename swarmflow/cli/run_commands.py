@@ -13,6 +13,7 @@ from typing import Any
 
 from swarmflow._failures import flow_line
 from swarmflow.cli.model_options import add_model_options, model_from_args
+from swarmflow.core.secrets import scrubbed
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 INTERRUPTED = 130
@@ -133,7 +134,7 @@ def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
         program = compile_source(source, args.file, base_dir=str(Path(args.file).parent))
     except Exception:  # load_flow reports file and syntax problems with their places
         return dict(raw)
-    from swarmflow.dsl.build import convert_input
+    from swarmflow.dsl.to_flow import convert_input
 
     params = {p.name: p for p in program.params}
     unknown = sorted(set(raw) - set(params))
@@ -208,18 +209,21 @@ def _approve(question: str, payload: Any) -> Any:
 
 
 def _report(result: Any) -> int:
-    print(f"status: {result.status}")
+    lines = [f"status: {result.status}"]
     if result.error is not None:
-        print(f"error: {type(result.error).__name__}: {result.error}")
+        lines.append(f"error: {type(result.error).__name__}: {result.error}")
         where = flow_line(result.error) if result.status == "failed" else None
         if where is not None:
-            print(f"  at {where}")
+            lines.append(f"  at {where}")
     if result.pause_token:
-        print(f"paused: answer token {result.pause_token}")
-        print(f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE")
-    print(f"output: {_show(result.output)}")
-    print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
-    print(f"events: {result.events_path}")
+        lines.append(f"paused: answer token {result.pause_token}")
+        lines.append(
+            f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE"
+        )
+    lines.append(f"output: {_show(result.output)}")
+    lines.append(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
+    lines.append(f"events: {result.events_path}")
+    print(scrubbed("\n".join(lines)))  # the model may have echoed a secret: the one policy
     return OK if result.status == "ok" else PROBLEMS
 
 

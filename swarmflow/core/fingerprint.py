@@ -26,18 +26,24 @@ one long identifier, hash or key. Shorter runs are common phrases that unrelated
 chance ("the function returns" is 19)."""
 GRAM = 12
 STRIDE = MATCH_CHARS - GRAM + 1
-MAX_HITS = 8
-"""Positions kept per window: a window repeated more often is padding, not a distinguishing run."""
+MAX_HITS = STRIDE + 1
+"""Positions of one window kept per piece. Past that the piece repeats itself (padding, a
+periodic run); the first STRIDE + 1 positions still align with any run of the repeat."""
 MAX_PRODUCT_CHARS = 1 << 18
 """Of a larger product only the first 256 K normalised characters are fingerprinted."""
 _STEP = 64
 _NOISE = re.compile(r"[\W_]+")
+_ALNUM = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ASCII_DROP = bytes(b for b in range(128) if b not in _ALNUM)
+_ASCII_LOWER = bytes.maketrans(_ALNUM[36:], _ALNUM[10:36])
 
 Span = tuple[int, int]
 
 
 def normalize(text: str) -> str:
     """Letters and digits only, case-folded: the form in which texts are compared."""
+    if text.isascii():  # the common case, in C: the same result as the general one, 10x faster
+        return text.encode().translate(_ASCII_LOWER, _ASCII_DROP).decode()
     return _NOISE.sub("", text).casefold()
 
 
@@ -121,10 +127,13 @@ class FingerprintIndex:
 
 
 def _index_windows(grams: dict[str, list[tuple[int, int]]], piece: int, text: str) -> None:
+    seen: dict[str, int] = {}
     for i in range(len(text) - GRAM + 1):
-        hits = grams.setdefault(text[i : i + GRAM], [])
-        if len(hits) < MAX_HITS:
-            hits.append((piece, i))
+        gram = text[i : i + GRAM]
+        count = seen.get(gram, 0)
+        if count < MAX_HITS:
+            seen[gram] = count + 1
+            grams.setdefault(gram, []).append((piece, i))
 
 
 def _runs(

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from typing import Any
 
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE
@@ -32,8 +33,8 @@ MIN_PART = 4
 """The shortest part of a secret recognised at a cut edge."""
 REDACTED = "[redacted]"
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@")
-_END = r"""(?=["'…]|\.\.\.|\Z)"""
-_START = r"""(?:(?<=["'…])|\A)"""
+_EDGE = r"""(?=["'…]|\.\.\.|\Z)"""
+_EDGE_REVERSED = _EDGE  # "…" and "..." read the same reversed
 
 
 def is_secret(name: str, value: str) -> bool:
@@ -59,34 +60,76 @@ def public_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class Redactor:
-    """Replaces secret values, and parts of them at cut edges, in text and in bytes."""
+    """Replaces secret values, and parts of them at cut edges, in text and in bytes.
 
-    __slots__ = ("_bytes", "_text", "secrets")
+    Two passes, each an alternation of literals that the regex engine skips through quickly:
+    the text forwards (whole secrets, and first parts before a cut edge), then the text
+    reversed (last parts after a cut edge are first parts of the reversed secret).
+    """
+
+    __slots__ = ("_back", "_back_bytes", "_fwd", "_fwd_bytes", "_hint", "_hint_text", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len))[::-1]
-        pattern = _pattern(self.secrets)
-        self._text = re.compile(pattern) if pattern else None
-        self._bytes = re.compile(pattern.encode()) if pattern else None
+        forward, backward = _patterns(self.secrets)
+        self._fwd = re.compile(forward) if forward else None
+        self._back = re.compile(backward) if backward else None
+        self._fwd_bytes = re.compile(forward.encode()) if forward else None
+        self._back_bytes = re.compile(backward.encode()) if backward else None
+        # Every match starts with a secret's first MIN_PART characters or ends with its last:
+        # one search for those plain words skips both passes for almost every event.
+        ends = {
+            e for s in self.secrets for e in (s[:MIN_PART], s[-MIN_PART:], _escaped(s)[:MIN_PART])
+        }
+        hint = "|".join(map(re.escape, sorted(ends)))
+        self._hint_text = re.compile(hint) if ends else None
+        self._hint = re.compile(hint.encode()) if ends else None
 
     def __bool__(self) -> bool:
-        return self._text is not None
+        return self._fwd is not None
 
     def scrub(self, text: str) -> str:
         """`text` with every secret, and every part of one at a cut edge, replaced."""
-        if self._text is None or not text:
+        if self._fwd is None or self._back is None or self._hint_text is None or not text:
             return text
-        return self._text.sub(REDACTED, text)
+        if not self._hint_text.search(text):
+            return text
+        text = self._fwd.sub(REDACTED, text)
+        reverse = text[::-1]
+        if self._back.search(reverse):
+            text = self._back.sub(REDACTED[::-1], reverse)[::-1]
+        return text
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """`scrub` for UTF-8 bytes (a serialised event line)."""
-        if self._bytes is None or not self._bytes.search(data):
+        if self._fwd_bytes is None or self._back_bytes is None or self._hint is None:
             return data
-        return self._bytes.sub(REDACTED.encode(), data)
+        if not self._hint.search(data):
+            return data
+        if self._fwd_bytes.search(data):
+            data = self._fwd_bytes.sub(REDACTED.encode(), data)
+        reverse = data[::-1]
+        if self._back_bytes.search(reverse):
+            data = self._back_bytes.sub(REDACTED[::-1].encode(), reverse)[::-1]
+        return data
 
     def preview(self, text: str, limit: int) -> str:
         """At most about `limit` characters of `text`, scrubbed before the cut."""
         return preview(self.scrub(text), limit)
+
+
+def scrubbed(text: str) -> str:
+    """`text` with this process's secrets scrubbed: for what the CLI prints."""
+    return environment_redactor().scrub(text)
+
+
+def scrubbing(redactor: Redactor) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]:
+    """A structlog processor that scrubs every string value of the event dict."""
+
+    def scrub(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+        return {k: redactor.scrub(v) if isinstance(v, str) else v for k, v in event.items()}
+
+    return scrub
 
 
 def preview(text: str, limit: int) -> str:
@@ -105,29 +148,27 @@ def environment_redactor() -> Redactor:
     return _environment_redactor(frozenset(os.environ.items()))
 
 
-def _pattern(secrets: tuple[str, ...]) -> str:
-    """One alternation: each secret whole (raw and JSON-escaped), then its cut parts."""
+def _patterns(secrets: tuple[str, ...]) -> tuple[str, str]:
+    """The forward alternation (each secret whole, raw and JSON-escaped; each first part at a
+    cut edge) and the backward one (each last part, reversed, at a cut edge)."""
     whole: set[str] = set()
     for secret in secrets:
-        whole.update((secret, json.dumps(secret)[1:-1]))
-    alternatives = [re.escape(form) for form in sorted(whole, key=len, reverse=True)]
-    for secret in secrets:
-        alternatives.append(_prefix(secret) + _END)
-        alternatives.append(_START + _suffix(secret))
-    return "|".join(alternatives)
+        whole.update((secret, _escaped(secret)))
+    forward = [re.escape(form) for form in sorted(whole, key=len, reverse=True)]
+    forward.extend(_prefix(secret) + _EDGE for secret in secrets)
+    backward = [_prefix(secret[::-1]) + _EDGE_REVERSED for secret in secrets]
+    return "|".join(forward), "|".join(backward)
+
+
+def _escaped(secret: str) -> str:
+    """`secret` as it appears inside a JSON string."""
+    return json.dumps(secret)[1:-1]
 
 
 def _prefix(secret: str) -> str:
-    """Any first part of `secret` of at least MIN_PART characters, longest first."""
+    """Any first part of `secret` of at least MIN_PART characters but not all of it, longest
+    first."""
     tail = ""
     for ch in reversed(secret[MIN_PART:-1]):
         tail = f"(?:{re.escape(ch)}{tail})?"
     return re.escape(secret[:MIN_PART]) + tail
-
-
-def _suffix(secret: str) -> str:
-    """Any last part of `secret` of at least MIN_PART characters, longest first."""
-    head = ""
-    for ch in secret[1:-MIN_PART]:
-        head = f"(?:{head}{re.escape(ch)})?"
-    return head + re.escape(secret[-MIN_PART:])

@@ -73,7 +73,7 @@ def compile_source(source: str, filename: str = "<string>", *, base_dir: str | N
 
 def load_source(source: str, filename: str = "<string>", *, base_dir: str | None = None) -> Any:
     """A runnable `swarmflow.Flow` from `.swarm` text."""
-    from swarmflow.dsl.build import build_flow
+    from swarmflow.dsl.to_flow import build_flow
 
     program = compile_source(source, filename, base_dir=base_dir)
     return build_flow(program, base_dir)

@@ -92,13 +92,17 @@ def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
         found = importlib.util.find_spec(use.module) is not None
     except (ImportError, ValueError):
         found = False
-    if not found:
+    if not found and (ctx.base_dir is None or not _next_to_flow(use.module, ctx.base_dir)):
         ctx.error(
             "unknown-module",
-            f"cannot find Python module '{use.module}'; check the "
-            "spelling, and that its package is installed or on PYTHONPATH",
+            f"cannot find Python module '{use.module}'; check the spelling, and that its "
+            "package is installed, on PYTHONPATH, or a .py file next to this flow",
             use,
         )
+
+
+def _next_to_flow(module: str, base_dir: str) -> bool:
+    return Path(base_dir, *module.split(".")).with_suffix(".py").is_file()
 
 
 def _check_params(module: ast.Module, ctx: Context) -> None:

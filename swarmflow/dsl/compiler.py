@@ -4,7 +4,7 @@ Names are resolved statically: a step reads a name from the step that last wrote
 (or from outside its block), so re-assigning a name never races with a reader of the old
 value. A `session` block becomes an opening step, its turns chained in source order, and a
 closing step. A step that may `return` waits for every step before it and holds back every
-step after it. IR to `Flow` lives in build.py (`build_flow`), re-exported here.
+step after it. IR to `Flow` lives in to_flow.py (`build_flow`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmflow.core.outcomes import Ok
-from swarmflow.dsl import ast, calls
+from swarmflow.dsl import ast, run_calls
 from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.ir import Program, StepGraph
@@ -167,10 +167,10 @@ class Evaluator:
             ) from None
 
     async def call(self, node: ast.Call) -> Any:
-        return await calls.call(self, node)
+        return await run_calls.call(self, node)
 
     async def parallel_(self, node: ast.Parallel) -> Any:
-        return await calls.run_parallel(self, node, stream=False)
+        return await run_calls.run_parallel(self, node, stream=False)
 
     async def budget_(self, node: ast.BudgetCall) -> Any:
         return await budget()

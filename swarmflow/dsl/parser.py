@@ -14,10 +14,10 @@ from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.builder import AstBuilder, BuildState, build_state
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.lexer import LexError, Newlines, Origin, lexing
 from swarmflow.dsl.syntax_errors import describe_lex_error, describe_unexpected
+from swarmflow.dsl.syntax_tree import AstBuilder, BuildState, build_state
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _parser: Lark | None = None

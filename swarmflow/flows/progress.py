@@ -1,7 +1,8 @@
 """Live progress of a run: one line per agent with its state, tokens spent and current tool.
 
 On a terminal the lines are redrawn in place (ANSI), with flow notes scrolling above them;
-elsewhere (CI logs, pipes) each change is appended as a plain line.
+elsewhere (CI logs, pipes) each change is appended as a plain line, rendered by structlog's
+console renderer. Everything shown goes through the secret policy (`core.secrets`) first.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from swarmflow.core.events import (
     AgentFinished,
@@ -27,6 +28,7 @@ from swarmflow.core.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
+from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
 from swarmflow.flows.report import agent_label
 
 _COLORS = {
@@ -64,12 +66,21 @@ class ProgressSink:
     )  # fmt: skip
     """The events it reads; the event log may skip building the others as objects."""
 
-    def __init__(self, stream: TextIO | None = None, *, tty: bool | None = None) -> None:
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        tty: bool | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """`redactor`: the secret policy for what is shown (default: this process's secrets)."""
         self.stream = stream if stream is not None else sys.stderr
         self.tty = _isatty(self.stream) if tty is None else tty
         self.color = self.tty and not os.environ.get("NO_COLOR")
         self.rows: dict[str, Row] = {}
         self._drawn = 0
+        self.redactor = redactor if redactor is not None else environment_redactor()
+        self._line = _plain_line(self.redactor)
 
     def write(self, event: EventBase | None, line: bytes) -> None:
         """Update the view for one event (None: one of the types it did not ask for)."""
@@ -113,10 +124,10 @@ class ProgressSink:
 
     def _append(self, t: float, notes: list[str], changed: Row | None) -> None:
         """Plain output: the notes, then the row if its state changed."""
-        stamp = f"{t:7.2f}s"
-        lines = [f"{stamp}  · {n}" for n in notes]
+        texts = [f" · {n}" for n in notes]
         if changed is not None and changed.state in _LOGGED:
-            lines.append(f"{stamp}{self._row_text(changed)}")
+            texts.append(self._row_text(changed)[1:])  # the renderer puts one space after the time
+        lines = [self._line({"t": t, "event": text}) for text in texts]
         if lines:
             self.stream.write("\n".join(lines) + "\n")
             self.stream.flush()
@@ -127,7 +138,7 @@ class ProgressSink:
         out.extend(f"  · {n}\n" for n in notes)
         block = [self._row_text(r) for r in self.rows.values()]
         out.extend(f"{line}\n" for line in block)
-        self.stream.write("".join(out))
+        self.stream.write(self.redactor.scrub("".join(out)))
         self.stream.flush()
         self._drawn = len(block)
 
@@ -137,6 +148,28 @@ class ProgressSink:
         if self.color:
             state = f"\x1b[{_COLORS.get(row.state, '0')}m{state}\x1b[0m"
         return f"  {row.label:<12} {state} {row.tool:<14} {row.tokens:>9,} tok"
+
+
+def _plain_line(redactor: Redactor) -> Any:
+    """One plain progress line from `{"t": seconds, "event": text}`: the secret policy, then
+    structlog's console renderer with a time column and the text."""
+    from structlog.dev import Column, ConsoleRenderer, KeyValueColumnFormatter
+
+    def column(key: str, shown: Any) -> Column:
+        plain = KeyValueColumnFormatter(
+            key_style=None, value_style="", reset_style="", value_repr=shown, width=0
+        )
+        return Column(key, plain)
+
+    render = ConsoleRenderer(
+        columns=[column("t", lambda t: f"{t:7.2f}s"), column("event", str), column("", str)]
+    )
+    scrub = scrubbing(redactor)
+
+    def line(event: dict[str, Any]) -> str:
+        return str(render(None, "info", scrub(None, "info", event)))
+
+    return line
 
 
 def _apply(row: Row, event: EventBase) -> None:

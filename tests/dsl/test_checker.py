@@ -14,7 +14,7 @@ agent reviewer { tools [read_file] }
 agent arbiter {}
 """
 EDGES = "edges coder -> reviewer -> arbiter -> human, coder -> arbiter"
-HEAD = "use Verdict, has_text, first_line from swarmflow.dsl.examples_support\n"
+HEAD = "use Verdict, has_text, first_line from swarm_examples\n"
 
 
 def flow(

@@ -39,7 +39,7 @@ def test_compile_needs_only_the_syntax_tree():
     ]
     assert prog.limits == {"tokens": 2e6, "calls": 400, "cost": 5.0, "seconds": 1800.0}
     assert [(i.local, i.module) for i in prog.imports] == [
-        ("Verdict", "swarmflow.dsl.examples_support")
+        ("Verdict", "swarm_examples")
     ]
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from swarm_examples import Verdict, parallel_coder_arbiter
 
 from swarmflow import run
 from swarmflow.dsl import load_flow
-from swarmflow.dsl.examples_support import Verdict, parallel_coder_arbiter
 from swarmflow.testing import ScriptedModel, Step
 
 from .helpers import EXAMPLES, graph_nodes, normalised

@@ -102,7 +102,7 @@ async def test_pipeline_stages_agents_imports_and_bodies():
     source = flow_text(
         '  xs = pipeline(["x\\nmore", "y"], a, first_line) |line| { "<{line}>" }\n'
         "  return compact(xs)",
-        head="use first_line from swarmflow.dsl.examples_support",
+        head="use first_line from swarm_examples",
         agents="agent a {}",
     )
     result = await run_text(source, FunctionModel(lambda r: f"{r.prompt}!\nsecond line"), task="t")
@@ -138,7 +138,7 @@ async def test_compact_keep_and_human():
         "  kept = compact(outs, keep: has_text)\n"
         '  answer = human("Ship {len(kept)}?", kept, timeout: 5s)\n'
         "  return answer",
-        head="use has_text from swarmflow.dsl.examples_support",
+        head="use has_text from swarm_examples",
         agents="agent a {}",
         edges="edges a -> human",
     )
@@ -177,7 +177,7 @@ async def test_structured_answers_and_outputs():
         "  r = a(task, output: Review)\n"
         '  session b { v = ask "pick" as Verdict }\n'
         "  return [r.value.score, v.choice]",
-        head="use Review, Verdict from swarmflow.dsl.examples_support",
+        head="use Review, Verdict from swarm_examples",
         agents=AB,
     )
 
@@ -232,8 +232,8 @@ def test_load_refuses_a_flow_with_errors():
 def test_load_reports_missing_imports_and_non_models_where_they_are_used():
     source = flow_text(
         '  session a { v = ask "q" as first_line }\n  return v',
-        head="use first_line from swarmflow.dsl.examples_support\n"
-        "use nothing from swarmflow.dsl.examples_support",
+        head="use first_line from swarm_examples\n"
+        "use nothing from swarm_examples",
         agents="agent a {}",
     )
     with pytest.raises(DslError) as caught:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from swarm_examples import Review
 
 from swarmflow import run
 from swarmflow.dsl import DslError, load_flow
-from swarmflow.dsl.examples_support import Review
 from swarmflow.testing import FunctionModel, ScriptedModel
 
 from . import twins

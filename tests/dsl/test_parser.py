@@ -37,7 +37,7 @@ def test_every_example_parses(path):
 def test_declarations_are_read_with_their_parts():
     module = parse(
         "flow fix(task: str, n: int = 3) -> Verdict\n"
-        "use Verdict, first_line as first from swarmflow.dsl.examples_support\n"
+        "use Verdict, first_line as first from swarm_examples\n"
         "budget tokens 2M, calls 400, cost $5, time 30m\n"
         'agent coder { card "c.md.j2"  tools [read_file, edit]  workspace worktree  '
         "allowance 400k  steps 30 }\n"
@@ -51,7 +51,7 @@ def test_declarations_are_read_with_their_parts():
         ("Verdict", "Verdict"),
         ("first_line", "first"),
     ]
-    assert module.uses[0].module == "swarmflow.dsl.examples_support"
+    assert module.uses[0].module == "swarm_examples"
     assert {b.key.id: b.value.value for b in module.budget} == {
         "tokens": 2_000_000,
         "calls": 400,

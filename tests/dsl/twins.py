@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from swarm_examples import Review, Triage
+
 from swarmflow import Flow, agent, agent_session, human
-from swarmflow.dsl.examples_support import Review, Triage
 from swarmflow.runtime.prompts import render_prompt
 
 

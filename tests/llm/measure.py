@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
+from examples.swarm_examples import Review
 from swarmflow.core.messages import Message, ModelRequest, OutputSpec, ToolSpec
-from swarmflow.dsl.examples_support import Review
 from swarmflow.models import OpenAIModel
 from tests.support.llama_server import llama_server
 

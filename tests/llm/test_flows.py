@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from examples.swarm_examples import Review
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.dsl import load_flow
-from swarmflow.dsl.examples_support import Review
 from swarmflow.models import OpenAIModel
 
 pytestmark = [pytest.mark.llm, pytest.mark.allow_model_calls]

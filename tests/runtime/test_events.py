@@ -102,3 +102,86 @@ def test_event_schema_is_json_serialisable() -> None:
 
     with pytest.raises(ValidationError):  # frozen
         e.seq = 3  # type: ignore[misc]
+
+
+ECHOED = "xa9Q8w7E6r5T4y3U2i1O0pLk"
+"""A secret in the environment (under a name only the one policy calls secret) that the model
+echoes; no part of it of MIN_PART characters may show anywhere."""
+
+
+def _parts(secret: str) -> list[str]:
+    from swarmflow.core.secrets import MIN_PART
+
+    n = len(secret)
+    return [secret[i:j] for i in range(n) for j in range(i + MIN_PART, n + 1)]
+
+
+def _assert_clean(surface: str, text: str) -> None:
+    leaked = [p for p in _parts(ECHOED) if p in text]
+    assert not leaked, f"{surface} shows {leaked[:3]}"
+
+
+async def test_an_echoed_secret_reaches_no_surface(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The model echoes X_AUTH; the session's 1,000-character preview cuts it in two, and the
+    human question, progress, report and log show none of it."""
+    import io
+
+    from swarmflow import Agent, human
+    from swarmflow.flows.progress import ProgressSink
+    from swarmflow.flows.report import render_report, report_from_dir
+
+    monkeypatch.setenv("X_AUTH", ECHOED)
+    pad = "p" * (1000 - 9)  # the preview ends 9 characters into the secret
+    model = FunctionModel(lambda req: f"{pad}{ECHOED} is what I found")
+    plain, tty = io.StringIO(), io.StringIO()
+    log_dir = tmp_path / "log"
+    sinks = [
+        MemorySink(),
+        JsonlSink(log_dir / "events.jsonl"),
+        ProgressSink(plain, tty=False),
+        ProgressSink(tty, tty=True),
+    ]
+
+    async def body() -> object:
+        out = await agent("w", "find the key")
+        return await human(f"Is {out.text[-60:]} right?", payload={"seen": out.text[990:]})
+
+    result = await run_one(
+        [Agent("w")], body, model, edges=[("w", "human")], events=sinks, human=["yes"],
+    )  # fmt: skip
+    assert result.status == "ok", result.error
+    finished = [e for e in result.events if e.type == "agent_finished"]
+    assert finished and finished[0].preview.startswith(pad)  # the cut really is mid-secret
+    _assert_clean("events.jsonl", (log_dir / "events.jsonl").read_text())
+    _assert_clean("memory sink", "".join(e.model_dump_json() for e in sinks[0].events))
+    _assert_clean("plain progress", plain.getvalue())
+    _assert_clean("terminal progress", tty.getvalue())
+    _assert_clean("report", render_report(result.events, result.run_dir))
+    _assert_clean("report from the run directory", report_from_dir(log_dir))
+    assert "asking a human" in plain.getvalue() and "[redacted]" in plain.getvalue()
+
+
+def test_the_cli_prints_no_echoed_secret(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from swarmflow.cli import run_commands
+
+    monkeypatch.setenv("X_AUTH", ECHOED)
+    monkeypatch.setenv("SWARMFLOW_RUNS", str(tmp_path / "runs"))
+    path = tmp_path / "echo.swarm"
+    path.write_text(
+        "flow f(task: str) -> str\nagent a {}\nsteps {\n  x = a(task)\n  return x\n}\n"
+    )
+    parser = argparse.ArgumentParser(prog="swarmflow")
+    run_commands.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["run", str(path), "--demo", "--input", f"task=key {ECHOED}"])
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    assert "status: ok" in out and "[redacted]" in out
+    _assert_clean("swarmflow run", out)
+    (log,) = (tmp_path / "runs").glob("*/events.jsonl")
+    _assert_clean("events.jsonl", log.read_text())

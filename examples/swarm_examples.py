@@ -1,4 +1,4 @@
-"""Python pieces the example `.swarm` flows import: the arbiter's verdict and a few helpers."""
+"""What the example `.swarm` flows in this folder import (`use Verdict from swarm_examples`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
     """A `Flow` that runs `program`; imports are resolved now, with located errors."""
-    imports = resolve_imports(program)
+    imports = resolve_imports(program, base_dir)
     team = Team([_agent(a) for a in program.agents], edges=program.edges)
 
     async def run_steps(**inputs: Any) -> Any:
@@ -92,13 +94,16 @@ def convert_input(param: ParamSpec, value: Any) -> Any:
         raise ValueError(f"input '{param.name}' is {param.type}: {value!r} is not one") from None
 
 
-def resolve_imports(program: Program) -> dict[str, Any]:
-    """Import every `use`d name; a missing module or name is a located diagnostic."""
+def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, Any]:
+    """Import every `use`d name; a missing module or name is a located diagnostic.
+
+    A module is looked up on the import path first, then as a `.py` file next to the flow.
+    """
     found: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     for spec in program.imports:
         try:
-            found[spec.local] = _import(spec)
+            found[spec.local] = _import(spec, base_dir)
         except _ImportProblem as exc:
             problems.append(_diag(program, spec.line, spec.column, str(exc)))
     for name, line, column in program.models:
@@ -122,9 +127,38 @@ class _ImportProblem(Exception):
     """An import that failed, with a message for people."""
 
 
-def _import(spec: ImportSpec) -> Any:
+def sibling(module: str, base_dir: str | Path | None) -> Path | None:
+    """The file `module` names next to the flow (`a.b` is `a/b.py`), if it exists."""
+    if base_dir is None:
+        return None
+    path = Path(base_dir, *module.split(".")).with_suffix(".py")
+    return path if path.is_file() else None
+
+
+def _load(module: str, base_dir: str | Path | None) -> Any:
     try:
-        module = importlib.import_module(spec.module)
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        path = sibling(module, base_dir)
+        if exc.name != module.split(".", maxsplit=1)[0] or path is None:
+            raise
+    if module in sys.modules:
+        return sys.modules[module]
+    spec = importlib.util.spec_from_file_location(module, path)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded  # as an import would: one module object per name
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return loaded
+
+
+def _import(spec: ImportSpec, base_dir: str | Path | None) -> Any:
+    try:
+        module = _load(spec.module, base_dir)
     except ModuleNotFoundError as exc:
         raise _ImportProblem(f"cannot import module '{spec.module}': {exc}") from None
     except Exception as exc:  # the module itself failed while loading; say how
