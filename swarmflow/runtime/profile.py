@@ -11,8 +11,8 @@ from typing import Any
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import Model, ToolSpec
-from swarmflow.core.pricing import Price
 from swarmflow.core.ports import ToolSource
+from swarmflow.core.pricing import Price
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import spec_units
 from swarmflow.core.toolcalls import tool_spec

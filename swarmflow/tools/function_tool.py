@@ -175,7 +175,7 @@ def function_tool(
         fn = fn.fn
     if not callable(fn):
         raise ConfigError(f"@tool needs a function, got {fn!r}")
-    tool_name = name or getattr(fn, "__name__", "")
+    tool_name = str(name or getattr(fn, "__name__", ""))
     if not TOOL_NAME.match(tool_name):
         raise ConfigError(
             f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-' (give name=...)"

@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 import pydantic_core
-from pydantic_core import PydanticCustomError
 from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.ports import Tool, ToolContext, ToolResult
@@ -199,7 +199,7 @@ class _Link:
         raise ConnectionError(f"the server is gone ({self.gone})")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class McpTool:
     """One tool of a running MCP server."""
 
@@ -272,7 +272,9 @@ def args_model(tool: str, schema: Mapping[str, Any]) -> type[BaseModel]:
                 for err in sorted(validator.iter_errors(data), key=lambda e: list(e.path))
             ]
             if problems:
-                raise PydanticCustomError("json_schema", "{problems}", {"problems": "; ".join(problems)})
+                raise PydanticCustomError(
+                    "json_schema", "{problems}", {"problems": "; ".join(problems)}
+                )
             return data
 
         @classmethod
@@ -302,9 +304,7 @@ def _require_sdk() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise ConfigError(
-            "MCP tools need the mcp package: pip install 'swarmflow[mcp]'"
-        ) from None
+        raise ConfigError("MCP tools need the mcp package: pip install 'swarmflow[mcp]'") from None
 
 
 def mcp_stdio(

@@ -65,7 +65,7 @@ def tool_policy(
             tool object, e.g. `swarmflow.tools.RunShell()`), or a limit is out of range.
     """
     current: ToolPolicy = getattr(given, "policy", None) or ToolPolicy()
-    changes = {
+    changes: dict[str, Any] = {
         key: value
         for key, value in (("timeout", timeout), ("max_output", max_output), ("retries", retries))
         if value is not _UNSET

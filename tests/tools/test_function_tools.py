@@ -100,7 +100,10 @@ async def test_the_model_sees_the_schema_from_hints_and_docstring(tmp_path: Path
         "description": "The city, as its English name.",
         "type": "string",
     }
-    assert spec.parameters["properties"]["days"]["description"] == "How many days ahead (1 is tomorrow)."
+    assert (
+        spec.parameters["properties"]["days"]["description"]
+        == "How many days ahead (1 is tomorrow)."
+    )
     assert spec.parameters["additionalProperties"] is False
 
 
@@ -205,9 +208,7 @@ async def test_a_slow_sync_tool_is_abandoned_at_the_run_deadline() -> None:
 
     try:
         analyst = Agent("analyst", tools=[tool_policy(stuck, timeout=None)])
-        result, _ = await run_agent(
-            analyst, scripted(tool_call("stuck")), budget={"seconds": 0.5}
-        )
+        result, _ = await run_agent(analyst, scripted(tool_call("stuck")), budget={"seconds": 0.5})
         assert entered.is_set()
         assert result.status == "failed"
         assert "wall-clock" in str(result.error)
@@ -271,7 +272,9 @@ async def test_a_builtin_can_be_given_a_policy_by_object(tmp_path: Path) -> None
 
     (tmp_path / "big.txt").write_text("z" * 500)
     reader = Agent("reader", tools=[tool_policy(ReadFile(), max_output=40)], workspace="local")
-    result, _ = await run_agent(reader, scripted(tool_call("read_file", path="big.txt")), repo=tmp_path)
+    result, _ = await run_agent(
+        reader, scripted(tool_call("read_file", path="big.txt")), repo=tmp_path
+    )
     assert "[output cut:" in result.output.text
 
 
