@@ -29,6 +29,7 @@ from swarmflow.runtime.journal import (
     read_journal,
     truncate_torn_tail,
 )
+from swarmflow.runtime.replay import spend
 
 Durability = Literal["write", "fsync"]
 """`write`: every event and record is written (one write(2)) before the next effect starts,
@@ -219,11 +220,7 @@ def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
         recorded_calls=interrupted.recorded.calls,
         strict=ctx.journal.strict if ctx.journal else False,
     )
-    lost = interrupted.orphan_spend()
-    ledger = ctx.ledger
-    ledger.spent_tokens += lost.tokens
-    ledger.spent_cost += lost.cost
-    ledger.spent_calls += lost.calls
+    spend([ctx.ledger], interrupted.orphan_spend())
 
 
 # -- liveness, listing, cleaning --------------------------------------------------------------

@@ -128,7 +128,6 @@ async def run(
     # Worktrees and tools must not depend on the cwd.
     run_dir = interrupted.run_dir if interrupted else (root / run_id).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    claim(run_dir)
     memory, chosen = choose_sinks(events, run_dir)
     log = EventLog(
         run_id,
@@ -155,6 +154,7 @@ async def run(
         context_tokens=context_tokens,
         journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
     )
+    claim(run_dir)  # from here on the run's end releases it
     result = await _execute(ctx, flow, inputs, memory, interrupted)
     if result.status == "failed" and raise_on_failure:
         raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error

@@ -76,3 +76,37 @@ def test_import_has_no_heavy_side_effects() -> None:
 def test_submodules_import() -> None:
     for mod in ("swarmflow.testing", "swarmflow.channels", "swarmflow.rails", "swarmflow.sinks"):
         importlib.import_module(mod)
+
+
+def test_a_run_never_imports_the_test_helpers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The production path (resolving and checking a model included) leaves swarmflow.testing
+    unimported."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys
+        from swarmflow import Agent, Team, agent, flow, run_sync
+        from swarmflow.core.messages import ModelResponse
+
+        class Echo:
+            name = "echo"
+            is_test_model = True
+
+            async def complete(self, request):
+                return ModelResponse(text="hi")
+
+        @flow(team=Team([Agent("w")]))
+        async def f():
+            return (await agent("w", "go")).text
+
+        assert run_sync(f, model=Echo(), events="memory").output == "hi"
+        print("swarmflow.testing" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"

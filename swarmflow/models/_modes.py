@@ -13,7 +13,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from swarmflow.core.capabilities import Capabilities, StructuredMode
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
@@ -26,14 +26,20 @@ _REJECTION_WORDS = ("response_format", "json_schema", "json_object")
 _NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+Force = bool | Literal["first"]
+"""Forcing tool calls: never, on every call that offers tools, or on a turn's first call only."""
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """How one request goes on the wire."""
 
     output_form: StructuredMode | None
     """The response_format form of a structured answer; None when none is wanted."""
+    forced: bool
+    """True when this call must come back as a tool call."""
     json_tools: bool
-    """True when a forced tool call is asked for as a JSON answer over the tools' union."""
+    """True when the forced call is asked for as a JSON answer over the tools' union."""
 
 
 class WireModes:
@@ -43,29 +49,26 @@ class WireModes:
         self.capabilities = capabilities
         self.form: StructuredMode = capabilities.structured
 
-    def plan(self, request: ModelRequest, *, force: bool) -> Plan:
-        """The plan for `request`: a structured answer wins over forcing a tool call."""
+    def plan(self, request: ModelRequest, *, force: Force) -> Plan:
+        """The plan for `request`: a structured answer is never forced into a tool call."""
         if request.output is not None:
-            return Plan(self.form, json_tools=False)
-        forced = force and bool(request.tools) and request.tool_choice != "none"
+            return Plan(self.form, forced=False, json_tools=False)
+        forced = _forcing(request, force)
         json_tools = (
             forced and self.capabilities.forced_tools == "json_schema" and self.form != "prompt"
         )
-        return Plan(None, json_tools)
+        return Plan(None, forced, json_tools)
 
-    def shape(
-        self, payload: dict[str, Any], request: ModelRequest, plan: Plan, *, force: bool
-    ) -> None:
+    def shape(self, payload: dict[str, Any], request: ModelRequest, plan: Plan) -> None:
         """Add the plan's fields to a payload built for `request`."""
         if plan.output_form is not None and request.output is not None:
             fmt = response_format(plan.output_form, request.output.name, request.output.schema)
             if fmt is not None:
                 payload["response_format"] = fmt
-            force = False  # the answer is the structured value, so no tool call is forced
         if plan.json_tools:
             _shape_json_tools(payload, request, self.form)
         elif request.tools:
-            payload["tool_choice"] = self._tool_choice(request, force=force)
+            payload["tool_choice"] = self._tool_choice(request, force=plan.forced)
 
     def _tool_choice(self, request: ModelRequest, *, force: bool) -> str | dict[str, Any]:
         """The wire tool_choice: named for a named choice, or when forcing one tool by name."""
@@ -158,6 +161,18 @@ def json_tool_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
     arguments = value.get("arguments", {})
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return ToolCall(f"call_{uuid.uuid4().hex[:12]}", str(value["tool"]), raw)
+
+
+def _forcing(request: ModelRequest, force: Force) -> bool:
+    """Whether `request` must come back as a tool call.
+
+    "first" forces only a turn's first call (the last message is the user's), so that a model
+    looks something up before it answers and may answer in words once it has.
+    """
+    if not force or not request.tools or request.tool_choice == "none":
+        return False
+    last = request.last
+    return force is True or (last is not None and last.role == "user")
 
 
 def _named(name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import anyio.lowlevel
 from swarmflow.core.capabilities import Capabilities, capabilities_for
 from swarmflow.core.errors import ConfigError, ModelResponseError, ModelUnavailable
 from swarmflow.core.messages import ModelRequest, ModelResponse
-from swarmflow.models._modes import Plan, WireModes
+from swarmflow.models._modes import Force, Plan, WireModes
 from swarmflow.models._retry import (
     Endpoint,
     Retryable,
@@ -55,6 +55,8 @@ class OpenAIModel:
     `timeout` bounds each attempt as a whole (streams included), so one `complete` call takes
     at most about `timeout * (max_retries + 1)` plus the backoff pauses.
 
+    `force_tool_choice` asks for a tool call on every call that offers tools (True), or only on
+    the first call of each turn ("first": look before answering, then answer freely).
     `capabilities` overrides what the capability table says about this model: how structured
     answers and forced tool calls are asked for (`swarmflow.core.capabilities`), as a
     `Capabilities` or a mapping naming only what changes.
@@ -72,7 +74,7 @@ class OpenAIModel:
         stream: bool = False,
         on_retry: OnRetry | None = None,
         extra_body: Mapping[str, Any] | None = None,
-        force_tool_choice: bool = False,
+        force_tool_choice: Force = False,
         capabilities: Capabilities | Mapping[str, str] | None = None,
     ) -> None:
         self.name = model
@@ -123,10 +125,9 @@ class OpenAIModel:
 
     def wire_payload(self, request: ModelRequest, plan: Plan | None = None) -> dict[str, Any]:
         """The JSON body this adapter sends for `request`."""
-        force = self.force_tool_choice
-        plan = plan or self.modes.plan(request, force=force)
+        plan = plan or self.modes.plan(request, force=self.force_tool_choice)
         payload = build_payload(request, model=self.name, token_param=self._token_param)
-        self.modes.shape(payload, request, plan, force=force)
+        self.modes.shape(payload, request, plan)
         if self.stream:
             payload["stream"] = True
             if self._ask_stream_usage:
@@ -190,7 +191,8 @@ class OpenAIModel:
         """Drop or change request fields the server rejects; the reason when something changed."""
         import openai
 
-        if not isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        # llama-cpp-python answers 500 to a request field it does not know, others 400 or 422.
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500):
             return None
         text = server_message(exc.body, exc.message)[0]  # the message may leave the body out
         lowered = text.lower()

@@ -9,6 +9,7 @@ spend charged back to the ledgers so that budgets continue from what was spent.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -46,10 +47,7 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
         )  # fmt: skip
         # Nothing replays from here on: what the unreplayed records cost was spent all the same.
         assert journal.previous is not None
-        lost = journal.previous.spent(unused_only=True)
-        run.ledger.spent_tokens += lost.tokens
-        run.ledger.spent_cost += lost.cost
-        run.ledger.spent_calls += lost.calls
+        spend([run.ledger], journal.previous.spent(unused_only=True))
         if journal.strict:
             raise ResumeDiverged(
                 f"the flow no longer matches its journal at {where}: what is sent there "
@@ -189,15 +187,15 @@ def _replay_turn(
 ) -> BaseModel | None:
     data = record.data
     messages = [_message(m) for m in data.get("messages") or ()]
-    spend = data.get("spend") or {}
+    paid = data.get("spend") or {}
     session.adopt_turn(
         messages,
         replace=bool(data.get("replace_history")),
         text=str(data.get("text", "")),
         usage=Usage(**(data.get("usage") or {})),
-        steps=int(spend.get("calls", 0)),
+        steps=int(paid.get("calls", 0)),
     )
-    charge_spent(session.run, session.scope, session.agent, spend)
+    charge_spent(session.run, session.scope, session.agent, paid)
     _emit_replayed(session.run, key, session.id, data)
     value = _value(data.get("value"), output)
     return value if isinstance(value, BaseModel) else None
@@ -211,15 +209,20 @@ def _spend(run: RunContext, agent: Agent, usage: Usage, calls: int) -> dict[str,
     return {"tokens": usage.total, "cost": price.cost(usage), "calls": calls}
 
 
-def charge_spent(run: RunContext, scope: Scope, agent: Agent, spend: dict[str, Any]) -> None:
+def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: dict[str, Any]) -> None:
     """Charge a replayed call's recorded spend to its ledgers (nothing new is spent)."""
-    charge = Charge(int(spend.get("tokens", 0)), float(spend.get("cost", 0.0)),
-                    int(spend.get("calls", 0)))  # fmt: skip
+    charge = Charge(int(spent.get("tokens", 0)), float(spent.get("cost", 0.0)),
+                    int(spent.get("calls", 0)))  # fmt: skip
     heads: list[Ledger] = [scope.ledger]
     allowance = run.agent_ledger(agent)
     if allowance is not None:
         heads.append(allowance)
-    for ledger in all_ledgers(heads):
+    spend(all_ledgers(heads), charge)
+
+
+def spend(ledgers: Iterable[Ledger], charge: Charge) -> None:
+    """Count spend made before this process (replayed or lost) as spent on `ledgers`."""
+    for ledger in ledgers:
         ledger.spent_tokens += charge.tokens
         ledger.spent_cost += charge.cost
         ledger.spent_calls += charge.calls

@@ -96,7 +96,10 @@ async def measure(url: str, trials: int) -> None:
         started = time.monotonic()
         rate, used = await structured_rate(url, mode, trials)
         took = time.monotonic() - started
-        print(f"structured {mode:12} (sent as {used}): {rate:.0%} valid first try, {took:.0f} s")
+        print(
+            f"structured {mode:12} (sent as {used}): {rate:.0%} valid first try, {took:.0f} s",
+            flush=True,
+        )
     for mode, tools in [
         ("required", [WEATHER]),
         ("named", [WEATHER]),
@@ -105,7 +108,9 @@ async def measure(url: str, trials: int) -> None:
         ("json_schema", [WEATHER, READ]),
     ]:
         rate = await tool_rate(url, mode, tools, trials)
-        print(f"forced tools {mode:12} with {len(tools)} tool(s): {rate:.0%} tool calls")
+        print(
+            f"forced tools {mode:12} with {len(tools)} tool(s): {rate:.0%} tool calls", flush=True
+        )
 
 
 def main() -> None:

@@ -49,27 +49,25 @@ ASK_REVIEW = ModelRequest(
     messages=[Message("user", "review this")],
     output=OutputSpec("Review", Review.model_json_schema()),
 )
-# llama-cpp-python's server validates response_format.type against "text" | "json_object".
-LLAMA_CPP_PYTHON_422 = json_reply(
-    {
-        "detail": [
-            {
-                "type": "literal_error",
-                "loc": ["body", "response_format", "type"],
-                "msg": "Input should be 'text' or 'json_object'",
-            }
-        ]
-    },
+# llama-cpp-python's server validates response_format.type against "text" | "json_object" and
+# answers a failed validation with HTTP 500 and this message; others answer 400 or 422.
+LLAMA_CPP_PYTHON_REJECTION = error_reply(
+    500,
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}",
+)
+UNPROCESSABLE = json_reply(
+    {"detail": [{"loc": ["body", "response_format", "type"], "msg": "unsupported"}]},
     status=422,
 )
 
 
-def rejecting(*forms: str) -> Any:
-    """A responder that answers 422 to a response_format of any of `forms`."""
+def rejecting(*forms: str, reply: Reply = LLAMA_CPP_PYTHON_REJECTION) -> Any:
+    """A responder that rejects a response_format of any of `forms` with `reply`."""
 
     def respond(body: Any) -> Reply | None:
         fmt = body.get("response_format") or {}
-        return LLAMA_CPP_PYTHON_422 if fmt.get("type") in forms else None
+        return reply if fmt.get("type") in forms else None
 
     return respond
 
@@ -121,7 +119,7 @@ async def test_rejected_json_schema_steps_down_once_with_a_recorded_reason(
 async def test_a_server_without_any_schema_mode_falls_back_to_the_prompt(
     chat_server: ChatServer, make_model: MakeModel
 ) -> None:
-    chat_server.respond_with(rejecting("json_schema", "json_object"))
+    chat_server.respond_with(rejecting("json_schema", "json_object", reply=UNPROCESSABLE))
     chat_server.script(completion(f"Here: {REVIEW}", usage=usage()), completion(REVIEW))
     result = await run(review_twice, model=make_model(max_retries=0), draft="x = 1")
 
@@ -368,3 +366,60 @@ async def test_a_4xx_unrelated_to_the_mode_is_not_retried(
     with pytest.raises(ModelResponseError, match="temperature"):
         await make_model().complete(ASK_REVIEW)
     assert len(chat_server.bodies) == 1
+
+
+async def test_a_teammate_messaged_during_a_structured_ask_gets_no_schema() -> None:
+    from swarmflow.testing import FunctionModel, tool_call
+
+    seen: list[tuple[str, OutputSpec | None]] = []
+
+    def policy(request: ModelRequest) -> object:
+        seen.append((request.agent, request.output))
+        if request.agent == "helper":
+            return "the helper's plain answer"
+        if request.messages[-1].role != "tool":
+            return tool_call("message_agent", to="helper", text="what do you think?")
+        return REVIEW
+
+    @flow(
+        team=Team(
+            [Agent("reviewer", tools=["message_agent"]), Agent("helper")],
+            edges=[("reviewer", "helper"), ("helper", "reviewer")],
+        )
+    )
+    async def ask_with_help(draft: str) -> Review:
+        return (await agent("reviewer", draft, output=Review)).value
+
+    result = await run(ask_with_help, model=FunctionModel(policy), draft="x")
+    assert result.output == Review.model_validate_json(REVIEW)
+    assert [(agent_name, spec is not None) for agent_name, spec in seen] == [
+        ("reviewer", True),
+        ("helper", False),
+        ("reviewer", True),
+    ]
+    assert seen[0][1] == OutputSpec("Review", Review.model_json_schema())
+
+
+async def test_force_first_forces_only_the_first_call_of_a_turn(
+    chat_server: ChatServer, make_model: MakeModel
+) -> None:
+    chat_server.script(
+        completion('{"tool": "read_file", "arguments": {"path": "a.py"}}'),
+        completion("the answer in words"),
+    )
+    model = make_model(force_tool_choice="first")
+    first = await model.complete(forced([READ]))
+    call = ToolCall("call_1", "read_file", '{"path": "a.py"}')
+    later = forced(
+        [READ],
+        [
+            Message("user", "read a.py"),
+            Message("assistant", None, tool_calls=(call,)),
+            Message("tool", "print(1)", tool_call_id="call_1"),
+        ],
+    )
+    second = await model.complete(later)
+    assert first.tool_calls and "response_format" in chat_server.bodies[0]
+    assert second.text == "the answer in words" and second.tool_calls == ()
+    assert chat_server.bodies[1]["tool_choice"] == "auto"
+    assert "response_format" not in chat_server.bodies[1]
