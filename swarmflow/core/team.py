@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.ports import Tool, ToolProvider
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -19,6 +18,7 @@ HUMAN = "human"
 """The built-in node that stands for a person; handing a value to `human()` needs an edge."""
 
 WorkspaceKind = Literal["none", "local", "worktree", "shared"]
+SandboxMode = Literal["auto", "bwrap", "none"]
 
 # Set by the runtime while a run is active, so that `await coder("...")` works without this
 # layer importing the runtime (dependency inversion: the runtime installs the callable).
@@ -56,6 +56,14 @@ class Agent(BaseModel):
     """The most output tokens one call may produce (part of each reservation)."""
     description: str = ""
     """One line shown to teammates that can message this agent."""
+    sandbox: SandboxMode = "auto"
+    """How `run_shell` runs: "auto" under bubblewrap when it is installed (said once per run
+    when it is not), "bwrap" only under bubblewrap (refused without it), "none" on the host."""
+    network: bool = False
+    """Whether sandboxed `run_shell` commands may reach the network."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables for `run_shell` (a mapping is accepted). In the sandbox they are
+    all it sees besides PATH, HOME, LANG and the pager settings."""
 
     def __init__(self, name: str | None = None, /, **data: Any) -> None:
         if name is not None:
@@ -66,6 +74,8 @@ class Agent(BaseModel):
     @classmethod
     def _split_tools(cls, data: Any) -> Any:
         """Names stay in `tools`; objects move to `provided`, a tool's name kept in `tools`."""
+        from swarmflow.core.ports import Tool, ToolProvider  # ports names Agent: import late
+
         if not isinstance(data, dict) or "tools" not in data:
             return data
         given = data["tools"]
@@ -76,6 +86,12 @@ class Agent(BaseModel):
         for item in given:
             names.extend(_tool_entry(item, provided, data.get("name")))
         return {**data, "tools": tuple(dict.fromkeys(names)), "provided": tuple(provided)}
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
+        items = value.items() if isinstance(value, Mapping) else value
+        return tuple(sorted((str(k), str(v)) for k, v in items))
 
     @field_validator("name")
     @classmethod
@@ -96,6 +112,8 @@ class Agent(BaseModel):
 
 def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:
     """The names one entry of `tools` adds; an object is also appended to `provided`."""
+    from swarmflow.core.ports import Tool, ToolProvider
+
     if isinstance(item, str):
         return [item]
     if isinstance(item, Tool):

@@ -194,6 +194,7 @@ class AgentSession:
             workspace=self.workspace,
             emit=self.emit,
             message_agent=self.messenger,
+            declaration=self.agent,
             budget=self.scope.ledger.snapshot,
         )
 
