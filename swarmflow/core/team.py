@@ -74,12 +74,10 @@ class Agent(BaseModel):
     @classmethod
     def _split_tools(cls, data: Any) -> Any:
         """Names stay in `tools`; objects move to `provided`, a tool's name kept in `tools`."""
-        from swarmflow.core.ports import Tool, ToolProvider  # ports names Agent: import late
-
         if not isinstance(data, dict) or "tools" not in data:
             return data
         given = data["tools"]
-        if isinstance(given, str | Tool | ToolProvider):
+        if isinstance(given, str) or _is_tool(given) or _is_provider(given):
             given = [given]
         names: list[str] = []
         provided = list(data.get("provided", ()))
@@ -112,21 +110,29 @@ class Agent(BaseModel):
 
 def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:
     """The names one entry of `tools` adds; an object is also appended to `provided`."""
-    from swarmflow.core.ports import Tool, ToolProvider
-
     if isinstance(item, str):
         return [item]
-    if isinstance(item, Tool):
+    if _is_tool(item):
         if item not in provided:
             provided.append(item)
-        return [item.name]
-    if isinstance(item, ToolProvider):
+        return [str(item.name)]
+    if _is_provider(item):
         if item not in provided:
             provided.append(item)
         return []  # its tools are named when it starts with the run
     raise ConfigError(
         f"agent {agent!r}: tools takes names, @tool functions or tool servers; got {item!r}"
     )
+
+
+# Duck-typed, as `core.ports.Tool` and `ToolProvider` are: ports names Agent, so this module
+# cannot import it.
+def _is_tool(item: Any) -> bool:
+    return all(hasattr(item, attr) for attr in ("name", "description", "args", "run"))
+
+
+def _is_provider(item: Any) -> bool:
+    return hasattr(item, "name") and hasattr(item, "open") and not _is_tool(item)
 
 
 @dataclass(frozen=True, slots=True)
