@@ -22,6 +22,7 @@ from swarmflow.core.team import Agent, Team
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.runner import RunResult, run, run_sync
 from swarmflow.runtime.flow import Flow, flow
+from swarmflow.stream import TextDelta, stream
 from swarmflow.tools.function_tool import ToolCallContext, tool
 from swarmflow.tools.mcp import mcp_http, mcp_stdio
 from swarmflow.tools.policy import tool_policy
@@ -49,6 +50,7 @@ __all__ = [
     "RunResult",
     "SwarmflowError",
     "Team",
+    "TextDelta",
     "ToolCallContext",
     "TopologyError",
     "agent",
@@ -63,6 +65,7 @@ __all__ = [
     "pipeline",
     "run",
     "run_sync",
+    "stream",
     "tool",
     "tool_policy",
 ]

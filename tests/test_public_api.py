@@ -40,9 +40,11 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "TextDelta",
     "ToolCallContext",
     "mcp_http",
     "mcp_stdio",
+    "stream",
     "tool",
     "tool_policy",
 }
