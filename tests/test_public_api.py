@@ -41,8 +41,13 @@ EXTRAS = {
     "RunPaused",
     "RunResult",
     "TextDelta",
+    "ToolCallContext",
     "batch",
+    "mcp_http",
+    "mcp_stdio",
     "stream",
+    "tool",
+    "tool_policy",
 }
 
 
