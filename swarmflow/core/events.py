@@ -191,6 +191,23 @@ class WorkspaceChanged(EventBase):
     files: list[str] = []
 
 
+class SharedFileWritten(EventBase):
+    """A write to the run's shared (STORM) workspace was accepted as a new file version."""
+
+    type: Literal["shared_file_written"] = "shared_file_written"
+    path: str
+    version: int
+    previous: int
+    """The version the writer's snapshot held (the one this write replaced)."""
+
+
+class SandboxUnavailable(EventBase):
+    """`run_shell` runs without the sandbox this run (said once per run)."""
+
+    type: Literal["sandbox_unavailable"] = "sandbox_unavailable"
+    reason: str
+
+
 class PatchApplied(EventBase):
     """A candidate's patch landed on an output branch of the target repository."""
 
@@ -278,6 +295,8 @@ Event = Annotated[
     | RailVetoed
     | GoalEvaluated
     | WorkspaceChanged
+    | SharedFileWritten
+    | SandboxUnavailable
     | PatchApplied
     | HumanRequested
     | HumanAnswered

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from swarmflow.core.events import EventBase
 from swarmflow.core.patch import Patch
+from swarmflow.core.team import Agent
 
 
 @runtime_checkable
@@ -64,6 +65,8 @@ class ToolContext:
     emit: Emit
     message_agent: Callable[[str, str], Awaitable[str]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    declaration: Agent | None = None
+    """The agent's declaration (its shell sandbox, network and environment settings)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,6 +18,7 @@ HUMAN = "human"
 """The built-in node that stands for a person; handing a value to `human()` needs an edge."""
 
 WorkspaceKind = Literal["none", "local", "worktree", "shared"]
+SandboxMode = Literal["auto", "bwrap", "none"]
 
 # Set by the runtime while a run is active, so that `await coder("...")` works without this
 # layer importing the runtime (dependency inversion: the runtime installs the callable).
@@ -51,6 +52,14 @@ class Agent(BaseModel):
     """The most output tokens one call may produce (part of each reservation)."""
     description: str = ""
     """One line shown to teammates that can message this agent."""
+    sandbox: SandboxMode = "auto"
+    """How `run_shell` runs: "auto" under bubblewrap when it is installed (said once per run
+    when it is not), "bwrap" only under bubblewrap (refused without it), "none" on the host."""
+    network: bool = False
+    """Whether sandboxed `run_shell` commands may reach the network."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables for `run_shell` (a mapping is accepted). In the sandbox they are
+    all it sees besides PATH, HOME, LANG and the pager settings."""
 
     def __init__(self, name: str | None = None, /, **data: Any) -> None:
         if name is not None:
@@ -61,6 +70,12 @@ class Agent(BaseModel):
     @classmethod
     def _tools_tuple(cls, value: Iterable[str]) -> tuple[str, ...]:
         return tuple(value)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
+        items = value.items() if isinstance(value, Mapping) else value
+        return tuple(sorted((str(k), str(v)) for k, v in items))
 
     @field_validator("name")
     @classmethod

@@ -191,6 +191,7 @@ class AgentSession:
             workspace=self.workspace,
             emit=self.emit,
             message_agent=self.messenger,
+            declaration=self.agent,
         )
 
     @property

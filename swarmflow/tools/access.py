@@ -1,22 +1,36 @@
 """Reading and writing workspace files, through the versioned API when the workspace has one.
 
 A `shared` (STORM) workspace records what each session read and refuses stale writes; every
-file tool goes through `read_text`/`write_text` here so that check always applies.
+file tool goes through `read_text`/`write_text` here so that check always applies, and every
+accepted shared write is recorded as a `shared_file_written` event with its version.
+
+Only regular files are read, and never more than `READ_CAP` bytes: a FIFO, a device or a socket
+would block a worker thread forever, and a huge file would fill memory before being refused.
+Writes replace the file atomically, so a concurrent reader sees the old or the new content,
+never a half-written one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
 
 from swarmflow.core.errors import ToolError
+from swarmflow.core.events import SharedFileWritten
 from swarmflow.core.ports import ToolContext
 from swarmflow.tools.base import workspace_of
 from swarmflow.tools.paths import resolve_inside
 
+READ_CAP = 4_000_000
+"""The largest file, in bytes, the file tools read (source files are far smaller)."""
 _BINARY_PROBE = 8192
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @runtime_checkable
@@ -26,8 +40,8 @@ class VersionedFiles(Protocol):
     async def read_text(self, path: str, reader: str | None) -> str:
         """The file's text; a `reader` records the version it saw, None only peeks."""
 
-    async def write_text(self, path: str, content: str, reader: str) -> None:
-        """Write unless the reader's snapshot is stale."""
+    async def write_text(self, path: str, content: str, reader: str) -> tuple[str, int, int]:
+        """Write unless the reader's snapshot is stale; returns (key, previous, new version)."""
 
 
 async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = True) -> str:
@@ -46,33 +60,103 @@ async def write_text(ctx: ToolContext, tool: str, path: str, content: str) -> No
     """Write `content` to `path`, creating parent directories."""
     ws = workspace_of(ctx, tool)
     if isinstance(ws, VersionedFiles):
-        await ws.write_text(path, content, ctx.session)
+        key, previous, version = await ws.write_text(path, content, ctx.session)
+        ctx.emit(SharedFileWritten, path=key, version=version, previous=previous)
         return
     target = resolve_inside(ws.root, path)
     await anyio.to_thread.run_sync(store_text, target, content)
 
 
-def load_text(target: Path) -> str | None:
-    """The file's text, None when it does not exist; line endings are kept as they are."""
-    if target.is_dir():
-        raise ToolError(f"{target.name!r} is a directory; use list_files to see what it holds")
-    try:
-        data = target.read_bytes()
-    except FileNotFoundError:
+def kind_of(mode: int) -> str | None:
+    """What a non-regular, non-directory file is, in words (None for regular files and dirs)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
-    except OSError as exc:
-        raise ToolError(f"cannot read {target.name!r}: {exc.strerror}") from None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def load_text(target: Path, cap: int = READ_CAP) -> str | None:
+    """The file's text, None when it does not exist; line endings are kept as they are."""
+    data = load_bytes(target, cap)
+    if data is None:
+        return None
     if b"\x00" in data[:_BINARY_PROBE]:
         raise ToolError(f"{target.name!r} looks like a binary file; tools only handle text")
     return data.decode("utf-8", errors="replace")
 
 
-def store_text(target: Path, content: str) -> None:
-    """Write the file, creating its parent directories."""
-    if target.is_dir():
-        raise ToolError(f"{target.name!r} is a directory, not a file")
+def load_bytes(target: Path, cap: int = READ_CAP) -> bytes | None:
+    """At most `cap` bytes of a regular file; ToolError for anything else or anything larger."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8"))
+        _refuse_special(target, os.lstat(target).st_mode)
+        fd = os.open(target, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ToolError(f"cannot read {target.name!r}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        # Checked again on the open file: the path may have been swapped since the lstat.
+        info = os.fstat(handle.fileno())
+        _refuse_special(target, info.st_mode)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{target.name!r} is a directory; use list_files to see what it holds")
+        _refuse_size(target, info.st_size, cap)
+        data = handle.read(cap + 1)
+    _refuse_size(target, len(data), cap)
+    return data
+
+
+def _refuse_special(target: Path, mode: int) -> None:
+    """ToolError for FIFOs, devices and sockets, which a read could block on forever."""
+    kind = kind_of(mode)
+    if kind is not None:
+        raise ToolError(f"{target.name!r} is {kind}; the file tools only read regular files")
+
+
+def _refuse_size(target: Path, size: int, cap: int) -> None:
+    """ToolError for files over the cap, before their content is read."""
+    if size > cap:
+        raise ToolError(
+            f"{target.name!r} is {size:,} bytes; the file tools read files up to {cap:,} bytes. "
+            "Look at parts of it with run_shell (head, tail, sed -n) instead."
+        )
+
+
+def store_text(target: Path, content: str) -> None:
+    """Replace the file atomically (keeping its permissions), creating parent directories."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
     except OSError as exc:
         raise ToolError(f"cannot write {target.name!r}: {exc.strerror}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise ToolError(f"{target.name!r} is a directory, not a file")
+    if mode is not None and kind_of(mode) is not None:
+        raise ToolError(f"{target.name!r} is {kind_of(mode)}; the file tools only write files")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _replace(target, content.encode("utf-8"), mode)
+    except OSError as exc:
+        raise ToolError(f"cannot write {target.name!r}: {exc.strerror}") from None
+
+
+def _replace(target: Path, data: bytes, mode: int | None) -> None:
+    """Write `data` to a temporary file beside `target`, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=".swarmflow-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,26 +1,39 @@
-"""The read-only tree tools: `list_files` and `search` (a grep written in Python, no subprocess)."""
+"""The read-only tree tools: `list_files` and `search`.
+
+`search` greps in a child process (`grepper`) that is killed at its time limit, at the run's
+deadline or on cancellation: a catastrophic regular expression cannot outlive the call, and the
+matches found before the kill are still reported.
+"""
 
 from __future__ import annotations
 
-import os
+import json
 import re
-from collections.abc import Iterator
-from fnmatch import fnmatchcase
+import sys
 from pathlib import Path
+from subprocess import DEVNULL, PIPE
 
+import anyio
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
+from swarmflow.tools.access import kind_of
 from swarmflow.tools.base import ArgsModel, expect_args, root_of
+from swarmflow.tools.grepper import MAX_MATCH_CHARS
+from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.paths import relative_name, resolve_inside
+from swarmflow.tools.shell import kill_group
+from swarmflow.tools.walk import matches, walk_files
 
-SKIP_DIRS = frozenset({".git"})
 MAX_ENTRIES = 500
 MAX_MATCHES = 200
-MAX_MATCH_CHARS = 300
-MAX_SEARCH_BYTES = 2_000_000
+SEARCH_SECONDS = 10.0
+MAX_SEARCH_SECONDS = 60.0
+GREPPER = Path(__file__).with_name("grepper.py")
+"""The script the search child runs (standard library only)."""
+_OUTPUT_CAP = (MAX_MATCHES + 1) * (MAX_MATCH_CHARS + 300)
 
 
 class ListFilesArgs(ArgsModel):
@@ -41,6 +54,11 @@ class SearchArgs(ArgsModel):
     path: str = Field(".", description="File or directory to search, relative to the root.")
     glob: str | None = Field(None, description="Only search files matching this glob, e.g. '*.py'.")
     ignore_case: bool = Field(False, description="Match without regard to case.")
+    timeout: float = Field(
+        SEARCH_SECONDS,
+        gt=0,
+        description=f"Seconds before the search stops (at most {MAX_SEARCH_SECONDS:g}).",
+    )
 
 
 class ListFiles:
@@ -55,11 +73,11 @@ class ListFiles:
     needs_workspace = True
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Walk the tree in a worker thread and list what matches."""
+        """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files) and list them."""
         a = expect_args(args, ListFilesArgs)
         root = root_of(ctx, self.name)
         start = resolve_inside(root, a.path)
-        names = await anyio.to_thread.run_sync(_list, root, start, a.pattern, a.path)
+        names = await anyio.to_thread.run_sync(_list, root.resolve(), start, a.pattern, a.path)
         if not names:
             matching = f" match {a.pattern!r}" if a.pattern else ""
             return ToolResult(f"no files under {a.path!r}{matching}")
@@ -75,47 +93,89 @@ class Search:
     name = "search"
     description = (
         "Search files for a Python regular expression. Prints `file:line: text` for each "
-        f"matching line (at most {MAX_MATCHES}); skips .git and binary files."
+        f"matching line (at most {MAX_MATCHES}); skips .git, binary and special files. Stops "
+        f"after `timeout` seconds (default {SEARCH_SECONDS:g})."
     )
     args: type[BaseModel] = SearchArgs
     needs_workspace = True
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Compile the pattern and grep the tree in a worker thread."""
+        """Check the pattern and the path, then grep in a child process."""
         a = expect_args(args, SearchArgs)
-        regex = _compile(a.pattern, a.ignore_case)
-        root = root_of(ctx, self.name)
+        _compile(a.pattern, a.ignore_case)
+        root = root_of(ctx, self.name).resolve()
         start = resolve_inside(root, a.path)
-        hits = await anyio.to_thread.run_sync(_grep, root, start, regex, a.glob, a.path)
-        if not hits:
-            return ToolResult(f"no matches for {a.pattern!r}")
-        text = "\n".join(hits[:MAX_MATCHES])
-        if len(hits) > MAX_MATCHES:
-            text += f"\n... (stopped at {MAX_MATCHES} matches; narrow the pattern, path or glob)"
-        return ToolResult(text)
+        _check_start(start, a.path)
+        limit = time_limit(min(a.timeout, MAX_SEARCH_SECONDS))
+        request = {
+            "root": str(root),
+            "start": str(start),
+            "pattern": a.pattern,
+            "ignore_case": a.ignore_case,
+            "glob": a.glob,
+            "limit": MAX_MATCHES,
+        }
+        hits, finished = await run_grep(request, limit.seconds)
+        return ToolResult(_report(a.pattern, hits, None if finished else limit))
 
 
-def walk_files(root: Path, start: Path) -> Iterator[Path]:
-    """Files under `start` in sorted order, skipping `.git` and symlinks that lead outside."""
-    real_root = root.resolve()
-    if start.is_file():
-        yield start
-        return
-    # os.walk does not follow directory symlinks, so a link cannot lead the walk outside.
-    for here, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            path = Path(here) / name
-            if not path.is_symlink() or path.resolve().is_relative_to(real_root):
-                yield path
+def _report(pattern: str, hits: list[str], stopped: TimeLimit | None) -> str:
+    """The observation: matches, a note when capped, and why a stopped search stopped."""
+    text = "\n".join(hits[:MAX_MATCHES]) if hits else f"no matches for {pattern!r}"
+    if len(hits) > MAX_MATCHES:
+        text += f"\n... (stopped at {MAX_MATCHES} matches; narrow the pattern, path or glob)"
+    if stopped is not None:
+        found = "so far" if hits else "before it stopped"
+        text = (
+            f"search stopped: {stopped.reason()} ({stopped.seconds:.1f}s); the results above "
+            f"are those found {found}. A pattern with nested repetition such as (a+)+ can "
+            "backtrack for hours: simplify it, or narrow the path or glob.\n" + text
+        )
+    return text
 
 
-def _matches(pattern: str | None, start: Path, path: Path) -> bool:
-    """True when no pattern is given or it matches the name or the path below `start`."""
-    if pattern is None:
-        return True
-    below = path.relative_to(start).as_posix() if path != start else path.name
-    return fnmatchcase(path.name, pattern) or fnmatchcase(below, pattern)
+async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str], bool]:
+    """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
+    command = [sys.executable, "-I", "-S", str(GREPPER)]
+    try:
+        process = await anyio.open_process(
+            command, stdin=PIPE, stdout=PIPE, stderr=DEVNULL, start_new_session=True
+        )
+    except OSError as exc:
+        raise ToolError(f"cannot start the search: {exc}") from None
+    out = bytearray()
+    finished = False
+    try:
+        with anyio.move_on_after(seconds):
+            assert process.stdin is not None and process.stdout is not None
+            await process.stdin.send(json.dumps(request).encode())
+            await process.stdin.aclose()
+            async for chunk in process.stdout:
+                out += chunk[: max(0, _OUTPUT_CAP - len(out))]
+            await process.wait()
+            finished = True
+    finally:
+        kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    if finished and process.returncode != 0:
+        raise ToolError(f"search failed (exit {process.returncode})")
+    lines = out.decode("utf-8", errors="replace").split("\n")
+    # A line cut by the kill is dropped: only whole matches are reported.
+    return [line for line in lines[:-1] if line], finished
+
+
+def _check_start(start: Path, shown: str) -> None:
+    """ToolError unless `start` is a directory or a regular file."""
+    try:
+        mode = start.stat().st_mode
+    except FileNotFoundError:
+        raise ToolError(f"no such file or directory: {shown!r}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot search {shown!r}: {exc.strerror}") from None
+    kind = kind_of(mode)
+    if kind is not None:
+        raise ToolError(f"{shown!r} is {kind}; search only reads regular files")
 
 
 def _list(root: Path, start: Path, pattern: str | None, shown: str) -> list[str]:
@@ -124,7 +184,7 @@ def _list(root: Path, start: Path, pattern: str | None, shown: str) -> list[str]
         raise ToolError(f"{shown!r} is not a directory in the workspace")
     names: list[str] = []
     for path in walk_files(root, start):
-        if _matches(pattern, start, path):
+        if matches(pattern, start, path):
             names.append(relative_name(root, path))
             if len(names) > MAX_ENTRIES:
                 break
@@ -135,36 +195,5 @@ def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     """The compiled regex, or a ToolError saying what is wrong with it."""
     try:
         return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+    except (re.error, RecursionError, OverflowError) as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-
-
-def _grep(
-    root: Path, start: Path, regex: re.Pattern[str], glob: str | None, shown: str
-) -> list[str]:
-    """`file:line: text` for matching lines, one past the cap at most."""
-    if not start.exists():
-        raise ToolError(f"no such file or directory: {shown!r}")
-    hits: list[str] = []
-    for path in walk_files(root, start):
-        if not _matches(glob, start, path):
-            continue
-        hits.extend(_grep_file(relative_name(root, path), path, regex))
-        if len(hits) > MAX_MATCHES:
-            break
-    return hits
-
-
-def _grep_file(name: str, path: Path, regex: re.Pattern[str]) -> Iterator[str]:
-    """Matching lines of one file; unreadable, huge and binary files are skipped."""
-    try:
-        if path.stat().st_size > MAX_SEARCH_BYTES:
-            return
-        data = path.read_bytes()
-    except OSError:
-        return
-    if b"\x00" in data[:8192]:
-        return
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if regex.search(line):
-            yield f"{name}:{number}: {line.strip()[:MAX_MATCH_CHARS]}"

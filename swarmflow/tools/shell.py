@@ -1,34 +1,53 @@
-"""The `run_shell` tool: a command in the workspace, with a timeout and a scrubbed environment.
+"""The `run_shell` tool: a command in the workspace, sandboxed, with a timeout.
 
-A non-zero exit is an observation, not an error: the text reports the exit code. On timeout the
-command's whole process group is killed; background children are also killed when the command
-exits, since they would otherwise hold the output pipe open.
+Under bubblewrap (see `sandbox`) the command sees only the workspace, the system and Python,
+read-only where they are not the workspace; it has no network unless the agent allows it, its
+own PID namespace and an environment holding only what the agent declares. Without
+bubblewrap the run says so once and the command runs on the host with a scrubbed environment
+in its own process group (`sandbox="none"` asks for that explicitly).
+
+A non-zero exit is an observation, not an error: the text reports the exit code. The command
+stops at its timeout or a little before the run's deadline, whichever comes first; every
+process it started is killed when it ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import DEVNULL, PIPE, STDOUT
+from typing import Protocol, runtime_checkable
 
 import anyio
+import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
-from swarmflow.core.ports import ToolContext, ToolResult
+from swarmflow.core.events import SandboxUnavailable
+from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
-from swarmflow.tools.base import ArgsModel, expect_args, root_of
+from swarmflow.tools.base import ArgsModel, expect_args, workspace_of
+from swarmflow.tools.limits import TimeLimit, time_limit
+from swarmflow.tools.sandbox import (
+    QUIET_ENV,
+    ShellPolicy,
+    bwrap_argv,
+    bwrap_problem,
+    policy_from,
+    sandbox_env,
+)
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 OUTPUT_CAP = 16_000
-# Pagers and credential prompts would wait forever on a pipe nobody types into.
-QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+_log = logging.getLogger("swarmflow.sandbox")
 
 
 class RunShellArgs(ArgsModel):
@@ -49,6 +68,30 @@ class ShellOutcome:
     output: str
     exit_code: int | None
     timed_out: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What to start: the argument vector, its environment and directory."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    cwd: Path
+    sandboxed: bool
+
+
+@runtime_checkable
+class RunNotes(Protocol):
+    """A workspace that shares its run's set of notices already given (the provider's)."""
+
+    notes: set[str]
+
+
+@runtime_checkable
+class SandboxReadOnly(Protocol):
+    """A workspace that needs paths outside its root visible, read-only, in the sandbox."""
+
+    sandbox_read_only: tuple[Path, ...]
 
 
 class CappedOutput:
@@ -81,14 +124,15 @@ class CappedOutput:
 
 
 class RunShell:
-    """Runs a shell command in the workspace root."""
+    """Runs a shell command in the workspace root, in the sandbox when there is one."""
 
     name = "run_shell"
     description = (
         "Run a shell command in the workspace root and return its exit code and combined "
         f"stdout/stderr (long output keeps its head and tail). Default timeout "
         f"{DEFAULT_TIMEOUT:.0f}s, at most {MAX_TIMEOUT:.0f}s. No stdin; secrets are not in the "
-        "environment."
+        "environment. In the sandbox only the workspace is writable, there is no network "
+        "unless allowed, and background processes end with the command."
     )
     args: type[BaseModel] = RunShellArgs
     needs_workspace = True
@@ -96,9 +140,62 @@ class RunShell:
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Run the command and report how it ended."""
         a = expect_args(args, RunShellArgs)
-        timeout = min(a.timeout, MAX_TIMEOUT)
-        outcome = await run_command(a.command, root_of(ctx, self.name), timeout)
-        return ToolResult(describe(outcome, timeout), value=outcome.exit_code)
+        limit = time_limit(min(a.timeout, MAX_TIMEOUT))
+        launch = await prepare(a.command, ctx)
+        outcome = await run_process(launch, limit.seconds)
+        return ToolResult(describe(outcome, limit), value=outcome.exit_code)
+
+
+async def prepare(command: str, ctx: ToolContext) -> Launch:
+    """How to run `command` for this agent: sandboxed, or on the host when it cannot be."""
+    ws = workspace_of(ctx, RunShell.name)
+    root = ws.root.resolve()
+    policy = policy_from(ctx.declaration)
+    if policy.mode == "none":
+        return host_launch(command, root, policy)
+    problem = await anyio.to_thread.run_sync(bwrap_problem)
+    if problem is None:
+        extra = ws.sandbox_read_only if isinstance(ws, SandboxReadOnly) else ()
+        argv = bwrap_argv(root, command, policy, extra)
+        # bwrap's own environment is readable in the sandbox (/proc/1/environ): keep it clean.
+        return Launch(argv, sandbox_env(policy), root, sandboxed=True)
+    if policy.mode == "bwrap":
+        raise ToolError(
+            f"agent {ctx.agent!r} runs commands only in the sandbox (sandbox='bwrap'), but "
+            f"{problem}. The command was not run."
+        )
+    _say_once(ctx, ws, problem)
+    return host_launch(command, root, policy)
+
+
+def host_launch(command: str, root: Path, policy: ShellPolicy) -> Launch:
+    """The command on the host: /bin/sh, a scrubbed environment plus the declared one."""
+    env = scrubbed_env() | dict(policy.env)
+    return Launch(["/bin/sh", "-c", command], env, root, sandboxed=False)
+
+
+def _say_once(ctx: ToolContext, ws: Workspace, problem: str) -> None:
+    """Tell the terminal and the event log, once per run, that commands run unsandboxed."""
+    notes = ws.notes if isinstance(ws, RunNotes) else _fallback_notes(ws)
+    if "sandbox_unavailable" in notes:
+        return
+    notes.add("sandbox_unavailable")
+    reason = (
+        f"{problem}. run_shell commands run on the host without a sandbox; declare "
+        "sandbox='none' on the agent to accept that, or sandbox='bwrap' to refuse it."
+    )
+    _log.warning("swarmflow: %s", reason)
+    ctx.emit(SandboxUnavailable, reason=reason)
+
+
+def _fallback_notes(ws: Workspace) -> set[str]:
+    """Notices for a workspace that no provider made: kept on the workspace itself."""
+    notes: set[str] | None = getattr(ws, "_swarmflow_notes", None)
+    if notes is None:
+        notes = set()
+        with contextlib.suppress(AttributeError):
+            ws._swarmflow_notes = notes  # type: ignore[attr-defined]
+    return notes
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -106,21 +203,30 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return public_environment(env) | QUIET_ENV
 
 
-async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:
-    """Run `command` with /bin/sh in its own process group; kill the group on timeout."""
+async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
+    """Run the launch in its own process group; kill everything it started when it ends."""
     out = CappedOutput()
+    argv, info = list(launch.argv), None
+    if launch.sandboxed:
+        # bwrap reports the host pid of the sandbox's init on this pipe.
+        info, info_w = os.pipe()
+        argv[1:1] = ["--info-fd", str(info_w)]
     try:
         process = await anyio.open_process(
-            command,
-            cwd=cwd,
-            env=scrubbed_env(),
+            argv,
+            cwd=launch.cwd,
+            env=dict(launch.env),
             stdin=DEVNULL,
             stdout=PIPE,
             stderr=STDOUT,
             start_new_session=True,
+            pass_fds=(info_w,) if info is not None else (),
         )
     except OSError as exc:
-        raise ToolError(f"cannot start the command in {cwd}: {exc}") from None
+        raise ToolError(f"cannot start the command in {launch.cwd}: {exc}") from None
+    finally:
+        if info is not None:
+            os.close(info_w)
     finished = False
     try:
         with anyio.move_on_after(seconds):
@@ -133,7 +239,55 @@ async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:
         kill_group(process.pid)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+            if info is not None:
+                await end_sandbox(info)
     return ShellOutcome(out.text(), process.returncode if finished else None, not finished)
+
+
+async def end_sandbox(info: int) -> None:
+    """Kill the sandbox's init and wait until it is gone: the kernel then has killed every
+    process of its PID namespace (killing bwrap alone leaves that teardown running)."""
+    try:
+        os.set_blocking(info, False)
+        report = _read_available(info)
+    finally:
+        os.close(info)
+    pid = _child_pid(report)
+    if pid is None:
+        return
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+def _read_available(fd: int) -> bytes:
+    """What the pipe holds now, without waiting for more."""
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    return data
+
+
+def _child_pid(report: bytes) -> int | None:
+    """The `child-pid` of bwrap's info report, if it wrote one."""
+    try:
+        value = json.loads(report.decode("utf-8", errors="replace") or "{}").get("child-pid")
+    except ValueError:
+        return None
+    return value if isinstance(value, int) else None
+
+
+async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:
+    """Run `command` on the host with /bin/sh (no sandbox), as `run_shell` falls back to."""
+    return await run_process(host_launch(command, cwd, ShellPolicy(mode="none")), seconds)
 
 
 async def _pump(stream: ByteReceiveStream | None, out: CappedOutput) -> None:
@@ -150,11 +304,14 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def describe(outcome: ShellOutcome, timeout: float) -> str:
+def describe(outcome: ShellOutcome, limit: TimeLimit) -> str:
     """The observation text: how the command ended, then its output."""
     output = outcome.output if outcome.output.strip() else "(no output)"
     if outcome.timed_out:
-        head = f"timed out after {timeout:g}s; the command's process group was killed"
+        head = (
+            f"stopped: {limit.reason()} after {limit.seconds:.3g}s; the command and every "
+            "process it started were killed"
+        )
     else:
         head = f"exit code: {outcome.exit_code}"
     return f"{head}\n{output}"

@@ -21,13 +21,49 @@ COMMIT_CONFIG = (
     "-c",
     "gc.auto=0",
 )
+# A workspace is written by a model. Whatever it wrote, swarmflow's own git must not run a
+# command on the host because of it: no hooks, no fsmonitor, no pager, no external diff or
+# text conversion. These override every config file. The worktree commands also name their git
+# directory explicitly (`WorktreeWorkspace`), so a `.git` file the workspace rewrote to point at
+# a fake git directory (with its own config) is never read.
+HARDENED = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "diff.external=",
+    "-c",
+    "credential.helper=",
+)
 # Set by git hooks and the like; inherited, they would point our commands at another repository.
-_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+_REDIRECTING = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+)
 
 
 def git_env() -> dict[str, str]:
     """Our environment, minus variables that redirect git, plus no interactive prompts."""
-    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _REDIRECTING
+        and not k.startswith("GIT_CONFIG_KEY_")
+        and not k.startswith("GIT_CONFIG_VALUE_")
+    }
     return env | {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
 
@@ -35,7 +71,7 @@ async def _run(cwd: Path, args: tuple[str, ...], data: bytes | None) -> tuple[in
     """Run git; return exit code, stdout and stderr."""
     try:
         done = await anyio.run_process(
-            ["git", *args], cwd=cwd, input=data, check=False, env=git_env()
+            ["git", *HARDENED, *args], cwd=cwd, input=data, check=False, env=git_env()
         )
     except OSError as exc:
         raise WorkspaceError(f"cannot run git in {cwd}: {exc}") from None
@@ -59,17 +95,18 @@ async def git_succeeds(cwd: Path, *args: str) -> bool:
     return code == 0
 
 
-async def rev_parse(cwd: Path, rev: str) -> str:
-    """The full sha of the commit `rev` names."""
-    return (await git(cwd, "rev-parse", "--verify", f"{rev}^{{commit}}")).strip()
+async def rev_parse(cwd: Path, rev: str, *where: str) -> str:
+    """The full sha of the commit `rev` names (`where`: explicit --git-dir/--work-tree)."""
+    return (await git(cwd, *where, "rev-parse", "--verify", f"{rev}^{{commit}}")).strip()
 
 
-async def changed_files(cwd: Path, old: str, new: str) -> tuple[str, ...]:
+async def changed_files(cwd: Path, old: str, new: str, *where: str) -> tuple[str, ...]:
     """Paths that differ between two commits."""
-    out = await git(cwd, "diff", "--name-only", "-z", "--no-renames", old, new)
+    out = await git(cwd, *where, "diff", "--name-only", "-z", "--no-renames", old, new)
     return tuple(name for name in out.split("\0") if name)
 
 
-async def diff(cwd: Path, old: str, new: str) -> str:
+async def diff(cwd: Path, old: str, new: str, *where: str) -> str:
     """The unified diff between two commits, unaffected by the user's diff config."""
-    return await git(cwd, "diff", "--no-color", "--no-ext-diff", old, new)
+    args = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", old, new)
+    return await git(cwd, *where, *args)

@@ -13,6 +13,8 @@ class LocalWorkspace:
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        self.notes: set[str] = set()
+        """Notices already given in this workspace's run (the provider shares its set)."""
 
     async def finalize(self, message: str) -> None:
         """Nothing to commit: a local directory is not versioned by swarmflow."""

@@ -37,18 +37,26 @@ class DefaultWorkspaces:
         self._git_lock = anyio.Lock()
         self._worktrees: list[WorktreeWorkspace] = []
         self._shared: SharedWorkspace | None = None
+        self._shared_lock = anyio.Lock()
         self._slugs: set[str] = set()
+        self.notes: set[str] = set()
+        """Notices already given in this run; every workspace made here shares the set."""
 
     async def acquire(self, kind: str, agent: str, session: str) -> Workspace:
         """A workspace of `kind` for one session."""
+        ws: LocalWorkspace | WorktreeWorkspace | SharedWorkspace
         if kind == "local":
             root = self.repo or self.run_dir / "workspace"
-            return await anyio.to_thread.run_sync(LocalWorkspace, root)
-        if kind == "worktree":
-            return await self._worktree(agent, session)
-        if kind == "shared":
-            return await self._shared_workspace()
-        raise ConfigError(_unknown_kind(kind), agent=agent, session=session)
+            ws = await anyio.to_thread.run_sync(LocalWorkspace, root)
+        elif kind == "worktree":
+            ws = await self._worktree(agent, session)
+        elif kind == "shared":
+            ws = await self._shared_workspace()
+        else:
+            raise ConfigError(_unknown_kind(kind), agent=agent, session=session)
+        # One run, one set of notices (such as "no sandbox"), whichever workspace says it.
+        ws.notes = self.notes
+        return ws
 
     async def _worktree(self, agent: str, session: str) -> WorktreeWorkspace:
         """A fresh worktree on branch `swarmflow/<run>/<session>`."""
@@ -101,11 +109,17 @@ class DefaultWorkspaces:
         return ws
 
     async def _shared_workspace(self) -> SharedWorkspace:
-        """The run's one shared workspace, made on first use."""
-        if self._shared is None:
-            root = self.repo or self.run_dir / "shared"
-            self._shared = await anyio.to_thread.run_sync(SharedWorkspace, root)
-        return self._shared
+        """The run's one shared workspace, made on first use.
+
+        Creating it awaits (the directory is made off the event loop), so sessions starting
+        together would each make their own, with its own lock and versions: the lock makes
+        the check and the store one step.
+        """
+        async with self._shared_lock:
+            if self._shared is None:
+                root = self.repo or self.run_dir / "shared"
+                self._shared = await anyio.to_thread.run_sync(SharedWorkspace, root)
+            return self._shared
 
     def _unique(self, name: str) -> str:
         """`name`, numbered when two sessions reduce to the same slug."""

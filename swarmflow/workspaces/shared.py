@@ -83,6 +83,8 @@ class SharedWorkspace:
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        self.notes: set[str] = set()
+        """Notices already given in this workspace's run (the provider shares its set)."""
         self._lock = anyio.Lock()
         self._files: dict[str, FileState] = {}
         self._snapshots: dict[str, dict[str, int]] = {}
@@ -98,14 +100,19 @@ class SharedWorkspace:
                 self._snapshots.setdefault(reader, {})[key] = version.number
             return version.content
 
-    async def write_text(self, path: str, content: str, reader: str) -> None:
-        """Write `content` unless `reader`'s snapshot is stale (then raise StaleWrite)."""
+    async def write_text(self, path: str, content: str, reader: str) -> tuple[str, int, int]:
+        """Write `content` unless `reader`'s snapshot is stale (then raise StaleWrite).
+
+        Returns the file's key, the version it replaced and its new version.
+        """
         key = self._key(path)
         async with self._lock:
             await self._check(key, reader)
+            previous = self._files[key].latest.number
             await anyio.to_thread.run_sync(store_text, self.root / key, content)
             version = self._files[key].bump(content, reader)
             self._snapshots.setdefault(reader, {})[key] = version.number
+            return key, previous, version.number
 
     def version(self, path: str) -> int | None:
         """The version of `path` as last seen, None for a file never touched through here."""

@@ -55,12 +55,20 @@ class WorktreeWorkspace:
         *,
         on_commit: OnCommit | None = None,
         lock: AbstractAsyncContextManager[Any] | None = None,
+        git_dir: Path | None = None,
+        common_dir: Path | None = None,
     ) -> None:
         self.repo = repo
         self.root = root
         self.branch = branch
         self.base = base
         self.on_commit = on_commit
+        # Recorded when git made the worktree: the `.git` file in `root` is the workspace's to
+        # write, so swarmflow's own commands never follow it.
+        self.git_dir = git_dir or repo / ".git" / "worktrees" / root.name
+        self.common_dir = common_dir or repo / ".git"
+        self.notes: set[str] = set()
+        """Notices already given in this workspace's run (the provider shares its set)."""
         # Worktree and branch bookkeeping of one repository must not run concurrently:
         # git takes repository-wide locks (packed-refs, worktrees/) that a second call trips on.
         self._lock = lock
@@ -84,7 +92,28 @@ class WorktreeWorkspace:
             sha = await rev_parse(repo, base)
             await anyio.to_thread.run_sync(lambda: path.parent.mkdir(parents=True, exist_ok=True))
             await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
-        return cls(repo, await resolved(path), branch, sha, on_commit=on_commit, lock=lock)
+            git_dir = Path((await git(path, "rev-parse", "--absolute-git-dir")).strip())
+            common = await git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        return cls(
+            repo,
+            await resolved(path),
+            branch,
+            sha,
+            on_commit=on_commit,
+            lock=lock,
+            git_dir=git_dir,
+            common_dir=Path(common.strip()),
+        )
+
+    @property
+    def sandbox_read_only(self) -> tuple[Path, ...]:
+        """Shown read-only in the shell sandbox, so `git diff` and `git log` work there."""
+        return (self.common_dir,)
+
+    @property
+    def where(self) -> tuple[str, ...]:
+        """Git options naming this worktree's git directory and work tree explicitly."""
+        return (f"--git-dir={self.git_dir}", f"--work-tree={self.root}")
 
     @classmethod
     async def reattach(
@@ -113,26 +142,38 @@ class WorktreeWorkspace:
                     await git(repo, "worktree", "add", "--quiet", str(path), branch)
                 else:
                     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), base)
+            root = await resolved(path)
+            git_dir, common = await _registered_git_dir(repo, root)
+            ws = cls(
+                repo,
+                root,
+                branch,
+                base,
+                on_commit=on_commit,
+                lock=lock,
+                git_dir=git_dir,
+                common_dir=common,
+            )
             if restart:
-                await _back_to_base(repo, path, branch, base)
-        root = await resolved(path)
-        ws = cls(repo, root, branch, base, on_commit=on_commit, lock=lock)
-        ws._head = await rev_parse(root, "HEAD")
+                await _back_to_base(repo, root, branch, base, ws.where)
+        ws._head = await rev_parse(root, "HEAD", *ws.where)
         return ws
 
     async def finalize(self, message: str) -> Patch:
         """Commit everything that changed; the patch is the diff from the base to the head."""
-        await git(self.root, "add", "-A")
-        if not await _index_clean(self.root):
+        where = self.where
+        await git(self.root, *where, "add", "-A")
+        if not await _index_clean(self.root, where):
             msg = message.strip() or DEFAULT_MESSAGE
-            await git(self.root, *COMMIT_CONFIG, "commit", "--quiet", "--no-verify", "-m", msg)
-        head = await rev_parse(self.root, "HEAD")
+            commit = ("commit", "--quiet", "--no-verify", "-m", msg)
+            await git(self.root, *where, *COMMIT_CONFIG, *commit)
+        head = await rev_parse(self.root, "HEAD", *where)
         if head != self._head:
             # The head may also have moved through the agent's own `git commit`.
-            await self._notify(head, await changed_files(self.root, self._head, head))
+            await self._notify(head, await changed_files(self.root, self._head, head, *where))
             self._head = head
-        files = await changed_files(self.root, self.base, head)
-        text = await diff(self.root, self.base, head)
+        files = await changed_files(self.root, self.base, head, *where)
+        text = await diff(self.root, self.base, head, *where)
         return Patch(diff=text, base=self.base, commit=head, branch=self.branch, files=files)
 
     async def _notify(self, head: str, files: tuple[str, ...]) -> None:
@@ -153,20 +194,42 @@ class WorktreeWorkspace:
         self.released = True
 
 
-async def _back_to_base(repo: Path, root: Path, branch: str, base: str) -> None:
+async def _back_to_base(
+    repo: Path, root: Path, branch: str, base: str, where: tuple[str, ...]
+) -> None:
     """Put a worktree back at `base`, keeping what was there in the stash and a backup branch."""
-    if await git(root, "status", "--porcelain"):
+    if await git(root, *where, "status", "--porcelain"):
         message = f"swarmflow: unfinished work of {branch}"
-        await git(root, "stash", "push", "--include-untracked", "--quiet", "-m", message)
-    head = await rev_parse(root, "HEAD")
+        await git(root, *where, "stash", "push", "--include-untracked", "--quiet", "-m", message)
+    head = await rev_parse(root, "HEAD", *where)
     if head != await rev_parse(repo, base):
         await git(repo, "branch", "--force", f"{branch}-interrupted", head)
-    await git(root, "reset", "--hard", "--quiet", base)
+    await git(root, *where, "reset", "--hard", "--quiet", base)
 
 
-async def _index_clean(root: Path) -> bool:
+async def _registered_git_dir(repo: Path, root: Path) -> tuple[Path, Path]:
+    """The git directory the repository itself records for the worktree at `root`, and the
+    common one: read from `<common>/worktrees/*/gitdir`, never from the worktree's `.git`."""
+    common = Path(
+        (await git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")).strip()
+    )
+
+    def find() -> Path | None:
+        for entry in sorted((common / "worktrees").glob("*/gitdir")):
+            recorded = Path(entry.read_text(encoding="utf-8").strip())
+            if recorded.parent.resolve() == root:
+                return entry.parent
+        return None
+
+    found = await anyio.to_thread.run_sync(find)
+    if found is None:
+        raise WorkspaceError(f"{repo} has no record of a worktree at {root}")
+    return found, common
+
+
+async def _index_clean(root: Path, where: tuple[str, ...]) -> bool:
     """True when the staged tree equals HEAD."""
-    out = await git(root, "diff", "--cached", "--name-only", "-z")
+    out = await git(root, *where, "diff", "--cached", "--name-only", "-z")
     return not out
 
 

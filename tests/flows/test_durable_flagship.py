@@ -88,4 +88,7 @@ def test_a_killed_flagship_run_resumes_in_its_worktrees(tmp_path: Path) -> None:
     # The run ended ok, so its worktrees and coder branches are gone from the repository.
     assert len(git(target, "worktree", "list").splitlines()) == 1
     left = git(target, "branch", "--list", f"swarmflow/{resumed.run_id}/*").split()
-    assert left == [f"swarmflow/{resumed.run_id}/result"]
+    # A coder killed after its commit but before its record restarted from its base; its
+    # commit stays on a `-interrupted` backup branch (nothing done is lost).
+    backups = [b for b in left if b.endswith("-interrupted")]
+    assert sorted(set(left) - set(backups)) == [f"swarmflow/{resumed.run_id}/result"]

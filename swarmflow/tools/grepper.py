@@ -1,0 +1,68 @@
+"""The child process behind `search`: grep a workspace tree with a Python regular expression.
+
+A catastrophic pattern such as `(a+)+$` over a long line runs for hours inside `re`, and no
+thread can be interrupted; a child process can be killed. The parent (`search.py`) sends one
+JSON request on stdin and reads one `file:line: text` match per stdout line, so whatever was
+found before a kill is kept. Standard library only: the child starts with `python -I -S`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+if __package__:
+    from swarmflow.tools.walk import matches, walk_files
+else:  # run as a script in the child: walk.py sits beside this file
+    sys.path.insert(0, str(Path(__file__).parent))
+    from walk import matches, walk_files  # type: ignore[import-not-found,no-redef]
+
+MAX_FILE_BYTES = 2_000_000
+MAX_MATCH_CHARS = 300
+_BINARY_PROBE = 8192
+
+
+def grep(request: dict[str, object]) -> Iterator[str]:
+    """`file:line: text` for each matching line, in path order."""
+    root = Path(str(request["root"]))
+    start = Path(str(request["start"]))
+    flags = re.IGNORECASE if request.get("ignore_case") else 0
+    regex = re.compile(str(request["pattern"]), flags)
+    glob = request.get("glob")
+    for path in walk_files(root, start):
+        if matches(str(glob) if glob is not None else None, start, path):
+            yield from _grep_file(path.relative_to(root).as_posix(), path, regex)
+
+
+def _grep_file(name: str, path: Path, regex: re.Pattern[str]) -> Iterator[str]:
+    """Matching lines of one file; unreadable, huge and binary files are skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return
+    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:_BINARY_PROBE]:
+        return
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if regex.search(line):
+            yield f"{name}:{number}: {line.strip()[:MAX_MATCH_CHARS]}"
+
+
+def main() -> None:
+    """Read the request, print matches until `limit` of them (one more shows truncation)."""
+    request = json.loads(sys.stdin.read())
+    limit = int(request["limit"])
+    for count, hit in enumerate(grep(request), 1):
+        sys.stdout.write(hit.replace("\n", " ") + "\n")
+        sys.stdout.flush()
+        if count > limit:
+            break
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Walking a workspace tree the way every tool must: inside it, outside `.git`, regular files only.
+
+Standard library only: `search` runs this module in a child process (see `grepper`), which
+imports nothing of swarmflow.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+
+def _is_git(name: str) -> bool:
+    """True for a `.git` entry (case-insensitively, as git itself treats it)."""
+    return name.lower().rstrip(". ") == ".git"
+
+
+def walk_files(root: Path, start: Path) -> Iterator[Path]:
+    """Regular files under `start`, sorted, skipping `.git`, special files and escaping links.
+
+    `root` and `start` must be resolved paths. A symlinked file is kept only when it leads
+    to a regular file inside the workspace and outside `.git`.
+    """
+    if not start.is_dir():
+        if _regular_inside(root, start):
+            yield start
+        return
+    # os.walk does not follow directory symlinks, so a link cannot lead the walk outside.
+    for here, dirs, files in os.walk(start):
+        dirs[:] = sorted(d for d in dirs if not _is_git(d))
+        for name in sorted(files):
+            path = Path(here) / name
+            if not _is_git(name) and _regular_inside(root, path):
+                yield path
+
+
+def _regular_inside(root: Path, path: Path) -> bool:
+    """True when `path` is (or links to) a regular file inside `root` and outside `.git`."""
+    try:
+        if path.is_symlink():
+            real = path.resolve()
+            if not real.is_relative_to(root) or any(
+                _is_git(p) for p in real.relative_to(root).parts
+            ):
+                return False
+            path = real
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, RuntimeError):
+        return False
+
+
+def matches(pattern: str | None, start: Path, path: Path) -> bool:
+    """True when no pattern is given or it matches the name or the path below `start`."""
+    if pattern is None:
+        return True
+    below = path.relative_to(start).as_posix() if path != start else path.name
+    return fnmatchcase(path.name, pattern) or fnmatchcase(below, pattern)
