@@ -70,3 +70,9 @@ def test_every_run_option_is_documented() -> None:
     heading = next(line for line in DOC.splitlines() if line.startswith("### `run("))
     for option in options:
         assert f"{option}=" in heading, option
+
+
+def test_every_agent_field_is_documented() -> None:
+    heading = next(line for line in DOC.splitlines() if line.startswith("### `Agent("))
+    for field in swarmflow.Agent.model_fields:
+        assert field in heading and f"| `{field}` |" in DOC or field == "name", field
