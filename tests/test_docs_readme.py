@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -48,7 +49,7 @@ def endpoint() -> Iterator[ChatServer]:
 
 def test_the_python_snippets_run_in_order(folder: Path, endpoint: ChatServer) -> None:
     """Read as one script, the way the README reads: later blocks use earlier names."""
-    python = [b for b in blocks(README) if b.language == "python"]
+    python = [b for b in blocks(README) if b.language == "python" and not _awaits(b)]
     assert len(python) >= 4
     script = Block("python", None, "\n".join(b.code for b in python), python[0].line)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
@@ -61,6 +62,30 @@ def test_the_python_snippets_run_in_order(folder: Path, endpoint: ChatServer) ->
     out = run_python(script, folder, env)
     assert out.startswith("ok choice=0 confidence=0.9")
     assert {json.loads(r.raw)["model"] for r in endpoint.requests if r.raw} == {"gpt-4o-mini"}
+
+
+def _awaits(block: Block) -> bool:
+    """A fragment written for inside an async function (top-level `await`, `async with`)."""
+    async_nodes = (ast.Await, ast.AsyncWith, ast.AsyncFor)
+    for statement in ast.parse(block.code).body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if any(isinstance(node, async_nodes) for node in ast.walk(statement)):
+            return True
+    return False
+
+
+def test_the_async_fragments_compile_and_import() -> None:
+    """Fragments meant for inside `async def`: they compile there, and their imports exist."""
+    fragments = [b for b in blocks(README) if b.language == "python" and _awaits(b)]
+    for block in fragments:
+        compile(block.code, f"README.md:{block.line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        for node in ast.parse(block.code).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                try:
+                    exec(compile(ast.Module([node], []), "README.md", "exec"), {})
+                except ModuleNotFoundError as missing:  # an optional extra, e.g. `otel`
+                    assert not (missing.name or "").startswith("swarmflow"), missing
 
 
 def test_the_swarm_snippet_checks_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
