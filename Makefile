@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/python -m swarmflow.cli demo $(ARGS)
 
+# The second run repeats the operator tests with event validation off, as production runs.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --production-events tests/operators $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(BIN)/ruff check swarmflow tests benchmarks examples

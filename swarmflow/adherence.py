@@ -23,13 +23,7 @@ from swarmflow.core.events import (
     ToolExecuted,
     ToolRefused,
 )
-from swarmflow.core.states import EndReason
-
-_BUDGET_REASONS = {
-    EndReason.BUDGET_EXCEEDED.value,
-    EndReason.BUDGET_EXHAUSTED_BEFORE_CALL.value,
-    EndReason.BUDGET_EXCEEDED_AFTER_CALL.value,
-}
+from swarmflow.core.states import BUDGET_REASONS
 
 
 @dataclass(frozen=True)
@@ -146,7 +140,7 @@ def _role_boundary(roles: dict[str, dict[str, Any]], events: list[EventBase]) ->
 def _budget_sharing(roles: dict[str, dict[str, Any]], events: list[EventBase]) -> Axis:
     drawn = _workers(events)
     refused = {
-        e.agent for e in events if isinstance(e, SessionEnded) and e.reason in _BUDGET_REASONS
+        e.agent for e in events if isinstance(e, SessionEnded) and e.reason in BUDGET_REASONS
     }
     realized, deviations = {}, []
     for agent, role in roles.items():

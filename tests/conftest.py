@@ -30,7 +30,22 @@ def _runs_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     return root
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--production-events",
+        action="store_true",
+        help="leave event validation off, as production runs do (`make test` runs a subset so)",
+    )
+
+
 @pytest.fixture(autouse=True)
-def _validate_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Build and validate the pydantic model of every event, even for JSONL-only runs."""
-    monkeypatch.setenv("SWARMFLOW_VALIDATE_EVENTS", "1")
+def _validate_every_event(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Build and validate the pydantic model of every event, even for JSONL-only runs.
+
+    With `--production-events` validation stays off, the fast path production takes, so a
+    bug that only the unvalidated path has still fails a test.
+    """
+    if request.config.getoption("--production-events"):
+        monkeypatch.delenv("SWARMFLOW_VALIDATE_EVENTS", raising=False)
+    else:
+        monkeypatch.setenv("SWARMFLOW_VALIDATE_EVENTS", "1")

@@ -1,7 +1,8 @@
-"""`swarmflow graph FILE|RUN_DIR`: one diagram of a flow or of a finished run.
+"""`swarmflow graph FILE|module:flow|RUN_DIR`: one diagram of a flow or of a finished run.
 
 `--which` picks the diagram: the declared team (`topology`), the step graph of a `.swarm`
-file (`steps`) or what a run executed (`run`). `--format` prints Mermaid or DOT, or renders
+file (`steps`) or what a run executed (`run`); a Python flow named `module:flow` has only
+its team, since its steps are code. `--format` prints Mermaid or DOT, or renders
 PNG/SVG through Graphviz. Exit status: 0 drawn, 1 the file has diagnostics, 2 usage (an
 unreadable file, no such graph, no Graphviz).
 """
@@ -24,11 +25,12 @@ def register(subparsers: Any) -> None:
         description="One diagram: the declared team, a .swarm file's steps, or a run's "
         "executed graph (with every edge it followed), as Mermaid, DOT, PNG or SVG.",
     )
-    graph.add_argument("file", metavar="FILE|RUN_DIR")
+    graph.add_argument("file", metavar="FILE|module:flow|RUN_DIR")
     graph.add_argument(
         "--which",
         choices=("topology", "steps", "run"),
-        help="the diagram (default: steps for a file, run for a run directory)",
+        help="the diagram (default: steps for a file, topology for module:flow, "
+        "run for a run directory)",
     )
     graph.add_argument(
         "--format",
@@ -44,12 +46,18 @@ def register(subparsers: Any) -> None:
 
 def graph_command(args: argparse.Namespace) -> int:
     """Draw one diagram; see the module docstring for the exit statuses."""
+    from swarmflow.dsl.python_flows import looks_like_python_flow
     from swarmflow.report.graphs import GraphError
     from swarmflow.report.log import LogError
 
     text_format = "dot" if args.format in ("png", "svg") else args.format
     try:
-        if Path(args.file).is_dir():
+        if looks_like_python_flow(args.file) and not Path(args.file).exists():
+            drawn, status = _of_python_flow(args.file, args.which or "topology", text_format)
+            if drawn is None:
+                return status
+            diagram = drawn
+        elif Path(args.file).is_dir():
             diagram = _of_run(Path(args.file), args.which or "run", text_format)
         else:
             drawn, status = _of_file(args.file, args.which or "steps", text_format)
@@ -67,6 +75,28 @@ def _of_run(run_dir: Path, which: str, fmt: str) -> str:
     from swarmflow.report.log import read_log
 
     return run_diagram(read_log(run_dir).events, which, fmt)  # type: ignore[arg-type]
+
+
+def _of_python_flow(spec: str, which: str, fmt: str) -> tuple[str | None, int]:
+    """The declared team of the Python flow `module:flow`, or None and the exit status."""
+    from swarmflow.dsl import DslError
+    from swarmflow.dsl.python_flows import load_python_flow
+    from swarmflow.report.graphs import team_diagram
+
+    if which != "topology":
+        print(
+            f"swarmflow graph: --which {which} needs a .swarm file or a run directory; "
+            f"a Python flow's steps are code, so {spec} has only --which topology",
+            file=sys.stderr,
+        )
+        return None, USAGE
+    try:
+        flow = load_python_flow(spec)
+    except DslError as exc:
+        print(f"swarmflow graph: {exc}", file=sys.stderr)
+        return None, USAGE
+    team = flow.team
+    return team_diagram(flow.name, team.names, team.edges, fmt), OK  # type: ignore[arg-type]
 
 
 def _of_file(path: str, which: str, fmt: str) -> tuple[str | None, int]:

@@ -1,6 +1,7 @@
 """`swarmflow run`: run a `.swarm` flow from the command line.
 
-Exit status: 0 a run that ended ok (or paused), 1 diagnostics or a run that did not, 2 usage.
+Exit status: 0 a run that ended ok, 1 diagnostics or a run that did not (a paused run
+included: it has not ended), 2 usage.
 The DSL package is imported only when the command runs.
 """
 
@@ -67,6 +68,11 @@ def register(subparsers: Any) -> None:
         help="refused here: answers go to the paused run, with "
         "`swarmflow resume RUN_DIR --answer TOKEN=VALUE`",
     )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object (status, output, tokens, cost, run, events)",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -122,7 +128,7 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("swarmflow run: interrupted; the run was stopped", file=sys.stderr)
         return INTERRUPTED
-    return _report(result)
+    return _report(result, as_json=args.json)
 
 
 def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
@@ -209,7 +215,15 @@ def _approve(question: str, payload: Any) -> Any:
     return payload if payload is not None else "yes"
 
 
-def _report(result: Any) -> int:
+def _report(result: Any, *, as_json: bool = False) -> int:
+    # the model may have echoed a secret: the one policy
+    print(scrubbed(_report_json(result) if as_json else _report_text(result)))
+    return OK if result.status == "ok" else PROBLEMS
+
+
+def _report_text(result: Any) -> str:
+    from swarmflow.cli.output_view import as_text
+
     lines = [f"status: {result.status}"]
     if result.error is not None:
         lines.append(f"error: {type(result.error).__name__}: {result.error}")
@@ -221,13 +235,33 @@ def _report(result: Any) -> int:
         lines.append(
             f"resume: swarmflow resume {result.run_dir} --answer {result.pause_token}=VALUE"
         )
-    lines.append(f"output: {_show(result.output)}")
+    if result.status != "paused":
+        shown = as_text(result.output)
+        lines.append(f"output:\n{_indent(shown)}" if "\n" in shown else f"output: {shown}")
     lines.append(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
     lines.append(f"events: {result.events_path}")
-    print(scrubbed("\n".join(lines)))  # the model may have echoed a secret: the one policy
-    return OK if result.status == "ok" else PROBLEMS
+    return "\n".join(lines)
 
 
-def _show(value: Any) -> str:
-    dump = getattr(value, "model_dump_json", None)
-    return str(dump()) if dump is not None else str(value)
+def _report_json(result: Any) -> str:
+    import json
+
+    from swarmflow.cli.output_view import plain
+
+    failed = result.error is not None
+    report = {
+        "status": result.status,
+        "output": plain(result.output),
+        "error": f"{type(result.error).__name__}: {result.error}" if failed else None,
+        "pause_token": result.pause_token or None,
+        "tokens": result.tokens,
+        "cost": result.cost,
+        "run_id": result.run_id,
+        "run_dir": str(result.run_dir),
+        "events": str(result.events_path),
+    }
+    return json.dumps(report, ensure_ascii=False)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())

@@ -46,6 +46,16 @@ class EndReason(StrEnum):
 
 
 DONE_REASONS = frozenset({EndReason.COMPLETED, EndReason.SUBMITTED})
+BUDGET_REASONS = frozenset(
+    {
+        EndReason.BUDGET_EXCEEDED,
+        EndReason.BUDGET_EXHAUSTED_BEFORE_CALL,
+        EndReason.BUDGET_EXCEEDED_AFTER_CALL,
+    }
+)
+"""The token allowance refused more work (EndReason is a str, so event strings match too)."""
+EXHAUSTED_REASONS = BUDGET_REASONS | {EndReason.WALL_CLOCK}
+"""Reasons a call raises BudgetExhausted for: the token allowance or the time ran out."""
 
 _S = SessionState
 TRANSITIONS: frozenset[tuple[SessionState, SessionState]] = frozenset(

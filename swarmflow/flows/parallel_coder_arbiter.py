@@ -39,7 +39,9 @@ from swarmflow.workspaces import apply_patch
 
 FLOW_NAME = "parallel_coder_arbiter"
 CARDS = ("coder.md.j2", "reviewer.md.j2", "arbiter.md.j2")
-EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / FLOW_NAME
+_SOURCE_CARDS = Path(__file__).resolve().parents[2] / "examples" / FLOW_NAME
+_PACKAGED_CARDS = Path(__file__).resolve().parent / "cards" / FLOW_NAME  # in an installed wheel
+EXAMPLE_DIR = _SOURCE_CARDS if _SOURCE_CARDS.is_dir() else _PACKAGED_CARDS
 """Where the role cards live in a source checkout (the repository root's `examples/`)."""
 
 CODER_TOOLS = ("read_file", "list_files", "search", "edit", "write_file", "run_shell", "submit")

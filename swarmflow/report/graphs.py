@@ -49,13 +49,19 @@ def started_name(events: Sequence[EventBase]) -> str:
 
 
 def _topology(started: RunStarted, fmt: TextFormat) -> str:
+    return team_diagram(started.flow, started.agents, started.edges, fmt)
+
+
+def team_diagram(
+    flow: str, agents: Sequence[str], edges: Sequence[tuple[str, str]], fmt: TextFormat
+) -> str:
+    """A flow's declared team (its agents and who may talk to whom) as Mermaid or DOT."""
     if fmt == "mermaid":
-        team = Team([Agent(name) for name in started.agents], edges=started.edges)
-        return team.mermaid()
-    lines = [f'digraph "{started.flow}_team" {{', "    rankdir=LR;"]
-    lines += [f'    "{name}" [shape=box];' for name in started.agents]
+        return Team([Agent(name) for name in agents], edges=tuple(edges)).mermaid()
+    lines = [f'digraph "{flow}_team" {{', "    rankdir=LR;"]
+    lines += [f'    "{name}" [shape=box];' for name in agents]
     lines.append('    "human" [shape=doublecircle];')
-    lines += [f'    "{a}" -> "{b}";' for a, b in started.edges]
+    lines += [f'    "{a}" -> "{b}";' for a, b in edges]
     lines.append("}")
     return "\n".join(lines)
 

@@ -23,7 +23,7 @@ from swarmflow.core.events import WorkspaceChanged
 from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
-from swarmflow.core.states import EndReason, SessionState
+from swarmflow.core.states import EXHAUSTED_REASONS, EndReason, SessionState
 from swarmflow.core.team import Agent
 from swarmflow.runtime.cards import render_card
 from swarmflow.runtime.context import (
@@ -48,15 +48,6 @@ from swarmflow.runtime.replay import (
 )
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
-
-_BUDGET_REASONS = frozenset(
-    {
-        EndReason.BUDGET_EXCEEDED,
-        EndReason.BUDGET_EXHAUSTED_BEFORE_CALL,
-        EndReason.BUDGET_EXCEEDED_AFTER_CALL,
-        EndReason.WALL_CLOCK,
-    }
-)
 
 
 async def open_session(
@@ -282,7 +273,7 @@ def finish_output(
 
 
 def _raise_for_state(session: AgentSession, out: AgentOutput) -> None:
-    if session.state is not SessionState.ERROR and session.reason not in _BUDGET_REASONS:
+    if session.state is not SessionState.ERROR and session.reason not in EXHAUSTED_REASONS:
         return
     where = {"agent": session.agent.name, "session": session.id}
     if session.state is SessionState.ERROR:
@@ -293,7 +284,7 @@ def _raise_for_state(session: AgentSession, out: AgentOutput) -> None:
         )
         err.output = out  # type: ignore[attr-defined]
         raise err from session.error
-    if session.reason in _BUDGET_REASONS:
+    if session.reason in EXHAUSTED_REASONS:
         reason = session.reason.value if session.reason else ""
         budget_err = BudgetExhausted(
             f"agent {session.agent.name!r} stopped: {reason}: {session.detail}",

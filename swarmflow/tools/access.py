@@ -26,10 +26,10 @@ from swarmflow.core.events import SharedFileWritten
 from swarmflow.core.ports import ToolContext
 from swarmflow.tools.base import workspace_of
 from swarmflow.tools.paths import resolve_inside
+from swarmflow.tools.walk import looks_binary
 
 READ_CAP = 4_000_000
 """The largest file, in bytes, the file tools read (source files are far smaller)."""
-_BINARY_PROBE = 8192
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -87,7 +87,7 @@ def load_text(target: Path, cap: int = READ_CAP) -> str | None:
     data = load_bytes(target, cap)
     if data is None:
         return None
-    if b"\x00" in data[:_BINARY_PROBE]:
+    if looks_binary(data):
         raise ToolError(f"{target.name!r} looks like a binary file; tools only handle text")
     return data.decode("utf-8", errors="replace")
 

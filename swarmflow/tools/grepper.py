@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 if __package__:
-    from swarmflow.tools.walk import matches, walk_files
+    from swarmflow.tools.walk import looks_binary, matches, walk_files
 else:  # run as a script in the child: walk.py sits beside this file
     sys.path.insert(0, str(Path(__file__).parent))
-    from walk import matches, walk_files  # type: ignore[import-not-found,no-redef]
+    from walk import looks_binary, matches, walk_files  # type: ignore[import-not-found,no-redef]
 
 MAX_FILE_BYTES = 2_000_000
 MAX_MATCH_CHARS = 300
-_BINARY_PROBE = 8192
 
 
 def grep(request: dict[str, object]) -> Iterator[str]:
@@ -46,7 +45,7 @@ def _grep_file(name: str, path: Path, regex: re.Pattern[str]) -> Iterator[str]:
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError:
         return
-    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:_BINARY_PROBE]:
+    if len(data) > MAX_FILE_BYTES or looks_binary(data):
         return
     for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         if regex.search(line):

@@ -12,6 +12,14 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+BINARY_PROBE = 8192
+"""How many leading bytes are looked at to tell a binary file from text."""
+
+
+def looks_binary(data: bytes) -> bool:
+    """True when the data's start holds a NUL byte, as git and grep decide it."""
+    return b"\x00" in data[:BINARY_PROBE]
+
 
 def _is_git(name: str) -> bool:
     """True for a `.git` entry (case-insensitively, as git itself treats it)."""

@@ -63,3 +63,23 @@ def test_the_command_line_checks_python_flows(module, capsys):
 
 def test_a_clean_python_flow_checks_clean(capsys):
     assert main(["check", "swarm_examples:parallel_coder_arbiter"]) == 0
+
+
+def test_graph_draws_a_python_flows_team(module, capsys):
+    assert main(["graph", f"{module}:fix"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("flowchart LR")
+    assert "coder[coder]" in out and "ghost[ghost]" in out and "coder --> reviwer" in out
+    assert main(["graph", f"{module}:fix", "--format", "dot"]) == 0
+    dot = capsys.readouterr().out
+    assert 'digraph "_fix_team"' in dot
+    assert '"coder" -> "reviwer";' in dot
+
+
+def test_graph_of_a_python_flow_refuses_what_it_cannot_draw(module, capsys):
+    assert main(["graph", f"{module}:fix", "--which", "steps"]) == 2
+    assert "steps are code" in capsys.readouterr().err
+    assert main(["graph", f"{module}:not_a_flow"]) == 2
+    assert "not a swarmflow Flow" in capsys.readouterr().err
+    assert main(["graph", f"{module}_missing:fix"]) == 2
+    assert "cannot import" in capsys.readouterr().err
