@@ -22,6 +22,7 @@ from swarmflow.core.team import Agent, Team
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.runner import RunResult, run, run_sync
 from swarmflow.runtime.flow import Flow, flow
+from swarmflow.stream import TextDelta, stream
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ __all__ = [
     "RunResult",
     "SwarmflowError",
     "Team",
+    "TextDelta",
     "TopologyError",
     "agent",
     "agent_session",
@@ -57,4 +59,5 @@ __all__ = [
     "pipeline",
     "run",
     "run_sync",
+    "stream",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from swarmflow._live import report_delta
 from swarmflow._model_guard import check_real_call_allowed
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
@@ -93,6 +94,8 @@ def _report_retry(attempt: int, error: str, delay: float) -> None:
 def _instrument(model: Model) -> Model:
     if hasattr(model, "on_retry") and model.on_retry is None:
         model.on_retry = _report_retry
+    if hasattr(model, "on_delta") and model.on_delta is None:
+        model.on_delta = report_delta  # streamed text reaches `swarmflow.stream` readers
     return model
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic_core import to_jsonable_python
 
 from swarmflow._failures import failure_message, located
 from swarmflow._wiring import (
@@ -243,7 +244,7 @@ async def _execute(
         with anyio.CancelScope(shield=True):
             await _close(ctx, "cancelled", None)
         raise
-    status, error = await _close(ctx, status, error)
+    status, error = await _close(ctx, status, error, output)
     return RunResult(
         output=output,
         status=status,
@@ -299,7 +300,7 @@ async def _within_wall_clock(
 
 
 async def _close(
-    ctx: RunContext, status: str, error: BaseException | None
+    ctx: RunContext, status: str, error: BaseException | None, output: Any = None
 ) -> tuple[str, BaseException | None]:
     """End every session, release workspaces and clients, record the run's end (once)."""
     log = ctx.log
@@ -324,6 +325,8 @@ async def _close(
         calls=ledger.spent_calls,
         seconds=ledger.elapsed(),
         graph=ctx.graph.mermaid(),
+        output=to_jsonable_python(output, fallback=str) if status == "ok" else None,
+        nodes=ctx.graph.rows(),
     )
     log.close()
     if ctx.journal is not None:

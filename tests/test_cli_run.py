@@ -110,7 +110,9 @@ def test_ctrl_c_prints_one_line_exits_130_and_closes_the_log(tmp_path: Path) -> 
         proc.kill()
         server.close()
     assert proc.returncode == 130
-    assert err.strip().splitlines() == ["swarmflow run: interrupted; the run was stopped"]
+    # Standard error holds the live progress, then one line about the interruption.
+    assert err.strip().splitlines()[-1] == "swarmflow run: interrupted; the run was stopped"
+    assert "Traceback" not in err and err.count("interrupted") == 1
     (log,) = (tmp_path / "runs").glob("*/events.jsonl")
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "cancelled"

@@ -40,6 +40,8 @@ EXTRAS = {
     "Patch",
     "RunPaused",
     "RunResult",
+    "TextDelta",
+    "stream",
 }
 
 

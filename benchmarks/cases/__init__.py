@@ -14,6 +14,7 @@ from benchmarks.cases import (
     imports,
     latency,
     pipeline,
+    prefix,
     skew,
 )
 
@@ -29,4 +30,5 @@ CASES: dict[str, Case] = {
     "dsl_slow": dsl_slow.bench,
     "import": imports.bench,
     "handoff": handoff.bench,
+    "prefix": prefix.bench,
 }

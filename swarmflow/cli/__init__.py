@@ -9,7 +9,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from swarmflow.cli import dsl_commands, flow_commands, run_commands, run_dirs_commands
+from swarmflow.cli import (
+    dsl_commands,
+    flow_commands,
+    graph_commands,
+    report_commands,
+    run_commands,
+    run_dirs_commands,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     dsl_commands.register(sub)
     run_commands.register(sub)
     flow_commands.register(sub)
+    graph_commands.register(sub)
+    report_commands.register(sub)
     run_dirs_commands.register(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""`swarmflow demo` (the flagship flow, end to end) and `swarmflow report RUN_DIR`."""
+"""`swarmflow demo`: the flagship flow, end to end."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from swarmflow.cli.model_options import add_model_options, model_from_args
+from swarmflow.cli.report_commands import tolerant_output
 from swarmflow.core.errors import ConfigError, FlowFailed, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
@@ -19,8 +20,8 @@ from swarmflow.core.secrets import scrubbed
 from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
 from swarmflow.flows.progress import ProgressSink
-from swarmflow.flows.report import render_report, report_from_dir
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
+from swarmflow.report import render_report
 from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV, RunResult
 from swarmflow.runtime.human_channels import ConsoleHuman, ScriptedHuman
 from swarmflow.workspaces.git import git_succeeds
@@ -29,15 +30,8 @@ USAGE_ERROR = 2
 
 
 def register(subparsers: Any) -> None:
-    """Add the `demo` and `report` commands."""
+    """Add the `demo` command."""
     _register_demo(subparsers)
-    report = subparsers.add_parser(
-        "report",
-        help="print a run's summary from its event log",
-        description="Print the closing summary of a run, read from RUN_DIR/events.jsonl alone.",
-    )
-    report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, e.g. runs/<run id>")
-    report.set_defaults(handler=report_command)
 
 
 def _register_demo(subparsers: Any) -> None:
@@ -87,20 +81,9 @@ def _register_demo(subparsers: Any) -> None:
     demo.set_defaults(handler=demo_command)
 
 
-def report_command(args: argparse.Namespace) -> int:
-    """Print the summary of RUN_DIR from its event log."""
-    _tolerant_output()
-    run_dir = Path(args.run_dir)
-    if not (run_dir / "events.jsonl").is_file():
-        print(f"swarmflow report: no events.jsonl in {run_dir}", file=sys.stderr)
-        return 1
-    print(scrubbed(report_from_dir(run_dir)), end="")
-    return 0
-
-
 def demo_command(args: argparse.Namespace) -> int:
     """Run the flagship flow and print its summary; 0 when the run finished ok."""
-    _tolerant_output()
+    tolerant_output()
     problem = _usage_problem(args)
     if problem:
         print(f"swarmflow demo: {problem}", file=sys.stderr)
@@ -208,11 +191,3 @@ def _endpoint() -> str:
 def _say(text: str) -> None:
     """A line of the run's preamble, flushed so it precedes the progress on stderr."""
     print(text, flush=True)
-
-
-def _tolerant_output() -> None:
-    """Never crash on a terminal that cannot show the summary's few non-ASCII symbols."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="replace")

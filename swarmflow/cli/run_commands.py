@@ -156,8 +156,9 @@ def _missing_inputs(flow: Any, inputs: dict[str, Any]) -> str:
 
 async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> Any:
     from swarmflow import run
+    from swarmflow.flows.progress import ProgressSink
 
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"sinks": [ProgressSink()]}  # the demo's live view, on stderr
     if args.demo:
         from swarmflow.dsl.demo import demo_model
 

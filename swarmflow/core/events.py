@@ -52,6 +52,12 @@ class RunFinished(EventBase):
     seconds: float = 0.0
     graph: str = ""
     """The executed run graph as Mermaid (large fan-outs summarised)."""
+    output: Any = None
+    """The flow's return value as JSON (None unless the run ended ok)."""
+    nodes: list[list[Any]] = []
+    """The executed run graph, one `[id, operator, branch, parent, label, status, after]` per
+    node: `parent` is the operator it ran inside, `after` the sibling that had finished when it
+    started (the step it followed); both ids or None."""
 
 
 class OperatorStarted(EventBase):
@@ -86,6 +92,10 @@ class ModelCalled(EventBase):
     cost: float = 0.0
     finish_reason: str = "stop"
     tool_calls: list[str] = []
+    prompt_tokens: int = 0
+    """The prompt's estimated tokens, as the session sent it."""
+    prefix_tokens: int = 0
+    """Of those, the ones that repeat the previous request's prompt prefix in this session."""
     output_mode: str | None = None
     """How a structured answer was asked for: "json_schema" (the server constrained it) or
     "prompt" (asked in the prompt and validated); None when the call wanted none."""

@@ -10,8 +10,8 @@ from swarmflow.flows.parallel_coder_arbiter import (
     solve,
 )
 from swarmflow.flows.progress import ProgressSink
-from swarmflow.flows.report import render_report, report_from_dir
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
+from swarmflow.report import render_report, report_from_dir
 
 __all__ = [
     "BANNER",

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmflow.core.messages import ModelRequest, ToolCall
-from swarmflow.flows.report import DEMO_MODEL, tally_line
 from swarmflow.flows.target_repo import BUGGY_LINE, default_test_command
+from swarmflow.report.candidates import tally_line
+from swarmflow.report.text import DEMO_MODEL
 from swarmflow.testing import FunctionModel, tool_call
 
 BANNER = "model: demo (scripted policy, no LLM)"

@@ -29,7 +29,7 @@ from swarmflow.core.events import (
     WorkspaceChanged,
 )
 from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
-from swarmflow.flows.report import agent_label
+from swarmflow.report.digest import agent_label
 
 _COLORS = {
     "done": "32",

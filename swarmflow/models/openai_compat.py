@@ -94,6 +94,8 @@ class OpenAIModel:
         self.backoff = backoff
         self.stream = stream
         self.on_retry = on_retry
+        self.on_delta: Callable[[str], None] | None = None
+        """Called with each piece of text as a streamed answer arrives."""
         self.extra_body = dict(extra_body or {})
         self.force_tool_choice = force_tool_choice
         try:
@@ -246,7 +248,11 @@ class OpenAIModel:
         try:
             async with stream:
                 async for chunk in stream:
+                    seen = len(assembler.text)
                     assembler.feed(chunk.to_dict())
+                    if self.on_delta is not None:
+                        for piece in assembler.text[seen:]:
+                            self.on_delta(piece)
         except ValueError as exc:  # an SSE event whose data is not JSON
             raise Retryable(f"a broken stream event: {self._endpoint.scrub(str(exc))}") from None
         if assembler.reason is None:

@@ -1,15 +1,22 @@
 """The executed run graph: one node per operator call, nested by branch path.
 
-Nodes are recorded as plain tuples on the hot path; the `networkx` graph is built on demand.
+Each node knows the operator it ran inside (`parent`) and, among the calls made in the same
+place, the one that had finished when it started (`after`): the step it followed. Those two
+relations are every edge the run followed. Nodes are recorded as plain records on the hot
+path; `networkx`, Mermaid and DOT forms are built on demand.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import networkx as nx
+
+MAX_DRAWN = 200
+"""Nodes drawn in a diagram; the rest are counted in one summary node."""
 
 
 @dataclass(slots=True)
@@ -22,6 +29,24 @@ class Node:
     parent: int | None
     label: str
     status: str = "running"
+    after: int | None = None
+
+    def row(self) -> list[Any]:
+        return [
+            self.id,
+            self.operator,
+            self.branch,
+            self.parent,
+            self.label,
+            self.status,
+            self.after,
+        ]
+
+
+def node_of(row: Sequence[Any]) -> Node:
+    """A node back from its recorded row (see `Node.row`)."""
+    node_id, operator, branch, parent, label, status, after = row
+    return Node(int(node_id), str(operator), str(branch), parent, str(label), str(status), after)
 
 
 class RunGraph:
@@ -29,50 +54,98 @@ class RunGraph:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
+        self._finished: dict[tuple[int | None, str], int] = {}
+        """Per place (parent, branch): the call that finished there last."""
 
     def open(self, operator: str, branch: str, parent: int | None, label: str = "") -> int:
         node_id = len(self.nodes)
-        self.nodes.append(Node(node_id, operator, branch, parent, label or operator))
+        after = self._finished.get((parent, branch))
+        self.nodes.append(Node(node_id, operator, branch, parent, label or operator, after=after))
         return node_id
 
     def close(self, node_id: int, status: str = "ok") -> None:
-        self.nodes[node_id].status = status
+        node = self.nodes[node_id]
+        node.status = status
+        self._finished[(node.parent, node.branch)] = node_id
+
+    def rows(self) -> list[list[Any]]:
+        """Every node as a plain JSON-ready record."""
+        return [n.row() for n in self.nodes]
 
     def to_networkx(self) -> nx.DiGraph:
-        """Nodes carry operator, branch, label and status; edges run parent -> child."""
+        """Nodes carry operator, branch, label and status; edges run parent -> child
+        (`kind="inside"`) and from a call to the one that followed it (`kind="then"`)."""
         import networkx as nx
 
         g = nx.DiGraph()
         for n in self.nodes:
             g.add_node(n.id, operator=n.operator, branch=n.branch, label=n.label, status=n.status)
-            if n.parent is not None:
-                g.add_edge(n.parent, n.id)
+        for source, target, kind in edges_of(self.nodes):
+            g.add_edge(source, target, kind=kind)
         return g
 
-    def mermaid(self, max_nodes: int = 200) -> str:
+    def mermaid(self, max_nodes: int = MAX_DRAWN) -> str:
         """A Mermaid flowchart of the executed graph (large fan-outs are summarised)."""
-        lines = ["flowchart TD"]
-        shown = self.nodes[:max_nodes]
-        for n in shown:
-            text = _escape(f"{n.label} {n.branch}".strip())
-            lines.append(f'    n{n.id}["{text}"]:::{n.status}')
-        lines.extend(
-            f"    n{n.parent} --> n{n.id}"
-            for n in shown
-            if n.parent is not None and n.parent < max_nodes
-        )
-        if len(self.nodes) > max_nodes:
-            lines.append(f'    more["... {len(self.nodes) - max_nodes} more nodes"]')
-        lines.append("    classDef failed stroke:#c00;")
-        lines.append("    classDef cancelled stroke:#888,stroke-dasharray: 4;")
-        return "\n".join(lines)
+        return mermaid_of(self.nodes, max_nodes)
 
-    def summary(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for n in self.nodes:
-            counts[n.operator] = counts.get(n.operator, 0) + 1
-        return counts
+
+def edges_of(nodes: Iterable[Node]) -> list[tuple[int, int, str]]:
+    """`(source, target, kind)`: `inside` from an operator to a call made in it, `then` from a
+    call to the next one made in the same place after it finished."""
+    found: list[tuple[int, int, str]] = []
+    for n in nodes:
+        if n.parent is not None:
+            found.append((n.parent, n.id, "inside"))
+        if n.after is not None:
+            found.append((n.after, n.id, "then"))
+    return found
+
+
+def node_text(n: Node) -> str:
+    """What a node shows: its label and, when that does not say it already, its branch."""
+    shown = n.label if n.label == n.operator else f"{n.operator} {n.label}"
+    if n.branch and not shown.endswith(n.branch.rsplit("/", 1)[-1]):
+        shown = f"{shown} @ {n.branch}"
+    return shown
+
+
+def mermaid_of(nodes: Sequence[Node], max_nodes: int = MAX_DRAWN) -> str:
+    """A Mermaid flowchart: unique ids `n<id>`, solid edges inside, dotted edges `then`."""
+    shown = nodes[:max_nodes]
+    lines = ["flowchart TD"]
+    lines.extend(f'    n{n.id}["{_escape(node_text(n))}"]:::{n.status}' for n in shown)
+    for source, target, kind in edges_of(shown):
+        if source < max_nodes:
+            arrow = "-->" if kind == "inside" else "-.->"
+            lines.append(f"    n{source} {arrow} n{target}")
+    if len(nodes) > max_nodes:
+        lines.append(f'    more["... {len(nodes) - max_nodes} more nodes"]')
+    lines.append("    classDef failed stroke:#c00;")
+    lines.append("    classDef cancelled stroke:#888,stroke-dasharray: 4;")
+    return "\n".join(lines)
+
+
+def dot_of(nodes: Sequence[Node], name: str = "run", max_nodes: int = MAX_DRAWN) -> str:
+    """The same graph as Graphviz DOT."""
+    shown = nodes[:max_nodes]
+    colors = {"failed": "#cc0000", "cancelled": "#888888", "running": "#cc8800"}
+    lines = [f"digraph {_quote(name)} {{", "    rankdir=TB;", "    node [shape=box];"]
+    for n in shown:
+        color = colors.get(n.status, "#000000")
+        lines.append(f"    n{n.id} [label={_quote(node_text(n))}, color={_quote(color)}];")
+    for source, target, kind in edges_of(shown):
+        if source < max_nodes:
+            style = "" if kind == "inside" else " [style=dashed]"
+            lines.append(f"    n{source} -> n{target}{style};")
+    if len(nodes) > max_nodes:
+        lines.append(f"    more [label={_quote(f'... {len(nodes) - max_nodes} more nodes')}];")
+    lines.append("}")
+    return "\n".join(lines)
 
 
 def _escape(text: str) -> str:
     return text.replace('"', "'")
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

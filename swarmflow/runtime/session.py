@@ -37,6 +37,7 @@ from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
+from swarmflow.runtime.prefix import PrefixMeter
 from swarmflow.runtime.profile import agent_profile
 from swarmflow.runtime.rail_registry import Hook, RailContext, Verdict
 from swarmflow.runtime.toolrun import ToolRunner
@@ -67,6 +68,7 @@ class AgentSession:
         "_ledgers",
         "_lock",
         "_model_name",
+        "_prefix",
         "_price",
         "_rails",
         "_sent_units",
@@ -132,6 +134,7 @@ class AgentSession:
         self._ledgers = self._ledger_set()
         self._specs = profile.specs
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
+        self._prefix = PrefixMeter()
         self._system_message = Message("system", system) if system else None
         # The part of every request that compaction cannot shrink: role card and tool schemas.
         self._fixed_units = profile.spec_units + (
@@ -481,6 +484,7 @@ class AgentSession:
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
             output_mode=response.output_mode,
+            **self._prefix.measure(request),
         )
         return over
 

@@ -14,11 +14,11 @@ EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs" / "dsl.md"
 
 # Envelope fields that differ between two runs of the same flow: ids, clocks, latencies.
-# `graph` numbers nodes in creation order, which is scheduling, not behaviour; the
+# `graph` and `nodes` number nodes in creation order, which is scheduling, not behaviour; the
 # equivalence test compares the graphs' nodes separately (`graph_nodes`).
 VOLATILE = frozenset(
     {"run_id", "seq", "ts", "t", "session", "node", "latency", "duration", "seconds", "graph",
-     "token"}  # a person's resume token is bound to its run
+     "nodes", "token"}  # a person's resume token is bound to its run
 )  # fmt: skip
 
 

@@ -1,13 +1,12 @@
-"""`swarmflow check`, `graph` and `run`, through their handlers; exit statuses 0, 1 and 2."""
+"""`swarmflow check` and `run`, through their handlers; exit statuses 0, 1 and 2."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from swarmflow.cli import dsl_commands, run_commands
+from swarmflow.cli import build_parser, run_commands
 
 from .helpers import EXAMPLES, flow_text
 
@@ -15,10 +14,7 @@ FLAGSHIP = str(EXAMPLES / "parallel_coder_arbiter.swarm")
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="swarmflow")
-    sub = parser.add_subparsers(dest="command")
-    dsl_commands.register(sub)
-    run_commands.register(sub)
+    parser = build_parser()  # every command: the docs' examples use graph as well
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -60,30 +56,9 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["check"]) == 2
     assert main(["check", str(tmp_path / "missing.swarm")]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert main(["graph", FLAGSHIP, "--format", "png"]) == 2
     assert main(["run", FLAGSHIP, "--input", "task=x"]) == 2  # no model chosen
     assert main(["run", FLAGSHIP, "--demo", "--input", "task"]) == 2
     assert main(["run", FLAGSHIP, "--demo", "--input", "nope=1"]) == 2
-
-
-def test_graph_prints_mermaid_team_and_steps(capsys):
-    assert main(["graph", FLAGSHIP]) == 0
-    out = capsys.readouterr().out
-    assert "flowchart LR" in out and "coder --> reviewer" in out and "human((human))" in out
-    assert "flowchart TD" in out and 's0[["left = budget()"]]' in out
-    assert "s0 --> s1" in out
-
-
-def test_graph_prints_dot_on_request(capsys):
-    assert main(["graph", FLAGSHIP, "--format", "dot"]) == 0
-    out = capsys.readouterr().out
-    assert 'digraph "parallel_coder_arbiter_team"' in out
-    assert '"coder" -> "reviewer";' in out and '"s0" -> "s1";' in out
-
-
-def test_graph_of_a_broken_file_prints_its_diagnostics(broken, capsys):
-    assert main(["graph", str(broken)]) == 1
-    assert "unknown name 'tsk'" in capsys.readouterr().err
 
 
 def test_run_with_the_demo_model(capsys):

@@ -35,8 +35,8 @@ from swarmflow.core.messages import ModelRequest
 from swarmflow.flows import DEMO_TASK, FixResult, Verdict, create_target, demo_model, solve
 from swarmflow.flows.demo import Reply, policy
 from swarmflow.flows.parallel_coder_arbiter import TEAM, interpret_answer
-from swarmflow.flows.report import DEMO_MODEL
 from swarmflow.flows.target_repo import default_test_command
+from swarmflow.report import DEMO_MODEL
 from swarmflow.sinks import read_events
 from swarmflow.testing import FunctionModel
 

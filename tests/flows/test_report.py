@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import json
 import shutil
 import subprocess
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-import swarmflow
+from swarmflow.cli import build_parser
 from swarmflow.core.events import (
     EventBase,
     HumanAnswered,
@@ -32,37 +29,17 @@ from swarmflow.core.events import (
 from swarmflow.flows import BANNER, create_target
 from swarmflow.flows.demo import GOOD_FIX
 from swarmflow.flows.progress import ProgressSink
-from swarmflow.flows.report import (
-    _parse_verdict,
-    digest,
-    render_report,
-    report_from_dir,
-    tally_line,
-)
 from swarmflow.flows.target_repo import BUGGY_LINE, default_test_command
+from swarmflow.report import digest, render_report, report_from_dir
+from swarmflow.report.candidates import candidates, parse_verdict, tally_line
 from tests.support.chat_server import ChatServer, completion, wire_call
 
 SECRET = "sk-test-SECRET-flows-0123456789"
 
 
-def _flow_commands() -> types.ModuleType:
-    """`swarmflow.cli.flow_commands`, importable even before `dsl_commands` exists.
-
-    The CLI package imports both command modules; the DSL one is written separately, and
-    while it is missing a do-nothing stand-in lets these tests reach the demo handlers.
-    """
-    if not (Path(swarmflow.__file__).parent / "cli" / "dsl_commands.py").exists():
-        stub = types.ModuleType("swarmflow.cli.dsl_commands")
-        stub.register = lambda subparsers: None  # type: ignore[attr-defined]
-        sys.modules.setdefault("swarmflow.cli.dsl_commands", stub)
-    return importlib.import_module("swarmflow.cli.flow_commands")
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
     """The demo/report arguments as the CLI parses them."""
-    parser = argparse.ArgumentParser(prog="swarmflow")
-    _flow_commands().register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def test_demo_runs_offline_and_report_prints_the_same_summary_from_the_log(
@@ -103,8 +80,8 @@ def test_report_of_a_folder_without_a_log_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = parse(["report", str(tmp_path)])
-    assert args.handler(args) == 1
-    assert "no events.jsonl" in capsys.readouterr().err
+    assert args.handler(args) == 2
+    assert "holds no events.jsonl" in capsys.readouterr().err
 
 
 # -- the summary from synthetic events ----------------------------------------------------------
@@ -151,26 +128,27 @@ def test_the_summary_shows_candidates_tests_verdict_human_and_usage() -> None:
     assert "failed  1 failed, 4 passed in 0.12s" in text
     assert "dropped by compact: empty" in text
     assert "arbiter chose candidate 0, confidence 0.50 (threshold 0.70)" in text
-    assert "asked; scripted answered 'y'" in text
+    assert "human    asked 'Apply its choice?'; scripted answered y" in text
     assert "nothing applied" in text
     assert "$0.0100" in text and "1,000" in text
     assert "wall     1.50s" in text and "run dir  runs/r1" in text
 
 
 def test_the_digest_maps_reviewers_to_their_candidates() -> None:
-    d = digest(small_run().events)
-    assert d.candidates[0].tests() == ("failed", "1 failed, 4 passed in 0.12s")
-    assert d.candidates[0].coder is not None and d.candidates[0].coder.id == "coder#1"
-    assert d.candidates[1].dropped == "empty"
+    events = small_run().events
+    found = candidates(digest(events), events).by_index
+    assert found[0].tests() == ("failed", "1 failed, 4 passed in 0.12s")
+    assert found[0].coder is not None and found[0].coder.id == "coder#1"
+    assert found[1].dropped == "empty"
 
 
 def test_a_verdict_cut_short_in_the_log_still_reads() -> None:
-    seen = _parse_verdict('{"choice": 2, "confidence": 0.75, "reason": "the second is the sma')
+    seen = parse_verdict('{"choice": 2, "confidence": 0.75, "reason": "the second is the sma')
     assert seen is not None and (seen.choice, seen.confidence) == (2, 0.75)
     assert seen.reason.startswith("the second")
-    none = _parse_verdict('{"choice": null, "confidence": 0.2, "reason": "no"}')
+    none = parse_verdict('{"choice": null, "confidence": 0.2, "reason": "no"}')
     assert none is not None and none.choice is None
-    assert _parse_verdict("Noted.") is None
+    assert parse_verdict("Noted.") is None
 
 
 def test_the_tally_line_is_the_runners_tally_line() -> None:

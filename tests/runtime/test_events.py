@@ -130,7 +130,7 @@ async def test_an_echoed_secret_reaches_no_surface(
 
     from swarmflow import Agent, human
     from swarmflow.flows.progress import ProgressSink
-    from swarmflow.flows.report import render_report, report_from_dir
+    from swarmflow.report import render_report, report_from_dir
 
     monkeypatch.setenv("X_AUTH", ECHOED)
     pad = "p" * (1000 - 9)  # the preview ends 9 characters into the secret

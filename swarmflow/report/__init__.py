@@ -1,0 +1,21 @@
+"""Seeing a run: its report in text and HTML, its graphs, and its events as OTel spans.
+
+Everything here reads the run's event log (or its events in memory) and nothing else.
+"""
+
+from swarmflow.report.digest import Digest, agent_label, digest
+from swarmflow.report.log import LogError, RunLog, read_log
+from swarmflow.report.text import DEMO_MODEL, model_label, render_report, report_from_dir
+
+__all__ = [
+    "DEMO_MODEL",
+    "Digest",
+    "LogError",
+    "RunLog",
+    "agent_label",
+    "digest",
+    "model_label",
+    "read_log",
+    "render_report",
+    "report_from_dir",
+]

@@ -1,0 +1,84 @@
+"""Diagrams of a finished run, read from its log, and Graphviz rendering to PNG or SVG."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import Literal
+
+from swarmflow.core.errors import SwarmflowError
+from swarmflow.core.events import EventBase, RunFinished, RunStarted
+from swarmflow.core.team import Agent, Team
+from swarmflow.runtime.graph import dot_of, mermaid_of, node_of
+
+Which = Literal["topology", "steps", "run"]
+TextFormat = Literal["mermaid", "dot"]
+RENDER_SECONDS = 60
+
+
+class GraphError(SwarmflowError):
+    """A diagram that cannot be drawn: no such graph in the log, or no Graphviz."""
+
+
+def run_diagram(events: Sequence[EventBase], which: Which, fmt: TextFormat) -> str:
+    """The declared topology or the executed graph of the run in `events`."""
+    if which == "steps":
+        raise GraphError("a run directory has no step graph; draw the .swarm file for that")
+    if which == "topology":
+        started = next((e for e in events if isinstance(e, RunStarted)), None)
+        if started is None:
+            raise GraphError("the log has no run_started event, so no declared team")
+        return _topology(started, fmt)
+    finished = next((e for e in events if isinstance(e, RunFinished)), None)
+    if finished is None:
+        raise GraphError("the run has not finished: its executed graph is recorded at the end")
+    if finished.nodes:
+        nodes = [node_of(row) for row in finished.nodes]
+        return (
+            mermaid_of(nodes) if fmt == "mermaid" else dot_of(nodes, f"{started_name(events)}_run")
+        )
+    if fmt == "mermaid" and finished.graph:
+        return finished.graph  # a log from before nodes were recorded
+    raise GraphError("this log records no executed graph in a form DOT can be made from")
+
+
+def started_name(events: Sequence[EventBase]) -> str:
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    return started.flow if started is not None else "run"
+
+
+def _topology(started: RunStarted, fmt: TextFormat) -> str:
+    if fmt == "mermaid":
+        team = Team([Agent(name) for name in started.agents], edges=started.edges)
+        return team.mermaid()
+    lines = [f'digraph "{started.flow}_team" {{', "    rankdir=LR;"]
+    lines += [f'    "{name}" [shape=box];' for name in started.agents]
+    lines.append('    "human" [shape=doublecircle];')
+    lines += [f'    "{a}" -> "{b}";' for a, b in started.edges]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def render_dot(dot: str, fmt: Literal["png", "svg"]) -> bytes:
+    """Graphviz's rendering of `dot`; `GraphError` when `dot` is missing or fails."""
+    program = shutil.which("dot")
+    if program is None:
+        raise GraphError(
+            f"--format {fmt} needs Graphviz's `dot` on PATH (e.g. apt-get install graphviz); "
+            "--format dot prints the source instead"
+        )
+    try:
+        done = subprocess.run(
+            [program, f"-T{fmt}"],
+            input=dot.encode(),
+            capture_output=True,
+            timeout=RENDER_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GraphError(f"Graphviz could not render the graph: {exc}") from None
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        raise GraphError(f"Graphviz failed: {why[-1] if why else f'exit {done.returncode}'}")
+    return done.stdout

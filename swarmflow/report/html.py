@@ -1,0 +1,148 @@
+"""`swarmflow report --html`: one self-contained page of a run, read from its events alone.
+
+The page needs nothing at view time (no network, no files beside it): CSS and JS are inline,
+the events travel as JSON inside it. It shows a timeline with one lane per session (model
+calls, tools, waits, messages, questions to a person), the executed graph, cost per agent,
+and the full event behind any entry on click.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from swarmflow.core.events import EventBase
+from swarmflow.report._format import as_json, clip, share
+from swarmflow.report.digest import Digest, digest
+from swarmflow.report.log import RunLog
+from swarmflow.report.timeline import Entry, lanes, timeline
+from swarmflow.runtime.graph import Node, node_of, node_text
+
+MIN_SPAN = 0.35
+"""The narrowest an entry is drawn, in percent of the timeline, so instants stay clickable."""
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One entry placed on its lane, in percent of the run's duration."""
+
+    entry: Entry
+    left: float
+    width: float
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One executed operator call with the calls made inside it."""
+
+    node: Node
+    text: str
+    children: list[TreeNode]
+    follows: str
+    """The text of the sibling it followed, or ''."""
+
+
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("swarmflow.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html.j2")
+
+
+def render_html(log: RunLog) -> str:
+    """The page for a run's log."""
+    return html_of(log.events, note=log.note())
+
+
+def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
+    """The page for a run's events."""
+    d = digest(events)
+    entries = timeline(events)
+    span = max([d.seconds, d.last_t, *(e.end for e in entries)]) or 1.0
+    return _template().render(
+        d=d,
+        title=f"{d.flow or 'run'} · {d.run_id or '?'} · {d.status}",
+        note=note,
+        output=clip(as_json(d.output), 2000) if d.has_output else None,
+        span=span,
+        lanes=_lanes(entries, span),
+        agents=_agents(d),
+        tree=_tree([node_of(row) for row in d.graph]),
+        edges=d.edges,
+        events_json=_script_json([e.model_dump(mode="json") for e in events]),
+        refusals=d.refusals,
+        retries=d.retries,
+    )
+
+
+def _lanes(entries: list[Entry], span: float) -> list[tuple[str, list[Bar]]]:
+    """Each lane with its entries placed in percent of `span`."""
+    placed: dict[str, list[Bar]] = {lane: [] for lane in lanes(entries)}
+    for e in entries:
+        left = min(100.0 - MIN_SPAN, 100.0 * e.start / span)
+        width = max(MIN_SPAN, min(100.0 - left, 100.0 * e.duration / span))
+        placed[e.lane].append(Bar(e, round(left, 3), round(width, 3)))
+    return list(placed.items())
+
+
+def _agents(d: Digest) -> list[dict[str, Any]]:
+    """Per agent: calls, tokens, prefix reuse, cost, and the bar width against the dearest."""
+    spends = d.by_agent()
+    top = max(
+        [s.cost for s in spends.values()]
+        + [s.tokens_in + s.tokens_out for s in spends.values()]
+        + [0.0]
+    )
+    rows = []
+    for agent, s in spends.items():
+        weight = s.cost if any(x.cost for x in spends.values()) else s.tokens_in + s.tokens_out
+        rows.append({
+            "agent": agent,
+            "calls": s.calls,
+            "tokens_in": s.tokens_in,
+            "tokens_out": s.tokens_out,
+            "cached": s.tokens_cached,
+            "prefix": share(s.prefix_share),
+            "cost": s.cost,
+            "bar": round(100.0 * weight / top, 1) if top else 0.0,
+        })  # fmt: skip
+    return rows
+
+
+def _tree(nodes: list[Node]) -> list[TreeNode]:
+    """The executed graph as nested calls, each call noting the one it followed."""
+    text = {n.id: node_text(n) for n in nodes}
+    children: dict[int | None, list[Node]] = {}
+    for n in nodes:
+        children.setdefault(n.parent if n.parent in text else None, []).append(n)
+
+    def build(parent: int | None, depth: int) -> list[TreeNode]:
+        if depth > 64:  # a pathological nesting is cut rather than recursed without end
+            return []
+        return [
+            TreeNode(
+                n,
+                text[n.id],
+                build(n.id, depth + 1),
+                text.get(n.after, "") if n.after is not None else "",
+            )
+            for n in children.get(parent, [])
+        ]
+
+    return build(None, 0)
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a `<script>` element: no `</script>` or comment opener can appear."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -1,0 +1,185 @@
+"""The run as a timeline: one lane per session (and one for the flow), entries in time order.
+
+Both the text report and the HTML page draw from this list. An entry with a duration (a model
+call, a tool, a wait for a teammate or a person) starts `duration` seconds before its event,
+which is recorded when it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from swarmflow.core.events import (
+    BranchFinished,
+    ContextCompacted,
+    EventBase,
+    HumanAnswered,
+    HumanRequested,
+    MessageSent,
+    ModelCalled,
+    ModelRetried,
+    OperatorFinished,
+    OperatorStarted,
+    OutcomesCompacted,
+    PatchApplied,
+    RunFinished,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    ToolExecuted,
+    WorkspaceChanged,
+)
+from swarmflow.report.digest import agent_label, refusal_text
+
+FLOW_LANE = "flow"
+WAITING_TOOLS = frozenset({"message_agent", "wait_for_mention"})
+"""Tools whose time is spent waiting on someone else."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing that happened, on one lane."""
+
+    seq: int
+    start: float
+    end: float
+    lane: str
+    kind: str
+    """model, tool, wait, message, human, refusal, compaction, session, operator, run, note."""
+    text: str
+    ok: bool = True
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def _model(e: ModelCalled) -> tuple[str, str, float]:
+    calls = f" -> {', '.join(e.tool_calls)}" if e.tool_calls else ""
+    return "model", f"model call {e.step}: {e.tokens_in + e.tokens_out:,} tok{calls}", e.latency
+
+
+def _tool(e: ToolExecuted) -> tuple[str, str, float]:
+    kind = "wait" if e.tool in WAITING_TOOLS else "tool"
+    return kind, f"{e.tool}{'' if e.ok else ' (failed)'}", e.duration
+
+
+def _session_started(e: SessionStarted) -> tuple[str, str, float]:
+    return "session", f"session {e.session} started ({e.model or 'no model'})", 0.0
+
+
+def _session_ended(e: SessionEnded) -> tuple[str, str, float]:
+    detail = f": {e.detail}" if e.detail and e.state != "done" else ""
+    return "session", f"session ended {e.state} ({e.reason}){detail}", 0.0
+
+
+def _message(e: MessageSent) -> tuple[str, str, float]:
+    return "message", f"message {e.source} -> {e.target} via {e.via}", 0.0
+
+
+def _human_requested(e: HumanRequested) -> tuple[str, str, float]:
+    return "human", f"asked a person ({e.channel}): {e.question}", 0.0
+
+
+def _human_answered(e: HumanAnswered) -> tuple[str, str, float]:
+    late = " (timed out)" if e.timed_out else ""
+    return "human", f"{e.answered_by} answered {e.answer!r}{late}", 0.0
+
+
+def _operator_started(e: OperatorStarted) -> tuple[str, str, float]:
+    return "operator", f"{e.operator} started", 0.0
+
+
+def _operator_finished(e: OperatorFinished) -> tuple[str, str, float]:
+    return "operator", f"{e.operator} {e.status}", 0.0
+
+
+def _branch(e: BranchFinished) -> tuple[str, str, float]:
+    why = f": {e.error}" if e.error else ""
+    return "operator", f"branch {e.branch} {e.outcome}{why}", 0.0
+
+
+def _compacted(e: ContextCompacted) -> tuple[str, str, float]:
+    return "compaction", f"context compacted ({e.level})", 0.0
+
+
+def _outcomes(e: OutcomesCompacted) -> tuple[str, str, float]:
+    return "operator", f"compact kept {e.kept}, dropped {len(e.dropped)}", 0.0
+
+
+def _retried(e: ModelRetried) -> tuple[str, str, float]:
+    return "refusal", f"model retry {e.attempt}: {e.error}", e.delay
+
+
+def _workspace(e: WorkspaceChanged) -> tuple[str, str, float]:
+    return "note", f"committed {e.commit[:10]} ({', '.join(e.files) or 'no files'})", 0.0
+
+
+def _applied(e: PatchApplied) -> tuple[str, str, float]:
+    return "note", f"patch applied to {e.git_branch} at {e.commit[:10]}", 0.0
+
+
+def _run_started(e: RunStarted) -> tuple[str, str, float]:
+    return "run", f"run {e.run_id} of {e.flow} started", 0.0
+
+
+def _run_finished(e: RunFinished) -> tuple[str, str, float]:
+    return "run", f"run {e.status}" + (f": {e.error}" if e.error else ""), 0.0
+
+
+_SHOW: dict[type[EventBase], Callable[[Any], tuple[str, str, float]]] = {
+    ModelCalled: _model,
+    ToolExecuted: _tool,
+    SessionStarted: _session_started,
+    SessionEnded: _session_ended,
+    MessageSent: _message,
+    HumanRequested: _human_requested,
+    HumanAnswered: _human_answered,
+    OperatorStarted: _operator_started,
+    OperatorFinished: _operator_finished,
+    BranchFinished: _branch,
+    ContextCompacted: _compacted,
+    OutcomesCompacted: _outcomes,
+    ModelRetried: _retried,
+    WorkspaceChanged: _workspace,
+    PatchApplied: _applied,
+    RunStarted: _run_started,
+    RunFinished: _run_finished,
+}
+
+_FAILED = ("failed", "error", "stopped", "cancelled")
+
+
+def lane_of(e: EventBase, labels: dict[str, str]) -> str:
+    """The session's lane (`coder 2 · coder#5`), else the flow's."""
+    if e.session:
+        if e.session not in labels:
+            labels[e.session] = f"{agent_label(e.agent or '?', e.branch)} · {e.session}"
+        return labels[e.session]
+    return FLOW_LANE
+
+
+def timeline(events: Iterable[EventBase]) -> list[Entry]:
+    """The entries of a run, in the order their events were recorded."""
+    labels: dict[str, str] = {}
+    entries = []
+    for e in events:
+        show = _SHOW.get(type(e))
+        refusal = refusal_text(e) if show is None else ""
+        if show is None and not refusal:
+            continue
+        kind, text, duration = show(e) if show is not None else ("refusal", refusal, 0.0)
+        ok = not any(word in text for word in _FAILED) and kind != "refusal"
+        start = max(0.0, e.t - duration)
+        entries.append(Entry(e.seq, start, e.t, lane_of(e, labels), kind, text, ok))
+    return entries
+
+
+def lanes(entries: Iterable[Entry]) -> list[str]:
+    """The lanes in order of first appearance, the flow's first."""
+    seen = {FLOW_LANE: None}
+    for entry in entries:
+        seen.setdefault(entry.lane, None)
+    return list(seen)

@@ -1,0 +1,69 @@
+"""Prompt-prefix reuse: how much of each request repeats the previous request of its session.
+
+Provider prompt caches bill a repeated prefix at a fraction of the price, so a session keeps
+its prompt stable: tools and the role card first, the history appended after them, nothing
+that changes per call in front. This meter measures, per model call and from what was sent,
+the prompt's estimated tokens (the one estimator's units at its prior rate) and how many of
+them repeat the previous request's prefix; the session records both on its `model_called`
+event. A compaction rewrites the history, the one thing that may shorten the shared prefix
+(it is recorded as its own event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from swarmflow.core.messages import Message, ModelRequest, ToolSpec
+from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
+
+
+class PrefixMeter:
+    """Remembers one session's previous request and compares the next one against it."""
+
+    __slots__ = ("_cumulative", "_messages", "_tools", "_tools_units")
+
+    def __init__(self) -> None:
+        self._messages: Sequence[Message] = ()
+        self._cumulative: list[int] = []
+        """Units of the previous request's messages up to and including each one."""
+        self._tools: Sequence[ToolSpec] | None = None
+        self._tools_units = 0
+
+    def measure(self, request: ModelRequest) -> dict[str, int]:
+        """`prompt_tokens` and `prefix_tokens` of `request`, then remember it as the previous."""
+        tools, messages = request.tools, request.messages
+        same_tools = self._tools is not None and (tools is self._tools or tools == self._tools)
+        if not same_tools:
+            self._tools_units = sum(spec_units(spec) for spec in tools)
+        self._tools = tools
+        shared = _common_length(self._messages, messages) if same_tools else 0
+        cumulative = self._cumulative
+        del cumulative[shared:]
+        total = cumulative[-1] if cumulative else 0
+        for message in _after(messages, shared):
+            total += message_units(message)
+            cumulative.append(total)
+        self._messages = messages
+        reused = 0
+        if same_tools:
+            reused = self._tools_units + (cumulative[shared - 1] if shared else 0)
+        # Units become tokens at one rate for both, so the share is the share of units.
+        return {
+            "prompt_tokens": units_to_tokens(self._tools_units + total),
+            "prefix_tokens": units_to_tokens(reused),
+        }
+
+
+def _common_length(before: Sequence[Message], now: Sequence[Message]) -> int:
+    """How many leading messages two requests share (the same objects, or equal ones)."""
+    shared = 0
+    for a, b in zip(before, now, strict=False):  # the shorter one bounds the shared prefix
+        if a is not b and a != b:
+            break
+        shared += 1
+    return shared
+
+
+def _after(messages: Sequence[Message], start: int) -> Sequence[Message]:
+    """The messages from `start` on, without copying the ones before."""
+    return messages[start:] if start else messages
