@@ -60,18 +60,21 @@ def head_of(repo: Path, branch: str) -> str | None:
 
 
 def in_flight_heads(repo: Path, run_dir: Path) -> dict[str, tuple[str, str | None]]:
-    """Each coder branch with a call that started but never finished: its base and head now.
+    """Each worktree whose own call started but never finished: its base and its head now.
 
     Which coders were between a commit and their record when the kill landed depends on the
-    scheduling of the killed process, so the test reads it from what that process left.
+    scheduling of the killed process, so the test reads it from what that process left. A
+    call is known by its journal key (a session may make several calls); a call in flight in
+    a worktree it borrowed (a reviewer in its coder's) restarts without resetting it.
     """
     finished = {json.dumps(r["key"], sort_keys=True) for r in journal(run_dir, "call_finished")}
+    owner: dict[str, object] = {}
     heads: dict[str, tuple[str, str | None]] = {}
     for record in journal(run_dir, "call_started"):
         ws = record["workspace"]
         assert isinstance(ws, dict)
-        if json.dumps(record["key"], sort_keys=True) not in finished:  # a session may make
-            # several calls in one worktree: a call is known by its key, not its session
+        own = owner.setdefault(ws["branch"], record["session"]) == record["session"]
+        if own and json.dumps(record["key"], sort_keys=True) not in finished:
             base = git(repo, "rev-parse", ws["base"]).strip()
             heads[ws["branch"]] = (base, head_of(repo, ws["branch"]))
     return heads
