@@ -25,20 +25,15 @@ def _no_lookup(value: Any) -> frozenset[str]:
 
 
 def collect(value: Any, lookup: Lookup = _no_lookup) -> frozenset[str]:
-    """Every agent that contributed to `value`, searching containers and models."""
-    return trace(value, lookup)[0]
-
-
-def trace(value: Any, lookup: Lookup = _no_lookup) -> tuple[frozenset[str], list[str]]:
-    """The declared provenance inside `value`, and the plain strings that carry none.
+    """Every agent that declared a part in `value`, searching containers and models.
 
     A tagged value (an agent's output, or a product the run registered) speaks for its whole
-    content: an agent may relay what it was given, so only untagged text, written by the flow
-    itself, needs its fingerprints checked.
+    content: an agent may relay what it was given. Plain text inside untagged values is the
+    fingerprints' part of the check (`core.fingerprint`).
     """
     walk = _Walk(lookup)
     walk.visit(value, 0)
-    return frozenset(walk.found), walk.plain
+    return frozenset(walk.found)
 
 
 class _Walk:
@@ -47,7 +42,6 @@ class _Walk:
     def __init__(self, lookup: Lookup) -> None:
         self.lookup = lookup
         self.found: set[str] = set()
-        self.plain: list[str] = []
         self.seen: set[int] = set()
 
     def visit(self, value: Any, depth: int) -> None:
@@ -57,7 +51,6 @@ class _Walk:
 def _walk(walk: _Walk, value: Any, depth: int) -> None:
     kind = type(value)
     if kind is str:
-        walk.plain.append(value)
         return
     if depth > _MAX_DEPTH or (kind in _ATOMS and kind is not SourcedStr) or id(value) in walk.seen:
         return

@@ -25,7 +25,7 @@ from swarmflow.core.errors import TopologyError
 from swarmflow.core.events import HandoffRefused, MessageRefused
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
-from swarmflow.core.provenance import trace
+from swarmflow.core.provenance import collect
 from swarmflow.runtime.context import RunContext, current_scope
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def check_outgoing(
     rendered from: their provenance is checked, and their plain rendering (bytes decoded, every
     string inside) is fingerprinted too.
     """
-    tagged = trace(values, run.product_sources)[0] if values is not _NOTHING else frozenset()
+    tagged = collect(values, run.product_sources) if values is not _NOTHING else frozenset()
     for source in sorted(tagged):
         if not run.team.allows(source, target):
             _refuse(run, source, target, via, agent)
@@ -65,7 +65,7 @@ def check_outgoing(
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     """The agents behind `values`: declared provenance, plus the agents whose products appear
     in their plain rendering."""
-    found = trace(values, run.product_sources)[0]
+    found = collect(values, run.product_sources)
     if len(run.fingerprints):
         found = found | run.fingerprints.owners(shown_text(values))
     return found
