@@ -23,6 +23,9 @@ from swarmflow.operators import agent, agent_session, budget, compact, human, pa
 from swarmflow.runner import RunResult, run, run_sync
 from swarmflow.runtime.flow import Flow, flow
 from swarmflow.stream import TextDelta, stream
+from swarmflow.tools.function_tool import ToolCallContext, tool
+from swarmflow.tools.mcp import mcp_http, mcp_stdio
+from swarmflow.tools.policy import tool_policy
 
 __version__ = "0.1.0"
 
@@ -48,6 +51,7 @@ __all__ = [
     "SwarmflowError",
     "Team",
     "TextDelta",
+    "ToolCallContext",
     "TopologyError",
     "agent",
     "agent_session",
@@ -55,9 +59,13 @@ __all__ = [
     "compact",
     "flow",
     "human",
+    "mcp_http",
+    "mcp_stdio",
     "parallel",
     "pipeline",
     "run",
     "run_sync",
     "stream",
+    "tool",
+    "tool_policy",
 ]

@@ -61,6 +61,7 @@ from swarmflow.run_dirs import (
     write_manifest,
 )
 from swarmflow.runtime.agent_call import call_agent
+from swarmflow.runtime.agent_tools import serving
 from swarmflow.runtime.background import BranchWork, owning
 from swarmflow.runtime.context import RunContext, Scope, running
 from swarmflow.runtime.eventlog import EventLog
@@ -289,8 +290,9 @@ async def _within_wall_clock(
 ) -> Any:
     seconds = ctx.ledger.limits.seconds
     with anyio.move_on_after(math.inf if seconds is None else seconds):
-        output = await flow.fn(**inputs)
-        await work.finish()
+        async with serving(ctx, flow.team.agents):  # tool servers live as long as the flow
+            output = await flow.fn(**inputs)
+            await work.finish()
         return output
     raise BudgetExhausted(
         f"run exceeded its wall-clock limit of {seconds}s",

@@ -41,7 +41,12 @@ EXTRAS = {
     "RunPaused",
     "RunResult",
     "TextDelta",
+    "ToolCallContext",
+    "mcp_http",
+    "mcp_stdio",
     "stream",
+    "tool",
+    "tool_policy",
 }
 
 

@@ -6,7 +6,8 @@ The runtime never imports a concrete adapter, `openai` or `subprocess`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -67,6 +68,8 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     declaration: Agent | None = None
     """The agent's declaration (its shell sandbox, network and environment settings)."""
+    budget: Callable[[], Any] | None = None
+    """The calling branch's budget snapshot (a `BudgetSnapshot`), read when called."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,17 @@ class Tool(Protocol):
     needs_workspace: bool
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """Tools that exist only while something runs (an MCP server): opened when the run starts,
+    closed when it ends, also on failure and cancellation."""
+
+    name: str
+
+    def open(self) -> AbstractAsyncContextManager[Sequence[Tool]]:
+        """Start whatever serves the tools; yields them; stops it on exit."""
 
 
 class ToolSource(Protocol):

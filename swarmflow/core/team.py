@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.errors import ConfigError
 
@@ -39,7 +39,11 @@ class Agent(BaseModel):
     model: Any = None
     """A model object or a model name; None uses the run's default model."""
     tools: tuple[str, ...] = ()
-    """Names of the tools this agent may call. Calls to any other tool are refused."""
+    """Names of the tools this agent may call. Calls to any other tool are refused. Given as
+    names, tool objects (`@tool` functions) or tool providers (MCP servers); the objects are
+    kept in `provided` and their names listed here."""
+    provided: tuple[Any, ...] = ()
+    """The tool objects and tool providers given in `tools`, in order."""
     workspace: WorkspaceKind = "none"
     """Where its tools act: none, a local directory, its own git worktree, or a shared one."""
     allowance: int | None = None
@@ -66,10 +70,20 @@ class Agent(BaseModel):
             data["name"] = name
         super().__init__(**data)
 
-    @field_validator("tools", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _tools_tuple(cls, value: Iterable[str]) -> tuple[str, ...]:
-        return tuple(value)
+    def _split_tools(cls, data: Any) -> Any:
+        """Names stay in `tools`; objects move to `provided`, a tool's name kept in `tools`."""
+        if not isinstance(data, dict) or "tools" not in data:
+            return data
+        given = data["tools"]
+        if isinstance(given, str) or _is_tool(given) or _is_provider(given):
+            given = [given]
+        names: list[str] = []
+        provided = list(data.get("provided", ()))
+        for item in given:
+            names.extend(_tool_entry(item, provided, data.get("name")))
+        return {**data, "tools": tuple(dict.fromkeys(names)), "provided": tuple(provided)}
 
     @field_validator("env", mode="before")
     @classmethod
@@ -92,6 +106,33 @@ class Agent(BaseModel):
         if invoke is None:
             raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")
         return invoke(self.name, prompt, **kwargs)
+
+
+def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:
+    """The names one entry of `tools` adds; an object is also appended to `provided`."""
+    if isinstance(item, str):
+        return [item]
+    if _is_tool(item):
+        if item not in provided:
+            provided.append(item)
+        return [str(item.name)]
+    if _is_provider(item):
+        if item not in provided:
+            provided.append(item)
+        return []  # its tools are named when it starts with the run
+    raise ConfigError(
+        f"agent {agent!r}: tools takes names, @tool functions or tool servers; got {item!r}"
+    )
+
+
+# Duck-typed, as `core.ports.Tool` and `ToolProvider` are: ports names Agent, so this module
+# cannot import it.
+def _is_tool(item: Any) -> bool:
+    return all(hasattr(item, attr) for attr in ("name", "description", "args", "run"))
+
+
+def _is_provider(item: Any) -> bool:
+    return hasattr(item, "name") and hasattr(item, "open") and not _is_tool(item)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,10 @@ whose text is the observation the model sees next. Cancellation is never caught.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import SwarmflowError, ToolError
@@ -62,7 +64,8 @@ def validate_args(tool: Tool, data: Any) -> BaseModel:
         return tool.args.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(_describe(err) for err in exc.errors())
-        expected = ", ".join(tool.args.model_fields) or "none"
+        fields = tool.args.model_fields or tool.args.model_json_schema().get("properties", {})
+        expected = ", ".join(fields) or "none"
         raise ToolError(
             f"invalid arguments for tool {tool.name!r}: {problems} (expected fields: {expected})"
         ) from None
@@ -74,6 +77,39 @@ def _describe(err: Mapping[str, Any]) -> str:
     return f"field {where!r}: {err.get('msg', 'invalid')}"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """How one tool is run: a time limit per attempt, an output cap and retries.
+
+    Declared where the tool is given to an agent (a `policy` attribute on the tool object);
+    the built-in tools carry none and keep their own limits.
+    """
+
+    timeout: float | None = 60.0
+    """Seconds one attempt may take; the attempt then fails with a timeout observation."""
+    max_output: int | None = 16_000
+    """Characters of the result the model sees; the rest is cut with a note saying so."""
+    retries: int = 0
+    """Further attempts after a timeout or an unexpected exception (not after a ToolError,
+    which is the tool's considered answer)."""
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"tool timeout must be positive seconds, got {self.timeout!r}")
+        if self.max_output is not None and self.max_output < 1:
+            raise ValueError(f"max_output must be at least 1, got {self.max_output!r}")
+        if self.retries < 0:
+            raise ValueError(f"retries cannot be negative, got {self.retries!r}")
+
+
+class _Transient(Exception):
+    """An attempt that may be retried: it timed out or the tool broke unexpectedly."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
 async def invoke(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
     """Run `tool` on parsed arguments; every failure comes back as an `ok=False` result."""
     if tool.needs_workspace and ctx.workspace is None:
@@ -82,16 +118,53 @@ async def invoke(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
             "(it was declared with workspace='none')",
             ok=False,
         )
+    policy: ToolPolicy | None = getattr(tool, "policy", None)
+    if policy is None:
+        return await _attempt(tool, args, ctx)
+    failure = ""
+    for attempt in range(policy.retries + 1):
+        try:
+            result = await _attempt(tool, args, ctx, policy.timeout, transient=True)
+        except _Transient as exc:
+            failure = exc.text + (f" (attempt {attempt + 1} of {policy.retries + 1})")
+            continue
+        return _capped(result, policy.max_output)
+    return ToolResult(failure, ok=False)
+
+
+def _capped(result: ToolResult, limit: int | None) -> ToolResult:
+    """`result` with its text cut to `limit` characters, saying how much was cut."""
+    if limit is None or len(result.text) <= limit:
+        return result
+    cut = len(result.text) - limit
+    text = f"{result.text[:limit]}\n... [output cut: {cut} more characters]"
+    return ToolResult(text, ok=result.ok, submitted=result.submitted, value=result.value)
+
+
+async def _attempt(
+    tool: Tool,
+    args: BaseModel,
+    ctx: ToolContext,
+    timeout: float | None = None,
+    *,
+    transient: bool = False,
+) -> ToolResult:
+    """One run of the tool; with `transient`, timeouts and crashes raise `_Transient`."""
     try:
-        return await tool.run(args, ctx)
+        with anyio.move_on_after(timeout):
+            return await tool.run(args, ctx)
+        raise _Transient(f"tool {tool.name!r} timed out after {timeout}s")
+    except _Transient:
+        raise
     except ToolError as exc:
         return ToolResult(exc.message, ok=False)
     except SwarmflowError as exc:
         return ToolResult(f"{type(exc).__name__}: {exc}", ok=False)
     except Exception as exc:  # a broken tool is the tool's fault, not the run's
-        return ToolResult(
-            f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}", ok=False
-        )
+        text = f"internal error in tool {tool.name}: {type(exc).__name__}: {exc}"
+        if transient:
+            raise _Transient(text) from None
+        return ToolResult(text, ok=False)
 
 
 async def execute(tool: Tool, raw: str | Mapping[str, Any], ctx: ToolContext) -> ToolResult:

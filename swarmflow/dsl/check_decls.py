@@ -288,7 +288,7 @@ def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
         ctx.error("agent-field", "tools takes a list such as [read_file, edit]", value)
         return
     for tool in value.items:
-        if tool.id not in ctx.tools:
+        if tool.id not in ctx.tools and tool.id not in ctx.imports:  # `use`d: a Python tool
             ctx.error(
                 "unknown-tool",
                 f"unknown tool '{tool.id}' (tools: "

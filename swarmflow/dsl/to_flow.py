@@ -11,11 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.executor import execute
 from swarmflow.dsl.ir import ImportSpec, ParamSpec, Program
 from swarmflow.runtime.flow import Flow
+from swarmflow.tools.function_tool import tool
 
 _CONVERTERS: dict[str, Any] = {"int": int, "float": float, "bool": None, "str": str}
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
@@ -24,7 +26,7 @@ _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
     """A `Flow` that runs `program`; imports are resolved now, with located errors."""
     imports = resolve_imports(program, base_dir)
-    team = Team([_agent(a) for a in program.agents], edges=program.edges)
+    team = Team([_agent(a, imports) for a in program.agents], edges=program.edges)
 
     async def run_steps(**inputs: Any) -> Any:
         return await execute(program, imports, _inputs(program, inputs))
@@ -40,11 +42,11 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     return made
 
 
-def _agent(spec: Any) -> Agent:
+def _agent(spec: Any, imports: dict[str, Any]) -> Agent:
     options: dict[str, Any] = {
         "card": spec.card,
         "model": spec.model,
-        "tools": spec.tools,
+        "tools": [python_tool(imports[name]) if name in imports else name for name in spec.tools],
         "workspace": spec.workspace,
         "allowance": spec.allowance,
         "max_steps": spec.max_steps,
@@ -53,6 +55,14 @@ def _agent(spec: Any) -> Agent:
     if spec.output_tokens is not None:
         options["max_output_tokens"] = spec.output_tokens
     return Agent(spec.name, **options)
+
+
+def python_tool(value: Any) -> Any:
+    """A `use`d name listed in `tools`: a tool or tool server as is, a plain function as
+    `@tool` makes it."""
+    if isinstance(value, Tool | ToolProvider | type) or not callable(value):
+        return value  # a non-tool is refused by Agent with a message naming it
+    return tool(value)
 
 
 def _signature(program: Program) -> inspect.Signature:

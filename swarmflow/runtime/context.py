@@ -84,6 +84,8 @@ class RunContext:
     """Sub-flows started so far, by parent branch (they number the sub-flows' branches)."""
     journal: Journal | None = None
     """Records finished calls and answers; on resume, matches calls against the records."""
+    served_tools: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """The tools of each started tool provider (an MCP server), by the provider's id."""
 
     def next_subflow(self, branch: str) -> int:
         """The index of the next sub-flow started in `branch` (stable across a resume)."""

@@ -11,10 +11,12 @@ from typing import Any
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import Model, ToolSpec
+from swarmflow.core.ports import ToolSource
 from swarmflow.core.pricing import Price
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import spec_units
 from swarmflow.core.toolcalls import tool_spec
+from swarmflow.runtime.agent_tools import agent_tools
 from swarmflow.runtime.context import RunContext
 
 
@@ -30,6 +32,8 @@ class AgentProfile:
     """The schemas' size in estimator units (see `swarmflow.core.tokens`)."""
     tools: tuple[str, ...]
     goals: tuple[Any, ...]
+    source: ToolSource
+    """Where its tool calls find their tools: its own tool objects, then the run's."""
 
 
 def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
@@ -41,25 +45,27 @@ def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
     if found is None or found[0] is not agent:
         model = run.model_for(agent)
         name: str | None = getattr(model, "name", None)
-        specs = agent_tool_specs(run, agent)
+        source, names = agent_tools(run, agent)
+        specs = agent_tool_specs(agent, source, names)
         profile = AgentProfile(
             model=model,
             model_name=name,
             price=run.prices.price(name),
             specs=specs,
             spec_units=sum(spec_units(s) for s in specs),
-            tools=tuple(agent.tools),
+            tools=names,
             goals=run.goals.get(agent.name, ()),
+            source=source,
         )
         found = run.profiles[id(agent)] = (agent, profile)
     return found[1]
 
 
-def agent_tool_specs(run: RunContext, agent: Agent) -> list[ToolSpec]:
+def agent_tool_specs(agent: Agent, source: ToolSource, names: tuple[str, ...]) -> list[ToolSpec]:
     """The schemas of the agent's tools, exactly as the model is sent them."""
-    missing = [name for name in agent.tools if name not in run.tools]
+    missing = [name for name in names if name not in source]
     if missing:
         raise ConfigError(
             f"agent {agent.name!r} declares unknown tools {missing}", agent=agent.name
         )
-    return [tool_spec(run.tools.get(name)) for name in agent.tools]
+    return [tool_spec(source.get(name)) for name in names]

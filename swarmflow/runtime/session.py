@@ -73,6 +73,8 @@ class AgentSession:
         "_rails",
         "_sent_units",
         "_specs",
+        "_tool_source",
+        "_tool_names",
         "_system_message",
         "_tool_runner",
         "agent",
@@ -133,6 +135,7 @@ class AgentSession:
         self._price = profile.price
         self._ledgers = self._ledger_set()
         self._specs = profile.specs
+        self._tool_source, self._tool_names = profile.source, profile.tools
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
         self._prefix = PrefixMeter()
         self._system_message = Message("system", system) if system else None
@@ -195,14 +198,15 @@ class AgentSession:
             emit=self.emit,
             message_agent=self.messenger,
             declaration=self.agent,
+            budget=self.scope.ledger.snapshot,
         )
 
     @property
     def _tools(self) -> ToolRunner:
         if self._tool_runner is None:  # made late: the workspace and messenger are set by then
             self._tool_runner = ToolRunner(
-                self.run.tools,
-                self.agent.tools,
+                self._tool_source,
+                self._tool_names,
                 context=self.tool_context(),
                 emit=self.emit,
                 rails=self._rails_at if self._rails else None,
