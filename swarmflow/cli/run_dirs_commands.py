@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from swarmflow.cli.flow_refs import load_flow_named
 from swarmflow.cli.model_options import add_model_options, model_from_args
 
 OK, PROBLEMS, USAGE = 0, 1, 2
@@ -116,38 +115,13 @@ async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) 
 def load_flow_reference(reference: str, run_dir: str) -> Any:
     """The flow a manifest names: a `.swarm` file, `file.py:name` or `module:name`."""
     from swarmflow.core.errors import ConfigError
-    from swarmflow.runtime.flow import Flow
 
     if not reference:
         raise ConfigError(f"{run_dir} records no flow to load (no run.json)")
-    if reference.endswith(".swarm"):
-        from swarmflow.dsl import DslError, load_flow
-
-        try:
-            return load_flow(reference)
-        except (DslError, OSError) as exc:
-            raise ConfigError(f"cannot load the run's flow {reference}: {exc}") from None
-    where, _, name = reference.rpartition(":")
-    found = getattr(_module(where), name, None)
-    if not isinstance(found, Flow):
-        raise ConfigError(f"the run's flow {reference} is not a @flow any more")
-    return found
-
-
-def _module(where: str) -> Any:
-    from swarmflow.core.errors import ConfigError
-
     try:
-        if where.endswith(".py"):
-            spec = importlib.util.spec_from_file_location(Path(where).stem, where)
-            if spec is None or spec.loader is None:
-                raise ImportError(where)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(where)
-    except (ImportError, OSError) as exc:
-        raise ConfigError(f"cannot import the run's flow from {where}: {exc}") from None
+        return load_flow_named(reference)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot load the run's flow: {exc}") from None
 
 
 def report_resumed(result: Any) -> int:

@@ -181,5 +181,6 @@ def test_resume_says_when_the_flow_cannot_be_loaded(
     manifest = run_dir / "run.json"
     manifest.write_text(manifest.read_text().replace(":busy", ":gone"))
     assert main(["resume", str(run_dir), "--demo"]) == 2
-    assert "is not a @flow any more" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot load the run's flow" in err and "defines no 'gone'" in err
     assert main(["resume", str(run_dir)]) == 2  # and no model recorded or chosen
