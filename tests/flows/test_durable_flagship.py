@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from swarmflow.flows.demo import Reply, policy
 from swarmflow.flows.parallel_coder_arbiter import make_flow
 from swarmflow.testing import FunctionModel
 from tests.flows.test_parallel_coder_arbiter import git, run_demo
+from tests.support.kill import kill_when_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = Path(__file__).with_name("flagship_kill_target.py")
@@ -25,20 +25,7 @@ TARGET = Path(__file__).with_name("flagship_kill_target.py")
 
 def kill_mid_run(root: Path, hang_at: int) -> Path:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen(
-        [sys.executable, str(TARGET), str(root), str(hang_at)],
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        child.send_signal(signal.SIGKILL)
-    finally:
-        child.wait(timeout=60)
-        if child.stdout is not None:
-            child.stdout.close()
+    kill_when_ready([sys.executable, str(TARGET), str(root), str(hang_at)], env, timeout=60)
     (run_dir,) = (root / "runs").iterdir()
     return run_dir
 

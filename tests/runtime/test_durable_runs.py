@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from swarmflow.core.messages import ModelRequest
 from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel
 from tests.runtime import kill_target
+from tests.support.kill import kill_when_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,20 +30,7 @@ def kill_mid_run(root: Path, hang_at: int, *mode: str) -> Path:
     """Run kill_target.py in a child and SIGKILL it at its `hang_at`-th model call."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     target = Path(kill_target.__file__)
-    child = subprocess.Popen(
-        [sys.executable, str(target), str(root), str(hang_at), *mode],
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        child.send_signal(signal.SIGKILL)
-    finally:
-        child.wait(timeout=30)
-        if child.stdout is not None:
-            child.stdout.close()
+    kill_when_ready([sys.executable, str(target), str(root), str(hang_at), *mode], env)
     (run_dir,) = root.iterdir()
     return run_dir
 

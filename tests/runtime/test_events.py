@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from swarmflow.core.events import parse_event
 from swarmflow.sinks import JsonlSink, MemorySink, read_events
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from tests.runtime.helpers import run_one
+from tests.support.kill import kill_when_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,20 +40,9 @@ async def test_jsonl_round_trips_the_memory_stream() -> None:
 
 def test_jsonl_is_valid_after_sigkill(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("kill_target.py")), str(tmp_path)],
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
+    kill_when_ready(
+        [sys.executable, str(Path(__file__).with_name("kill_target.py")), str(tmp_path)], env
     )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
-        child.send_signal(signal.SIGKILL)
-    finally:
-        child.wait(timeout=30)
-        if child.stdout is not None:
-            child.stdout.close()
     (log,) = tmp_path.glob("*/events.jsonl")
     lines = log.read_bytes().split(b"\n")
     assert lines[-1] == b""  # the file ends at a line boundary
@@ -173,9 +161,7 @@ def test_the_cli_prints_no_echoed_secret(
     monkeypatch.setenv("X_AUTH", ECHOED)
     monkeypatch.setenv("SWARMFLOW_RUNS", str(tmp_path / "runs"))
     path = tmp_path / "echo.swarm"
-    path.write_text(
-        "flow f(task: str) -> str\nagent a {}\nsteps {\n  x = a(task)\n  return x\n}\n"
-    )
+    path.write_text("flow f(task: str) -> str\nagent a {}\nsteps {\n  x = a(task)\n  return x\n}\n")
     parser = argparse.ArgumentParser(prog="swarmflow")
     run_commands.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["run", str(path), "--demo", "--input", f"task=key {ECHOED}"])
