@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmflow.core.events import (
+    AgentFinished,
     ContextCompacted,
     EventBase,
     HandoffRefused,
@@ -97,6 +98,7 @@ def adherence(
 
 
 def _workers(events: list[EventBase]) -> dict[str, int]:
+    """Tokens each agent drew over the run."""
     tokens: dict[str, int] = {}
     for e in events:
         if isinstance(e, ModelCalled) and e.agent:
@@ -104,8 +106,26 @@ def _workers(events: list[EventBase]) -> dict[str, int]:
     return tokens
 
 
+def participants(events: Iterable[EventBase]) -> set[str]:
+    """The agents that worked, as OpenCollab defines it: spent tokens AND produced at least
+    one non-empty model output (a final answer with text, or a tool call). An agent whose only
+    replies were empty spent tokens but did no work."""
+    events = list(events)
+    spent = {a for a, tokens in _workers(events).items() if tokens > 0}
+    produced = {
+        e.agent
+        for e in events
+        if e.agent
+        and (
+            (isinstance(e, AgentFinished) and e.produced_content)
+            or (isinstance(e, ModelCalled) and e.tool_calls)
+        )
+    }
+    return spent & produced
+
+
 def _participation(agents: list[str], events: list[EventBase]) -> Axis:
-    worked = _workers(events)
+    worked = participants(events)
     idle = [a for a in agents if a not in worked]
     return Axis(
         "participation",
@@ -115,7 +135,7 @@ def _participation(agents: list[str], events: list[EventBase]) -> Axis:
 
 
 def _delegation(start: RunStarted, events: list[EventBase]) -> Axis:
-    worked = _workers(events)
+    worked = participants(events)
     targets = {d for _, d in start.edges}
     delegated = sorted(a for a in worked if a in targets)
     needed = bool(start.edges) and len(start.agents) > 1

@@ -15,6 +15,7 @@ from swarmflow.report._format import as_json, clip, share, table
 from swarmflow.report.candidates import candidates, render_candidates
 from swarmflow.report.digest import Digest, HumanExchange, branch_index, digest
 from swarmflow.report.log import RunLog, read_log
+from swarmflow.report.team import message_matrix, render_matrix, render_shares, token_shares
 from swarmflow.report.timeline import Entry, timeline
 
 DEMO_MODEL = "demo-scripted"
@@ -46,6 +47,8 @@ def render_report(
         _humans(d.humans),
         _usage(d),
         _prefix(d),
+        render_shares(token_shares(events)),
+        render_matrix(message_matrix(events)),
         _timeline(timeline(events)),
         _listed("Refusals", d.refusals),
         _listed("Retries", d.retries),
