@@ -46,9 +46,9 @@ def message_matrix(events: Iterable[EventBase]) -> MessageMatrix:
     for e in events:
         if isinstance(e, MessageSent):
             matrix.add(e.source, e.target)
-        elif e.type == "thread_created":
+        elif getattr(e, "type", "") == "thread_created":
             participants[str(getattr(e, "thread", ""))] = list(getattr(e, "participants", []))
-        elif e.type == "board_message_posted":
+        elif getattr(e, "type", "") == "board_message_posted":
             _board_message(matrix, e, participants)
     return matrix
 
