@@ -1,7 +1,8 @@
 """Who talked to whom, and each role's share of tokens over the run, read from the events.
 
 The message matrix counts, per sender and receiver, the `message_agent` messages delivered
-and the board messages that reached the receiver (a thread's participants) or mentioned it.
+and the board messages that reached the receiver (the thread participants the sender has an
+edge to), marking those that @mentioned it.
 The token share splits the run, from its first model call to its last, into tenths and gives
 each agent's share of the tokens drawn in each (OpenCollab's Figure 8).
 """
@@ -23,7 +24,7 @@ class MessageMatrix:
 
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     mentions: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Board @mentions, also counted in `counts`."""
+    """Board messages that @mentioned the receiver, also counted in `counts`."""
 
     def add(self, sender: str, receiver: str, *, mention: bool = False) -> None:
         key = (sender, receiver)
@@ -42,25 +43,21 @@ class MessageMatrix:
 def message_matrix(events: Iterable[EventBase]) -> MessageMatrix:
     """The matrix of a run: message_agent deliveries, board messages and mentions."""
     matrix = MessageMatrix()
-    participants: dict[str, list[str]] = {}
     for e in events:
         if isinstance(e, MessageSent):
             matrix.add(e.source, e.target)
-        elif getattr(e, "type", "") == "thread_created":
-            participants[str(getattr(e, "thread", ""))] = list(getattr(e, "participants", []))
         elif getattr(e, "type", "") == "board_message_posted":
-            _board_message(matrix, e, participants)
+            _board_message(matrix, e)
     return matrix
 
 
-def _board_message(matrix: MessageMatrix, e: EventBase, threads: dict[str, list[str]]) -> None:
+def _board_message(matrix: MessageMatrix, e: EventBase) -> None:
+    """A board message counts once for every participant it reached; a mention is marked."""
     sender = str(getattr(e, "sender", "") or e.agent or "")
-    mentioned = [str(m) for m in getattr(e, "mentions", [])]
-    for receiver in threads.get(str(getattr(e, "thread", "")), []):
-        if receiver != sender and receiver not in mentioned:
-            matrix.add(sender, receiver)
-    for receiver in mentioned:
-        matrix.add(sender, receiver, mention=True)
+    mentioned = {str(m) for m in getattr(e, "mentions", [])}
+    for receiver in getattr(e, "recipients", []):
+        if receiver != sender:
+            matrix.add(sender, str(receiver), mention=receiver in mentioned)
 
 
 def token_shares(events: Sequence[EventBase]) -> dict[str, list[float]]:
