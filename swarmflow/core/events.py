@@ -322,6 +322,15 @@ class BoardRefused(EventBase):
     reason: str
 
 
+class BoardServed(EventBase):
+    """The run's board answers over HTTP at `url`; its token is in `address_file` (mode 0600),
+    never in the log."""
+
+    type: Literal["board_served"] = "board_served"
+    url: str
+    address_file: str
+
+
 class BranchFinished(EventBase):
     type: Literal["branch_finished"] = "branch_finished"
     outcome: Literal["ok", "failed", "cancelled", "empty"]
@@ -367,7 +376,8 @@ Event = Annotated[
     | ThreadCreated
     | BoardMessagePosted
     | MentionDelivered
-    | BoardRefused,
+    | BoardRefused
+    | BoardServed,
     Field(discriminator="type"),
 ]
 

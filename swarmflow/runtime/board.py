@@ -36,7 +36,6 @@ from swarmflow.core.events import (
     MentionDelivered,
     ThreadCreated,
 )
-from swarmflow.core.secrets import preview
 from swarmflow.runtime.board_journal import delivered_record, message_record, thread_record
 from swarmflow.runtime.board_journal import restore as restore_board
 from swarmflow.runtime.board_rules import (
@@ -84,6 +83,7 @@ class Board:
         """The last message number handed out."""
         self._pending: dict[str, deque[Mention]] = {}
         self._signals: dict[str, anyio.Event] = {}
+        self._agents = frozenset(run.team.names)
         previous = run.journal.previous if run.journal is not None else None
         if previous is not None:
             restore_board(self, previous.board, previous.board_marks)
@@ -162,6 +162,7 @@ class Board:
         if found is not None:
             found.posts.append(post)
         self.seq = max(self.seq, post.seq)
+        self.run.fingerprints.add(post.sender, post.content)
         for name in pending:
             self._queue(name, Mention(post.thread, post.sender, post.content, post.seq))
 
@@ -199,7 +200,7 @@ class Board:
         )
 
     def _check_invitation(self, sender: str, member: str, thread: str) -> None:
-        if not self.run.team.has(member):
+        if not self._is_agent(member):
             raise _Refused(self._unknown(member), route="invitation", target="", thread=thread)
         if not self.run.team.declares(sender, member):
             raise _Refused(
@@ -224,7 +225,7 @@ class Board:
         thread.posts.append(post)
         self._remember(sender, content)
         self._emit(BoardMessagePosted, sender, thread=thread.name, sender=sender,
-                   text=preview(content, _PREVIEW), mentions=list(named),
+                   text=self.run.log.redactor.scrub(content)[:_PREVIEW], mentions=list(named),
                    recipients=list(reached), message_seq=post.seq)  # fmt: skip
         for target in named:
             self._queue(target, Mention(thread.name, sender, content, post.seq))
@@ -266,7 +267,7 @@ class Board:
         return thread
 
     def _check_mention(self, sender: str, target: str, thread: Thread) -> None:
-        if not self.run.team.has(target):
+        if not self._is_agent(target):
             raise _Refused(self._unknown(target), route="mention", thread=thread.name)
         if not self.run.team.declares(sender, target):
             raise _Refused(
@@ -311,8 +312,11 @@ class Board:
     # -- checks and records -----------------------------------------------------------------
 
     def _check_agent(self, agent: str) -> None:
-        if not isinstance(agent, str) or not self.run.team.has(agent):
+        if not isinstance(agent, str) or not self._is_agent(agent):
             raise _Refused(self._unknown(str(agent)))
+
+    def _is_agent(self, name: str) -> bool:
+        return name in self._agents
 
     def _unknown(self, name: str) -> str:
         names = ", ".join(self.run.team.names)
