@@ -343,6 +343,18 @@ class OutcomesCompacted(EventBase):
     dropped: list[dict[str, Any]] = []
 
 
+class TeamEnded(EventBase):
+    """A Team run (`team(...)`) ended; `agent` is its lead."""
+
+    type: Literal["team_ended"] = "team_ended"
+    reason: str
+    roles: list[str] = []
+    failed: list[str] = []
+    """Roles whose session crashed (ended in error)."""
+    messages: int = 0
+    answer: str = ""
+
+
 Event = Annotated[
     RunStarted
     | RunFinished
@@ -377,7 +389,8 @@ Event = Annotated[
     | BoardMessagePosted
     | MentionDelivered
     | BoardRefused
-    | BoardServed,
+    | BoardServed
+    | TeamEnded,
     Field(discriminator="type"),
 ]
 
