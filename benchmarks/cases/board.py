@@ -136,8 +136,9 @@ async def _baseline(agents: int, messages: int) -> tuple[list[float], float]:
             await anyio.lowlevel.checkpoint()
 
     async def listen(name: str) -> None:
-        async for _, sent in streams[name][1]:
-            latencies.append(time.perf_counter() - sent)
+        async with streams[name][1] as inbox:
+            async for _, sent in inbox:
+                latencies.append(time.perf_counter() - sent)
 
     started = time.perf_counter()
     async with anyio.create_task_group() as group:
