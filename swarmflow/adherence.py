@@ -13,6 +13,8 @@ from typing import Any
 
 from swarmflow.core.events import (
     AgentFinished,
+    BoardMessagePosted,
+    BoardRefused,
     ContextCompacted,
     EventBase,
     HandoffRefused,
@@ -172,13 +174,19 @@ def _budget_sharing(roles: dict[str, dict[str, Any]], events: list[EventBase]) -
 
 
 def _information_flow(edges: list[tuple[str, str]], events: list[EventBase]) -> Axis:
+    """`message_agent` messages and board messages (to each participant they reached)."""
     declared = {tuple(e) for e in edges}
     sent = [(e.source, e.target) for e in events if isinstance(e, MessageSent)]
-    refused = sum(isinstance(e, MessageRefused | HandoffRefused) for e in events)
+    posted = [e for e in events if isinstance(e, BoardMessagePosted)]
+    reached = [(e.sender, r) for e in posted for r in e.recipients if r != e.sender]
+    refused = sum(isinstance(e, MessageRefused | HandoffRefused | BoardRefused) for e in events)
     bad = [
-        f"message {s} -> {t} along an undeclared edge" for s, t in sent if (s, t) not in declared
+        f"message {s} -> {t} along an undeclared edge"
+        for s, t in [*sent, *reached]
+        if (s, t) not in declared
     ]
-    return Axis("information flow", {"messages": len(sent), "refused": refused}, tuple(bad))
+    realized = {"messages": len(sent), "board messages": len(posted), "refused": refused}
+    return Axis("information flow", realized, tuple(bad))
 
 
 def _context_policy(allowed: Sequence[str] | None, events: list[EventBase]) -> Axis:

@@ -75,8 +75,13 @@ def report_of(log: RunLog, run_dir: Path | str) -> str:
 def model_label(models: Iterable[str]) -> str:
     """The models used, with the scripted demo policy called out as such."""
     names = sorted({m for m in models if m})
-    shown = [f"{m} (scripted policy, no LLM)" if m == DEMO_MODEL else m for m in names]
+    shown = [f"{m} (scripted policy, no LLM)" if _scripted(m) else m for m in names]
     return ", ".join(shown) or "none called"
+
+
+def _scripted(model: str) -> bool:
+    """The demo's policy, or another scripted stand-in named `...-scripted` (an example's)."""
+    return model == DEMO_MODEL or model.endswith("-scripted")
 
 
 def _header(d: Digest) -> str:

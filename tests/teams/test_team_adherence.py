@@ -61,7 +61,7 @@ async def test_adherence_of_a_team_run_is_read_from_its_log(tmp_path: Path) -> N
     assert found.axis("participation").realized == {"lead": True, "coder": True, "reviewer": True}
     assert found.axis("delegation").realized == ["coder", "reviewer"]
     flow = found.axis("information flow")
-    assert flow.realized == {"messages": 3, "refused": 0} and flow.ok
+    assert flow.realized == {"messages": 3, "board messages": 0, "refused": 0} and flow.ok
     assert found.adherent and out.messages == 3
 
 
