@@ -35,7 +35,6 @@ from swarmflow.core.ports import BoardPort, ToolContext, Workspace
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
-from swarmflow.runtime.board import board_for
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.goals import Decision, GoalView, evaluate_goals
 from swarmflow.runtime.prefix import PrefixMeter
@@ -46,8 +45,6 @@ from swarmflow.runtime.window import fit, history_units
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """The context budget (whole request) when the run sets none."""
-BOARD_TOOLS = frozenset({"create_thread", "send_message", "wait_for_mention"})
-"""A session whose agent has any of these tools is given the run's board."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +129,7 @@ class AgentSession:
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self.board: BoardPort | None = None
-        """The board its tools use; None gives the run's board to an agent with board tools."""
+        """The board its tools use (`open_session` gives an agent with board tools the run's)."""
         self.hear: Callable[[], str] | None = None
         """Passive awareness (a Team run sets it): what teammates said since the last step,
         as text for the model, or "" when nothing; read at each step boundary."""
@@ -209,13 +206,8 @@ class AgentSession:
             message_agent=self.messenger,
             declaration=self.agent,
             budget=self.scope.ledger.snapshot,
-            board=self._board(),
+            board=self.board,
         )
-
-    def _board(self) -> BoardPort | None:
-        if self.board is None and BOARD_TOOLS.intersection(self._tool_names):
-            self.board = board_for(self.run)
-        return self.board
 
     @property
     def _tools(self) -> ToolRunner:
