@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from swarmflow.core.events import EventBase, MessageSent, ModelCalled
+from swarmflow.core.events import BoardMessagePosted, EventBase, MessageSent, ModelCalled
 from swarmflow.report._format import table
 
 TENTHS = 10
@@ -46,18 +46,16 @@ def message_matrix(events: Iterable[EventBase]) -> MessageMatrix:
     for e in events:
         if isinstance(e, MessageSent):
             matrix.add(e.source, e.target)
-        elif getattr(e, "type", "") == "board_message_posted":
+        elif isinstance(e, BoardMessagePosted):
             _board_message(matrix, e)
     return matrix
 
 
-def _board_message(matrix: MessageMatrix, e: EventBase) -> None:
+def _board_message(matrix: MessageMatrix, e: BoardMessagePosted) -> None:
     """A board message counts once for every participant it reached; a mention is marked."""
-    sender = str(getattr(e, "sender", "") or e.agent or "")
-    mentioned = {str(m) for m in getattr(e, "mentions", [])}
-    for receiver in getattr(e, "recipients", []):
-        if receiver != sender:
-            matrix.add(sender, str(receiver), mention=receiver in mentioned)
+    for receiver in e.recipients:
+        if receiver != e.sender:
+            matrix.add(e.sender, receiver, mention=receiver in e.mentions)
 
 
 def token_shares(events: Sequence[EventBase]) -> dict[str, list[float]]:

@@ -22,7 +22,7 @@ from swarmflow.core.messages import Message, ToolCall, Usage
 from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
-from swarmflow.core.states import SessionState
+from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.runtime.handoff import remember_output
@@ -164,6 +164,7 @@ async def journaled_turn(
             "key": key.as_dict(),
             "session": session.id,
             "text": session.last_text,
+            "reason": (session.reason or EndReason.COMPLETED).value,
             "value": None if value is None else _dump(value),
             "messages": [_message_dict(m) for m in session.history[0 if compacted else count :]],
             "replace_history": compacted,
@@ -194,6 +195,7 @@ def _replay_turn(
         text=str(data.get("text", "")),
         usage=Usage(**(data.get("usage") or {})),
         steps=int(paid.get("calls", 0)),
+        submitted=data.get("reason") == EndReason.SUBMITTED.value,
     )
     charge_spent(session.run, session.scope, session.agent, paid)
     _emit_replayed(session.run, key, session.id, data)

@@ -223,9 +223,17 @@ class AgentSession:
         return self._tool_runner
 
     def adopt_turn(
-        self, messages: list[Message], *, replace: bool, text: str, usage: Usage, steps: int
+        self,
+        messages: list[Message],
+        *,
+        replace: bool,
+        text: str,
+        usage: Usage,
+        steps: int,
+        submitted: bool = False,
     ) -> None:
-        """Take over a turn a resumed run replays from its journal (no model is called)."""
+        """Take over a turn a resumed run replays from its journal (no model is called); a
+        turn that ended in `submit` ends so again (a Team run's lead reads it)."""
         if replace:
             self.history, self._history_units = [], 0
         for message in messages:
@@ -239,7 +247,7 @@ class AgentSession:
             self._to(SessionState.IDLE)
         self._to(SessionState.PRECHECK)
         self._to(SessionState.CALLING_MODEL)
-        self._end(EndReason.COMPLETED)
+        self._end(EndReason.SUBMITTED if submitted else EndReason.COMPLETED)
 
     # -- a turn -----------------------------------------------------------------------------
 

@@ -203,3 +203,36 @@ async def test_a_role_without_wait_for_mention_hears_passively(mode: str) -> Non
     assert isinstance(out, TeamResult), result.error
     assert out.roles["w1"].listen == "passive" and out.roles["lead"].listen == mode
     assert Team  # the declaration type is public
+
+
+async def test_mentions_of_a_crashed_role_do_not_keep_the_team_alive() -> None:
+    roles = [Agent("lead", tools=BOARD), Agent("w1", tools=BOARD)]
+    edges = [("lead", "w1")]
+
+    async def policy(req: ModelRequest) -> object:
+        tools = [m for m in req.messages if m.role == "tool"]
+        if req.agent == "w1":
+            raise RuntimeError("w1's model is down")
+        if len(tools) == 2:
+            await anyio.wait_all_tasks_blocked()  # w1 has crashed on the first mention by now
+        steps = [
+            tool_call("create_thread", name="t", participants=["w1"]),
+            tool_call("send_message", thread="t", content="one", mentions=["w1"]),
+            tool_call("send_message", thread="t", content="two", mentions=["w1"]),
+        ]
+        if len(tools) < 3:
+            return steps[len(tools)]
+        return "lead done"
+
+    async def body() -> TeamResult:
+        out = await team("go", lead="lead")
+        assert isinstance(out, TeamResult)
+        return out
+
+    result = await run_one(roles, body, FunctionModel(policy), edges=edges)
+    out = result.output
+    assert isinstance(out, TeamResult), result.error
+    assert out.reason == "idle" and out.failed_roles == ["w1"]
+    assert out.roles["w1"].turns == 1  # woken once, crashed, never woken again
+    delivered = [e.message_seq for e in of_type(result, "mention_delivered")]
+    assert len(delivered) == 1  # the second mention stays undelivered, and the team still ends

@@ -113,3 +113,22 @@ async def test_message_agent_outside_a_team_still_opens_a_fresh_session() -> Non
     assert len(coders) == 2
     asked = [r for r in model.requests if r.agent == "coder"]
     assert [sum(m.role == "user" for m in r.messages) for r in asked] == [1, 1]
+
+
+async def test_a_declared_agent_outside_the_teams_roles_is_not_messaged() -> None:
+    def policy(req: ModelRequest) -> object:
+        if req.agent == "lead" and req.messages[-1].role != "tool":
+            return tool_call("message_agent", to="reviewer", text="join us")
+        return f"lead saw: {req.messages[-1].content}"
+
+    model = FunctionModel(policy)
+    result = await run_one(
+        ROLES, lambda: team("go", lead="lead", roles=["lead", "coder"]), model, edges=EDGES
+    )
+    out = result.output
+    assert isinstance(out, TeamResult), result.error
+    assert "not a member of this team" in out.answer
+    assert set(out.roles) == {"lead", "coder"}
+    assert not [r for r in model.requests if r.agent == "reviewer"]
+    refusal = of_type(result, "message_refused")[0]
+    assert (refusal.source, refusal.target) == ("lead", "reviewer")
