@@ -265,21 +265,11 @@ class AstBuilder(Transformer[Token, Any]):
     def number(self, c: list[Token]) -> ast.Number:
         return self._number(c[0])
 
-    cost = number
-
     def string(self, c: list[Token]) -> ast.Str:
         return self._string(c[0])
 
-    long_string = string
-
-    def true(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=True, **_at(c[0]))
-
-    def false(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=False, **_at(c[0]))
-
-    def none(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=None, **_at(c[0]))
+    def const(self, c: list[Token]) -> ast.Const:
+        return ast.Const(value=CONSTANTS[str(c[0])], **_at(c[0]))
 
     def group(self, c: list[Any]) -> Any:
         return c[1]
@@ -356,6 +346,7 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.Str(texts=texts, values=values, **_at(token))
 
 
+CONSTANTS: dict[str, bool | None] = {"true": True, "false": False, "none": None}
 _EDGE_PART = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|,|\n")
 
 
