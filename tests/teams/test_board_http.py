@@ -200,3 +200,22 @@ def test_the_commands_say_what_is_wrong(args: tuple[str, ...], says: str) -> Non
         if env_token is not None:
             os.environ["SWARMFLOW_BOARD_TOKEN"] = env_token
     assert code == 2 and says in err
+
+
+def test_swarmflow_run_board_port_serves_and_says_where(tmp_path: Path) -> None:
+    flow_file = ROOT / "tests" / "runtime" / "busy.swarm"
+    argv = [sys.executable, "-m", "swarmflow.cli", "run", str(flow_file), "--demo"]
+    env = {**_env(), "SWARMFLOW_RUNS": str(tmp_path)}
+    done = subprocess.run(
+        [*argv, "--board-port", "0"], check=False, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "board: http://127.0.0.1:" in done.stderr and "token: " in done.stderr
+    (run_dir,) = tmp_path.iterdir()
+    (served,) = [e for e in _events(run_dir) if e.type == "board_served"]
+    assert served.url in done.stderr
+    assert not (run_dir / "board.json").exists()
+    refused = subprocess.run(
+        [*argv, "--board-port", "-1"], check=False, capture_output=True, text=True, env=env
+    )
+    assert refused.returncode == 1 and "cannot serve the board" in refused.stdout + refused.stderr
