@@ -124,6 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = HTTPStatus.FORBIDDEN, {"ok": False, "error": refused.message}
         data = json.dumps(body).encode()
         self.send_response(status)
+        if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:  # its body is left unread
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
