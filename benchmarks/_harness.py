@@ -44,6 +44,7 @@ class Settings:
     memory_sizes: tuple[int, ...] = (1_000, 10_000)
     chain_calls: int = 1_000
     latency_branches: int = 64
+    latency_wide_branches: int = 1_000
     coders: int = 8
     dsl_lines: int = 2_000
     import_runs: int = 7
@@ -71,6 +72,7 @@ TINY = Settings(
     memory_sizes=(10,),
     chain_calls=12,
     latency_branches=4,
+    latency_wide_branches=8,
     coders=3,
     dsl_lines=60,
     import_runs=1,
