@@ -266,6 +266,14 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, printed beside every table."""
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def environment(settings: Settings) -> dict[str, Any]:
     """What the numbers were measured on."""
     import swarmflow

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import sysconfig
@@ -24,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import FULL, QUICK, Settings
+from benchmarks._harness import FULL, QUICK, Settings, load_average
 from benchmarks.peers import ENGINES, PEER_MODULES, PEER_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,14 +213,6 @@ def report(results: Results, engines: Sequence[str]) -> str:
         f"\n(ratio < 1: swarmflow is faster; fan-out target: at most {PEER_RATIO_TARGET:g}x each"
         f" peer)\nload average {load_average()}"
     )
-
-
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages, to print beside a table."""
-    try:
-        return " ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
