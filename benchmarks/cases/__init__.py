@@ -19,6 +19,7 @@ from benchmarks.cases import (
     pipeline,
     prefix,
     skew,
+    team,
 )
 
 Case = Callable[[Settings], list[Row]]
@@ -37,4 +38,5 @@ CASES: dict[str, Case] = {
     "prefix": prefix.bench,
     "batch": batch.bench,
     "board": board.bench,
+    "team": team.bench,
 }
