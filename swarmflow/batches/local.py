@@ -90,9 +90,7 @@ async def batch(
     root = _prepare(out)
     earlier = read_results(root / RESULTS)
     _check_same_tasks(tasks, earlier, root)
-    options = dict(run_options, budget=Limits.coerce(task_budget))
-    if options.get("repo") is not None:  # worktrees must not depend on a worker's cwd
-        options["repo"] = Path(options["repo"]).resolve()
+    options = _run_options(run_options, task_budget)
     setup = Setup(flow, root / RUNS, options, Limits.coerce(budget), concurrency)
     finished: dict[str, TaskResult] = dict(earlier)
     async with open_executor(on, setup, workers=workers) as executor:
@@ -119,6 +117,16 @@ def _prepare(out: str | Path) -> Path:
     root = Path(out).resolve()
     (root / RUNS).mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _run_options(
+    run_options: Mapping[str, Any], task_budget: Limits | dict[str, float] | None
+) -> dict[str, Any]:
+    """What every task's `run()` gets besides its own run directory and ledger."""
+    options = dict(run_options, budget=Limits.coerce(task_budget))
+    if options.get("repo") is not None:  # worktrees must not depend on a worker's cwd
+        options["repo"] = Path(options["repo"]).resolve()
+    return options
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
