@@ -17,10 +17,12 @@ import anyio
 import pytest
 
 from swarmflow.batches import batch
+from swarmflow.cli import main
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.run_dirs import read_log
 from swarmflow.testing import FunctionModel, Step
 from tests.batches.batch_target import answer, solve, task_list
+from tests.dsl.helpers import flow_text
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (make test-ray installs it)")
 
@@ -184,3 +186,19 @@ async def test_a_killed_worker_is_restarted_and_its_tasks_resume(
     prompts, _ = await seen.seen.remote()
     assert prompts.count("task 7") == 1  # its first call was replayed from the journal
     assert prompts.count(next(p for p in prompts if p.startswith("check 7:"))) == 2
+
+
+def test_the_command_line_runs_a_swarm_flow_on_ray(
+    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    swarm, tasks, out = tmp_path / "one.swarm", tmp_path / "tasks.jsonl", tmp_path / "out"
+    swarm.write_text(flow_text("  x = a(task)\n  return x.text"))
+    tasks.write_text("".join(json.dumps({"task": f"job {i}"}) + "\n" for i in range(6)))
+    argv = ["batch", str(swarm), "--inputs", str(tasks), "--out", str(out), "--demo"]
+    assert main([*argv, "--on", "ray", "--workers", "2", "--budget-tokens", "1000000"]) == 0
+    assert "done 6/6" in capsys.readouterr().err
+    written = rows(out)
+    assert sorted(r["input"]["task"] for r in written) == [f"job {i}" for i in range(6)]
+    assert all(r["status"] == "ok" and "job" in r["output"] for r in written)
+    assert main([*argv, "--on", "bogus"]) == 1
+    assert "on='bogus': use 'local'" in capsys.readouterr().err
