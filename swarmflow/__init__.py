@@ -20,9 +20,19 @@ from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
 from swarmflow.core.team import Agent, Team
-from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
+from swarmflow.operators import (
+    agent,
+    agent_session,
+    budget,
+    compact,
+    human,
+    parallel,
+    pipeline,
+    team,
+)
 from swarmflow.runner import RunResult, run, run_sync
 from swarmflow.runtime.flow import Flow, flow
+from swarmflow.runtime.team_result import RoleReport, TeamResult
 from swarmflow.stream import TextDelta, stream
 from swarmflow.tools.function_tool import ToolCallContext, tool
 from swarmflow.tools.mcp import mcp_http, mcp_stdio
@@ -47,10 +57,12 @@ __all__ = [
     "ModelError",
     "Ok",
     "Patch",
+    "RoleReport",
     "RunPaused",
     "RunResult",
     "SwarmflowError",
     "Team",
+    "TeamResult",
     "TextDelta",
     "ToolCallContext",
     "TopologyError",
@@ -68,6 +80,7 @@ __all__ = [
     "run",
     "run_sync",
     "stream",
+    "team",
     "tool",
     "tool_policy",
 ]

@@ -285,6 +285,18 @@ class OutcomesCompacted(EventBase):
     dropped: list[dict[str, Any]] = []
 
 
+class TeamEnded(EventBase):
+    """A Team run (`team(...)`) ended; `agent` is its lead."""
+
+    type: Literal["team_ended"] = "team_ended"
+    reason: str
+    roles: list[str] = []
+    failed: list[str] = []
+    """Roles whose session crashed (ended in error)."""
+    messages: int = 0
+    answer: str = ""
+
+
 Event = Annotated[
     RunStarted
     | RunFinished
@@ -314,7 +326,8 @@ Event = Annotated[
     | CallReplayed
     | ResumeDivergedAt
     | BranchFinished
-    | OutcomesCompacted,
+    | OutcomesCompacted
+    | TeamEnded,
     Field(discriminator="type"),
 ]
 

@@ -56,6 +56,9 @@ class Agent(BaseModel):
     """The most output tokens one call may produce (part of each reservation)."""
     description: str = ""
     """One line shown to teammates that can message this agent."""
+    listen: Literal["passive", "blocking"] | None = None
+    """How it hears board mentions in a Team run: "passive" (at its next step boundary, no
+    step spent) or "blocking" (it calls `wait_for_mention`); None takes the team's `listen=`."""
     sandbox: SandboxMode = "auto"
     """How `run_shell` runs: "auto" under bubblewrap when it is installed (said once per run
     when it is not), "bwrap" only under bubblewrap (refused without it), "none" on the host."""

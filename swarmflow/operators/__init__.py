@@ -7,6 +7,7 @@ from swarmflow.operators.compact import compact
 from swarmflow.operators.human import human
 from swarmflow.operators.parallel import parallel
 from swarmflow.operators.pipeline import pipeline
+from swarmflow.operators.team import team
 
 __all__ = [
     "SessionHandle",
@@ -17,4 +18,5 @@ __all__ = [
     "human",
     "parallel",
     "pipeline",
+    "team",
 ]

@@ -1,8 +1,11 @@
 """Agent-initiated messages: the `message_agent` tool's delivery, roster and edge checks.
 
-A message opens a session of the recipient inside the sender's tool call, so messages can nest
-(a -> b -> a ...). The nesting is bounded: past `MAX_MESSAGE_DEPTH` the message is refused and
-the model is told why, instead of sessions nesting until the interpreter's stack runs out.
+Outside a team, a message opens a fresh one-shot session of the recipient inside the sender's
+tool call (the `agent` operator's call), so messages can nest (a -> b -> a ...). In a Team run
+(`swarmflow.runtime.team_run`) the same checks run and the message goes to the recipient's
+long-lived role session instead; the team adds its own refusals (a crashed role, a message that
+would wait on its own sender). The nesting is bounded: past `MAX_MESSAGE_DEPTH` the message is
+refused and the model is told why, instead of sessions nesting until the stack runs out.
 """
 
 from __future__ import annotations
@@ -25,20 +28,32 @@ _MESSAGE_PREVIEW = 2000
 _chain: ContextVar[tuple[str, ...]] = ContextVar("swarmflow_message_chain", default=())
 
 CallAgent = Callable[[str, SourcedStr], Awaitable[AgentOutput]]
-"""Runs the recipient agent on a message and returns its output (the `agent` operator's call)."""
+"""Runs the recipient agent on a message and returns its output (the `agent` operator's call,
+or a Team run's delivery to the recipient's role session)."""
+
+Refusal = Callable[[str, str], str]
+"""`refuse(sender, recipient)`: why a Team run refuses this message, or "" to deliver it."""
 
 
-def messenger_for(run: RunContext, session: AgentSession, call: CallAgent) -> Any:
+def messenger_for(
+    run: RunContext, session: AgentSession, call: CallAgent, refuse: Refusal | None = None
+) -> Any:
     """The callable behind `session`'s `message_agent` tool; `call` runs the recipient."""
 
     async def message_agent(to: str, text: str) -> str:
-        return await send_message(run, session, to, text, call)
+        return await send_message(run, session, to, text, call, refuse=refuse)
 
     return message_agent
 
 
 async def send_message(
-    run: RunContext, sender: AgentSession, to: str, text: str, call: CallAgent
+    run: RunContext,
+    sender: AgentSession,
+    to: str,
+    text: str,
+    call: CallAgent,
+    *,
+    refuse: Refusal | None = None,
 ) -> str:
     """Deliver a `message_agent` call: roster, edge and depth checks, then the recipient's
     answer."""
@@ -47,7 +62,7 @@ async def send_message(
         reason = f"no agent named {to!r}: the roster cannot change within a run"
         sender.emit(SpawnRefused, requested=to, reason=reason)
         raise ToolError(f"{reason}; teammates: {', '.join(run.team.names)}")
-    _check_route(run, sender, to, text)
+    _check_route(run, sender, to, text, refuse)
     chain = _chain.get()
     sender.emit(MessageSent, source=me, target=to, text=preview(text, _MESSAGE_PREVIEW))
     token = _chain.set((*chain, f"{me} -> {to}"))
@@ -62,8 +77,11 @@ async def send_message(
     return reply.text
 
 
-def _check_route(run: RunContext, sender: AgentSession, to: str, text: str) -> None:
-    """Refuse a self-message without a self-edge, a chain too deep, or a missing edge."""
+def _check_route(
+    run: RunContext, sender: AgentSession, to: str, text: str, refuse: Refusal | None
+) -> None:
+    """Refuse a self-message without a self-edge, a chain too deep, what the team refuses,
+    or a missing edge."""
     me = sender.agent.name
     chain = _chain.get()
     reason = ""
@@ -72,6 +90,8 @@ def _check_route(run: RunContext, sender: AgentSession, to: str, text: str) -> N
     elif len(chain) >= MAX_MESSAGE_DEPTH:
         shown = ", ".join([*chain, f"{me} -> {to}"])
         reason = f"messages nested more than {MAX_MESSAGE_DEPTH} deep ({shown})"
+    elif refuse is not None:
+        reason = refuse(me, to)
     if reason:
         sender.emit(MessageRefused, source=me, target=to, reason=reason)
         raise ToolError(f"refused: {reason}")
