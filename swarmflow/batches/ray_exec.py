@@ -4,9 +4,9 @@
 run up to concurrency / workers flows at once in their event loop; a task goes to the actor
 with the fewest in flight. The actors write events and journals straight into the driver's
 run directories (so the batch folder must be on a path every node shares: one machine, or a
-shared filesystem) and return the task's result line. The shared budget is a `BudgetKeeper`
-actor (ray_ledger.py). An actor whose process dies is restarted and its calls retried, up to
-`RETRIES` times: a retried task resumes from its journal. When the batch ends, or is cancelled,
+shared filesystem) and return the task's result line. A shared budget is held by a
+`BudgetKeeper` actor (ray_ledger.py). An actor whose process dies is restarted and its calls
+retried, up to `RETRIES` times: a retried task resumes from its journal. When the batch ends, or is cancelled,
 its calls still running are cancelled with `ray.cancel` and its actors are killed.
 """
 
@@ -26,6 +26,7 @@ from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from swarmflow.batches.attempt import run_task
 from swarmflow.batches.executor import Setup
+from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.ray_ledger import ActorLedger, BudgetKeeper
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
@@ -45,6 +46,7 @@ class BatchWorker:
     def __init__(self, setup: Setup, keeper: Any) -> None:
         self.setup = setup
         self.keeper = keeper
+        """The budget actor; None without a shared budget (each run has its own parent)."""
 
     async def run(self, task: Task) -> TaskResult | None:
         s = self.setup
@@ -55,6 +57,8 @@ class BatchWorker:
                 f"worker's filesystem ({ray.util.get_node_ip_address()}): put it on a path "
                 "every node shares",
             )  # fmt: skip
+        if self.keeper is None:
+            return await run_task(s.flow, task, s.runs, s.options, BatchLedger(s.budget))
         ledger = ActorLedger(self.keeper, task.id, s.budget)
         try:
             return await run_task(s.flow, task, s.runs, s.options, ledger)
@@ -120,10 +124,15 @@ class RayExecutor:
         finally:
             self.load[index] -= 1
             self.running.discard(call)
-        await self._refresh()
+        await self._refresh(result)
         return result
 
-    async def _refresh(self) -> None:
+    async def _refresh(self, result: TaskResult | None) -> None:
+        if self.keeper is None:  # no shared budget: what the finished runs spent
+            if result is not None:
+                self.spent.spent_tokens += result.tokens
+                self.spent.spent_cost += result.cost
+            return
         tokens, cost, refused = await self.keeper.state.remote()
         self.spent.spent_tokens, self.spent.spent_cost = tokens, cost
         self.spent.refused = self.spent.refused or refused
@@ -137,7 +146,7 @@ class RayExecutor:
             for call in calls:
                 with contextlib.suppress(RayError):  # cancelled, as asked
                     await call
-        for actor in [*self.actors, self.keeper]:
+        for actor in self.actors if self.keeper is None else [*self.actors, self.keeper]:
             ray.kill(actor, no_restart=True)
 
 
@@ -185,8 +194,10 @@ def _start(setup: Setup, workers: int | None) -> RayExecutor:
             f"be pickled: {exc}"
         ) from exc
     name = f"{ACTOR_PREFIX}{uuid.uuid4().hex[:12]}"
-    keeper = ray.remote(BudgetKeeper)
-    handle = keeper.options(name=f"{name}-budget", num_cpus=0).remote(setup.budget)
+    handle = None
+    if BatchLedger(setup.budget).limited:  # without a shared budget there is nothing to keep
+        keeper = ray.remote(BudgetKeeper).options(name=f"{name}-budget", num_cpus=0)
+        handle = keeper.remote(setup.budget)
     actor = ray.remote(BatchWorker)
     per_actor = math.ceil(setup.concurrency / count)
     started = [
