@@ -6,6 +6,10 @@ session's own work (a tool-calling loop would add each tool's cost to every call
 history grows as it would in a real conversation. Baseline: `calls` sequential awaits of the
 fake model. Overhead per call = (swarmflow - baseline) / calls.
 
+`long session`: the same, with messages and answers long enough to be fingerprinted (the
+handoff check reads them), reporting the time per turn in the last fifth of the session
+against the first fifth: a turn must not cost more as the conversation grows.
+
 `tool loop`: one `agent()` turn whose model calls a trivial registered tool `calls - 1` times
 and then answers: the inner loop's per-call cost, tool execution included (informational).
 
@@ -39,6 +43,7 @@ from benchmarks.cases._common import (
     WORKER,
     fake_call,
     function_model,
+    reply,
     run_flow,
     runs_folder,
     zero_latency_model,
@@ -51,6 +56,9 @@ from swarmflow.tools import ArgsModel, ToolRegistry
 
 CASE = "chain"
 OVERHEAD_TARGET_US = 30.0
+GROWTH_LIMIT = 1.2
+"""A turn late in a long session may cost at most this much more than an early one (the
+spread of this shared machine; a quadratic cost doubles it and more)."""
 LOOPER = "looper"
 
 
@@ -62,6 +70,28 @@ async def session_chain(calls: int) -> float:
         for i in range(calls):
             await session.send(f"step {i}")
         return time.perf_counter() - started
+
+
+@flow(team=TEAM)
+async def long_session(calls: int) -> dict[str, float]:
+    """`calls` turns with fingerprinted texts; seconds of the first and of the last fifth."""
+    fifth = max(1, calls // 5)
+    marks: list[float] = []
+    async with agent_session(WORKER) as session:
+        for i in range(calls):
+            if i % fifth == 0:
+                marks.append(time.perf_counter())
+            await session.send(f"Step {i}: carry on with part {i} of the plan, as agreed")
+        marks.append(time.perf_counter())
+    return {"first": (marks[1] - marks[0]) / fifth, "last": (marks[-1] - marks[-2]) / fifth}
+
+
+def numbered_model() -> FunctionModel:
+    """Answers each call with a text of its own, long enough to be fingerprinted."""
+    made = count()
+    return function_model(
+        lambda _request: reply(f"Done with part {next(made)}: the change is in module_x.py")
+    )
 
 
 @flow(team=TEAM)
@@ -164,6 +194,14 @@ def _session_probe(calls: int, root: Path) -> Probe:
     return probe
 
 
+def _long_session_probe(calls: int, root: Path) -> Probe:
+    async def probe() -> Timings:
+        wall, result = await run_flow(long_session, numbered_model(), root, calls=calls)
+        return {"wall": wall, **result.output}
+
+    return probe
+
+
 def steps_probe(target: Flow[..., float], steps: int, root: Path) -> Probe:
     """Times one run of a chain flow; `inner` is the chain alone, without the run's set-up."""
 
@@ -209,6 +247,22 @@ def _per_call_rows(label: str, calls: int, paired: Paired, target: Target | None
     ]
 
 
+def _growth_rows(calls: int, paired: Paired) -> list[Row]:
+    first, last = paired.swarmflow["first"] * 1e6, paired.swarmflow["last"] * 1e6
+    label = f"{CASE} long session x{calls:,}"
+    return [
+        Row(label, "per turn, first fifth", "us", first, paired.baseline["wall"] * 1e6 / calls),
+        Row(
+            label,
+            "per turn, last fifth / first fifth",
+            "x",
+            last / first,
+            target=Target(GROWTH_LIMIT),
+            note=f"last fifth {last:.1f} us; texts fingerprinted",
+        ),
+    ]
+
+
 def bench(settings: Settings) -> list[Row]:
     calls = settings.chain_calls
     with runs_folder() as root:
@@ -218,11 +272,15 @@ def bench(settings: Settings) -> list[Row]:
         loop = alternate(
             _tool_loop_probe(calls, root), _baseline(_sequential_calls, calls), settings
         )
+        long = alternate(
+            _long_session_probe(calls, root), _baseline(_sequential_calls, calls), settings
+        )
         agents = agent_steps(calls, settings, root)
         ops = alternate(
             steps_probe(operator_chain, calls, root), _baseline(_operator_loop, calls), settings
         )
     rows = _per_call_rows(f"session x{calls:,}", calls, session, Target(OVERHEAD_TARGET_US))
+    rows += _growth_rows(calls, long)
     rows += _per_call_rows(f"tool loop x{calls:,}", calls, loop, None)
     us = 1e6 / calls
     rows.append(

@@ -13,6 +13,11 @@ The index keeps every `GRAM`-character window of every piece; a check looks up t
 the outgoing text at every `STRIDE`-th position and extends each hit both ways. Any shared run
 of `MATCH_CHARS` or more contains one looked-up window (STRIDE + GRAM - 1 == MATCH_CHARS), so
 the check finds every such run while reading one window in nine.
+
+What an agent was given grows with its session (its card, then every message sent to it).
+`GivenText` keeps it normalised and indexed the other way round (a window at every `STRIDE`-th
+position, looked up at every position of the product), and takes each message once, so the
+cut of turn 500 costs the length of that turn's answer, not of the 500 messages before it.
 """
 
 from __future__ import annotations
@@ -50,24 +55,25 @@ def normalize(text: str) -> str:
 class FingerprintIndex:
     """Maps windows of agent products to the pieces (owner, normalised text) holding them."""
 
-    __slots__ = ("_grams", "_owners", "_texts")
+    __slots__ = ("_grams", "_owners", "_pieces", "_texts")
 
     def __init__(self) -> None:
         self._owners: list[str] = []
         self._texts: list[str] = []
         self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._pieces: set[tuple[str, str]] = set()
 
     def __len__(self) -> int:
         return len(self._texts)
 
-    def add(self, agent: str, product: str, given: str = "") -> None:
+    def add(self, agent: str, product: str, given: GivenText | str = "") -> None:
         """Record `agent`'s product, minus the runs it was given that no agent produced."""
         own = normalize(product)[:MAX_PRODUCT_CHARS]
         if len(own) < MATCH_CHARS:
             return
-        spans = [(0, len(own))]
-        if given:
-            spans = _subtract(spans, self._unowned_given(own, normalize(given)))
+        if isinstance(given, str):
+            given = GivenText.of(given)
+        spans = _subtract([(0, len(own))], self._unowned_given(own, given))
         for start, end in spans:
             if end - start >= MATCH_CHARS:
                 self._add_piece(agent, own[start:end])
@@ -104,18 +110,17 @@ class FingerprintIndex:
         )
 
     def _add_piece(self, agent: str, piece: str) -> None:
+        if (agent, piece) in self._pieces:  # the same answer again adds nothing to match
+            return
+        self._pieces.add((agent, piece))
         index = len(self._texts)
         self._owners.append(agent)
         self._texts.append(piece)
         _index_windows(self._grams, index, piece)
 
-    def _unowned_given(self, own: str, given: str) -> list[Span]:
+    def _unowned_given(self, own: str, given: GivenText) -> list[Span]:
         """Spans of `own` that also occur in `given` and that no recorded product holds."""
-        grams: dict[str, list[tuple[int, int]]] = {}
-        _index_windows(grams, 0, own)
-        shared = _merge(
-            [(p, p + end - start) for _, start, end, p in _runs_at(grams, [own], given)]
-        )
+        shared = _merge((start, end) for _, start, end in given.runs_in(own))
         cut: list[Span] = []
         for start, end in shared:
             region = own[start:end]
@@ -124,6 +129,56 @@ class FingerprintIndex:
             ]
             cut.extend(_subtract([(start, end)], _merge(produced)))
         return cut
+
+
+class GivenText:
+    """What the flow gave one agent session, normalised and indexed as it grows.
+
+    The text is one string (a run may cross from one message into the next, as it does in
+    the messages joined); a window is indexed at every `STRIDE`-th position, each once, when
+    the text that completes it arrives. A product is then read at every position: any shared
+    run of MATCH_CHARS or more contains an indexed window of the given text.
+    """
+
+    __slots__ = ("_grams", "_next", "_pending", "_text")
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._next = 0
+        """The next position whose window is not indexed yet (a multiple of STRIDE)."""
+        self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._pending: list[str] = []
+        """Parts not read yet: most products are too short to be compared at all."""
+
+    @classmethod
+    def of(cls, text: str) -> GivenText:
+        given = cls()
+        given.extend(text)
+        return given
+
+    def extend(self, text: str) -> None:
+        """Append one more thing the agent was given."""
+        if text:
+            self._pending.append(text)
+
+    def runs_in(self, own: str) -> list[tuple[int, int, int]]:
+        """(0, start, end) in `own` of every maximal run of at least MATCH_CHARS shared."""
+        if self._pending:
+            self._read_pending()
+        if len(self._text) < MATCH_CHARS:
+            return []
+        return [(0, s, e) for _, s, e, _ in _runs_at(self._grams, [self._text], own, step=1)]
+
+    def _read_pending(self) -> None:
+        self._text += "".join(normalize(part) for part in self._pending)
+        self._pending.clear()
+        text, grams, pos = self._text, self._grams, self._next
+        while pos + GRAM <= len(text):
+            hits = grams.setdefault(text[pos : pos + GRAM], [])
+            if len(hits) < MAX_HITS:  # past that the text repeats itself (see MAX_HITS)
+                hits.append((0, pos))
+            pos += STRIDE
+        self._next = pos
 
 
 def _index_windows(grams: dict[str, list[tuple[int, int]]], piece: int, text: str) -> None:
@@ -144,12 +199,14 @@ def _runs(
 
 
 def _runs_at(
-    grams: dict[str, list[tuple[int, int]]], texts: list[str], query: str
+    grams: dict[str, list[tuple[int, int]]], texts: list[str], query: str, step: int = STRIDE
 ) -> list[tuple[int, int, int, int]]:
-    """Like `_runs`, with where each run starts in its piece."""
+    """Like `_runs`, with where each run starts in its piece. `step`: read the query's windows
+    at every STRIDE-th position when `grams` holds every window of the pieces, at every
+    position when it holds every STRIDE-th (`GivenText`)."""
     found: list[tuple[int, int, int, int]] = []
     covered: dict[tuple[int, int], int] = {}  # (piece, diagonal) -> end of a run already found
-    for i in range(0, len(query) - GRAM + 1, STRIDE):
+    for i in range(0, len(query) - GRAM + 1, step):
         for piece, offset in grams.get(query[i : i + GRAM], ()):
             diagonal = (piece, offset - i)
             if covered.get(diagonal, -1) > i:

@@ -33,8 +33,8 @@ class HistoryView(Sequence[Message]):
     def __getitem__(self, index: slice) -> Sequence[Message]: ...
 
     def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
-        if isinstance(index, slice):
-            return tuple(self)[index]
+        if isinstance(index, slice):  # reads only the messages in the slice
+            return tuple(self[i] for i in range(*index.indices(len(self))))
         size = len(self)
         if index < 0:
             index += size
@@ -45,6 +45,18 @@ class HistoryView(Sequence[Message]):
                 return self._head
             index -= 1
         return self._history[index]
+
+    def shared_prefix(self, other: Sequence[Message]) -> int | None:
+        """How many leading messages `other` shares with this view, when that is known without
+        reading them: two views of one history list (which only grows) and one head share the
+        shorter of the two. None when it is not known."""
+        if (
+            isinstance(other, HistoryView)
+            and other._history is self._history
+            and other._head is self._head
+        ):
+            return min(self._length, other._length) + (self._head is not None)
+        return None
 
     def __iter__(self) -> Iterator[Message]:
         if self._head is not None:

@@ -21,7 +21,11 @@ from swarmflow.core.team import Agent
 
 @runtime_checkable
 class EventSink(Protocol):
-    """Receives every event, in order. `line` is the event's scrubbed JSON, UTF-8 encoded."""
+    """Receives every event, in order. `line` is the event's scrubbed JSON, UTF-8 encoded.
+
+    A sink that writes a file may hold lines until its optional `flush()`, which the run calls
+    before every external effect and at its end (the write-ahead rule, docs/durability.md).
+    """
 
     def write(self, event: EventBase | None, line: bytes) -> None:
         """`event` is None for sinks that declare `wants_objects = False` or that list the

@@ -1,20 +1,22 @@
-"""The `.swarm` syntax tree: frozen pydantic models, each with its place in the source.
+"""The `.swarm` syntax tree: frozen dataclasses, each with its place in the source.
 
 `line`/`column` are 1-based and name the node's first character; `end_line`/`end_column`
 (exclusive) its last. The parser builds these; the checker and the compiler only read them.
+`children(node)` walks any node generically, so no pass keeps its own list of fields.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+Dimension = Literal["count", "duration", "cost"]
 
 
-class Node(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
     """Where a node sits in the source."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
     column: int
@@ -22,23 +24,41 @@ class Node(BaseModel):
     end_column: int
 
 
-Dimension = Literal["count", "duration", "cost"]
+def children(item: Node) -> Iterator[Node]:
+    """The nodes directly inside `item`, in field order."""
+    for f in fields(item):
+        value = getattr(item, f.name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, Node))
+
+
+def walk(item: Node, prune: type | tuple[type, ...] = ()) -> Iterator[Node]:
+    """`item` and every node inside it, in no set order; nodes of type `prune` are yielded
+    but not entered."""
+    stack = [item]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, prune):
+            stack.extend(children(current))
 
 
 # -- expressions ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Name(Node):
     """A reference to a variable, input, import, agent or built-in."""
 
-    kind: Literal["name"] = "name"
     id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Number(Node):
     """A number with its unit folded in: `400k` is 400000, `30m` is 1800 seconds, `$5` is 5."""
 
-    kind: Literal["number"] = "number"
     value: float
     text: str
     dimension: Dimension = "count"
@@ -49,61 +69,62 @@ class Number(Node):
         return self.dimension == "count" and float(self.value).is_integer()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Str(Node):
     """A string; with `{expr}` holes it is a template. `texts` has one more item than `values`."""
 
-    kind: Literal["str"] = "str"
     texts: list[str]
-    values: list[Expr] = []
+    values: list[Expr] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Const(Node):
     """`true`, `false` or `none`."""
 
-    kind: Literal["const"] = "const"
     value: bool | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListExpr(Node):
     """`[a, b, c]`."""
 
-    kind: Literal["list"] = "list"
     items: list[Expr]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Attribute(Node):
     """`value.attr`."""
 
-    kind: Literal["attribute"] = "attribute"
     value: Expr
     attr: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Index(Node):
     """`value[index]`."""
 
-    kind: Literal["index"] = "index"
     value: Expr
     index: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Unary(Node):
     """`not x` or `-x`."""
 
-    kind: Literal["unary"] = "unary"
     op: Literal["not", "-"]
     operand: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Binary(Node):
     """`left op right` for arithmetic, comparison and `and`/`or`."""
 
-    kind: Literal["binary"] = "binary"
     op: str
     left: Expr
     right: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Keyword(Node):
     """`name: value` inside a call's parentheses."""
 
@@ -111,6 +132,7 @@ class Keyword(Node):
     value: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Lambda(Node):
     """`|x| { ... }`: a block run once per item, or once per branch."""
 
@@ -118,50 +140,50 @@ class Lambda(Node):
     body: Block
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Call(Node):
     """`f(args, key: value) |x| { ... }`: an agent, a built-in, an operator or an import."""
 
-    kind: Literal["call"] = "call"
     func: Name
-    args: list[Expr] = []
-    keywords: list[Keyword] = []
-    lambdas: list[Lambda] = []
+    args: list[Expr] = field(default_factory=list)
+    keywords: list[Keyword] = field(default_factory=list)
+    lambdas: list[Lambda] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Parallel(Node):
     """`parallel(n, limit: k) |i| { ... }`: n branches of the body, run concurrently."""
 
-    kind: Literal["parallel"] = "parallel"
-    args: list[Expr] = []
-    keywords: list[Keyword] = []
+    args: list[Expr] = field(default_factory=list)
+    keywords: list[Keyword] = field(default_factory=list)
     body: Lambda
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetCall(Node):
     """`budget()`: what remains of the budget, as seen from here."""
 
-    kind: Literal["budget"] = "budget"
-    args: list[Expr] = []
-    keywords: list[Keyword] = []
+    args: list[Expr] = field(default_factory=list)
+    keywords: list[Keyword] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ask(Node):
     """`ask prompt as Model`: a turn on the enclosing session, answered as `Model`."""
 
-    kind: Literal["ask"] = "ask"
     prompt: Expr
     output: Name | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Send(Node):
     """`send value` or `send each values`: messages to the enclosing session."""
 
-    kind: Literal["send"] = "send"
     value: Expr
     each: bool = False
 
 
-Expr = Annotated[
+Expr = (
     Name
     | Number
     | Str
@@ -175,55 +197,55 @@ Expr = Annotated[
     | Parallel
     | BudgetCall
     | Ask
-    | Send,
-    Field(discriminator="kind"),
-]
+    | Send
+)
 
 
 # -- statements ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Assign(Node):
     """`name = expr`."""
 
-    kind: Literal["assign"] = "assign"
     target: Name
     value: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExprStmt(Node):
     """An expression run for its effect (or, as a block's last statement, its value)."""
 
-    kind: Literal["expr"] = "expr"
     value: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Return(Node):
     """`return expr`: the flow's output (or the value of a `|x| { ... }` body)."""
 
-    kind: Literal["return"] = "return"
     value: Expr | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class If(Node):
     """`if cond { ... } else { ... }`; `else if` nests another `If` in `orelse`."""
 
-    kind: Literal["if"] = "if"
     cond: Expr
     then: Block
     orelse: Block | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Session(Node):
     """`session agent(card: vars) { ... }`: `send` and `ask` inside talk to one conversation."""
 
-    kind: Literal["session"] = "session"
     agent: Name
-    args: list[Expr] = []
-    keywords: list[Keyword] = []
+    args: list[Expr] = field(default_factory=list)
+    keywords: list[Keyword] = field(default_factory=list)
     body: Block
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Loop(Node):
     """`repeat n { ... } until cond` (`var` is None) or `for var in items { ... } until cond`.
 
@@ -231,13 +253,13 @@ class Loop(Node):
     loop stops after `over` rounds (or items), or as soon as `until` holds after a round.
     """
 
-    kind: Literal["loop"] = "loop"
     var: Name | None = None
     over: Expr
     body: Block
     until: Expr | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Arm(Node):
     """`"value" => ...` in a `match`; `pattern` is None for `else => ...`."""
 
@@ -245,19 +267,18 @@ class Arm(Node):
     body: Block
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Match(Node):
     """`match subject { "a" => ..., else => ... }`: the first arm whose text equals the value."""
 
-    kind: Literal["match"] = "match"
     subject: Expr
     arms: list[Arm]
 
 
-Stmt = Annotated[
-    Assign | ExprStmt | Return | If | Session | Loop | Match, Field(discriminator="kind")
-]
+Stmt = Assign | ExprStmt | Return | If | Session | Loop | Match
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Block(Node):
     """`{ statements }`."""
 
@@ -267,17 +288,19 @@ class Block(Node):
 # -- declarations --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TypeRef(Node):
     """A type in the signature: `str`, `int`, `list[str]`, or an imported model."""
 
     name: str
-    args: list[TypeRef] = []
+    args: list[TypeRef] = field(default_factory=list)
 
     def show(self) -> str:
         inner = ", ".join(a.show() for a in self.args)
         return f"{self.name}[{inner}]" if self.args else self.name
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Param(Node):
     """One input: `name: type` or `name: type = default`."""
 
@@ -286,14 +309,16 @@ class Param(Node):
     default: Expr | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlowDecl(Node):
     """`flow name(inputs) -> Output`."""
 
     name: Name
-    params: list[Param] = []
+    params: list[Param] = field(default_factory=list)
     returns: TypeRef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UseName(Node):
     """One imported name, maybe renamed: `apply_patch as apply`."""
 
@@ -305,6 +330,7 @@ class UseName(Node):
         return self.alias or self.name
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UseDecl(Node):
     """`use A, b as c from package.module`."""
 
@@ -312,6 +338,7 @@ class UseDecl(Node):
     module: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetItem(Node):
     """`tokens 2M` in a `budget` line."""
 
@@ -319,16 +346,17 @@ class BudgetItem(Node):
     value: Number
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NameList(Node):
     """`[read_file, edit]` in an agent field."""
 
-    kind: Literal["names"] = "names"
     items: list[Name]
 
 
-FieldValue = Annotated[Str | Number | Name | NameList | Const, Field(discriminator="kind")]
+FieldValue = Str | Number | Name | NameList | Const
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentField(Node):
     """`tools [read_file, edit]`, `allowance 400k`, ... inside an agent block."""
 
@@ -336,13 +364,15 @@ class AgentField(Node):
     value: FieldValue
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentDecl(Node):
     """`agent name { fields }`."""
 
     name: Name
-    fields: list[AgentField] = []
+    fields: list[AgentField] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EdgeChain(Node):
     """`a -> b -> c`: the edges a -> b and b -> c."""
 
@@ -352,41 +382,13 @@ class EdgeChain(Node):
         return list(zip(self.names, self.names[1:], strict=False))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Module(Node):
     """A whole `.swarm` file. Lists keep duplicates, so that the checker can report them."""
 
-    flows: list[FlowDecl] = []
-    uses: list[UseDecl] = []
-    budget: list[BudgetItem] = []
-    agents: list[AgentDecl] = []
-    edges: list[EdgeChain] = []
-    steps: list[Block] = []
-
-
-for _model in (
-    Str,
-    ListExpr,
-    Attribute,
-    Index,
-    Unary,
-    Binary,
-    Keyword,
-    Lambda,
-    Call,
-    Parallel,
-    BudgetCall,
-    Ask,
-    Send,
-    Assign,
-    ExprStmt,
-    Return,
-    If,
-    Session,
-    Loop,
-    Arm,
-    Match,
-    Block,
-    Param,
-    TypeRef,
-):
-    _model.model_rebuild()
+    flows: list[FlowDecl] = field(default_factory=list)
+    uses: list[UseDecl] = field(default_factory=list)
+    budget: list[BudgetItem] = field(default_factory=list)
+    agents: list[AgentDecl] = field(default_factory=list)
+    edges: list[EdgeChain] = field(default_factory=list)
+    steps: list[Block] = field(default_factory=list)

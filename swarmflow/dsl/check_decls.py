@@ -336,7 +336,7 @@ def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
 
 
 def _check_edges(module: ast.Module, ctx: Context) -> None:
-    known = [*ctx.agents, HUMAN]
+    known = {*ctx.agents, HUMAN}
     for chain in module.edges:
         ends_ok = True
         for node in chain.names:

@@ -335,35 +335,20 @@ def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None
 def _assignments(block: ast.Block) -> dict[str, int]:
     """Every name assigned in the steps (not in |x| bodies), with the first line assigning it."""
     found: dict[str, int] = {}
-    stack: list[ast.Block] = [block]
-    while stack:
-        current = stack.pop()
-        for stmt in current.stmts:
-            if isinstance(stmt, ast.Assign):
-                found[stmt.target.id] = min(found.get(stmt.target.id, stmt.line), stmt.line)
-            elif isinstance(stmt, ast.If):
-                stack.extend(b for b in (stmt.then, stmt.orelse) if b is not None)
-            elif isinstance(stmt, ast.Session | ast.Loop):
-                stack.append(stmt.body)
-            elif isinstance(stmt, ast.Match):
-                stack.extend(arm.body for arm in stmt.arms)
+    for item in ast.walk(block, prune=ast.Lambda):
+        if isinstance(item, ast.Assign):
+            found[item.target.id] = min(found.get(item.target.id, item.line), item.line)
     return found
 
 
-def _bound_names(node: ast.Node) -> set[str]:
+def _bound_names(block: ast.Block) -> set[str]:
     """Every name the steps bind anywhere: assignments, loop names and |x| parameters."""
     found: set[str] = set()
-    stack: list[object] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, ast.Node):
-            if isinstance(item, ast.Assign):
-                found.add(item.target.id)
-            elif isinstance(item, ast.Lambda):
-                found.update(p.id for p in item.params)
-            elif isinstance(item, ast.Loop) and item.var is not None:
-                found.add(item.var.id)
-            stack.extend(v for v in item.__dict__.values() if isinstance(v, list | ast.Node))
+    for item in ast.walk(block):
+        if isinstance(item, ast.Assign):
+            found.add(item.target.id)
+        elif isinstance(item, ast.Lambda):
+            found.update(p.id for p in item.params)
+        elif isinstance(item, ast.Loop) and item.var is not None:
+            found.add(item.var.id)
     return found

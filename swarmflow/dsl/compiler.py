@@ -54,6 +54,14 @@ def compile_module(module: ast.Module, source: str = "", filename: str = "<strin
         lambdas=compiler.lambdas,
         sessions=compiler.sessions,
         models=compiler.models,
+        tool_refs=[
+            (n.id, n.line, n.column)
+            for decl in module.agents
+            for fld in decl.fields
+            if isinstance(fld.value, ast.NameList)
+            for n in fld.value.items
+            if fld.key.id == "tools" and n.id in compiler.globals - compiler.agents
+        ],
     )
 
 
@@ -318,7 +326,7 @@ class _Compiler:
             else:
                 if isinstance(item, ast.Call):
                     self._output_models(item)
-                stack.extend(_children(item))
+                stack.extend(ast.children(item))
 
     def _turn(self, node: ast.Ask | ast.Send, handles: set[str]) -> None:
         if self.open_sessions:
@@ -380,27 +388,3 @@ def _writes(stmt: ast.Stmt) -> tuple[str, ...]:
     if isinstance(stmt, ast.ExprStmt):
         return (VALUE,)
     return ()
-
-
-def _children(node: Any) -> list[Any]:
-    """Sub-expressions (and lambdas) of an expression node, in any order."""
-    if isinstance(node, ast.Call):
-        out: list[Any] = [*node.args, *(k.value for k in node.keywords), *node.lambdas]
-        return out
-    if isinstance(node, ast.Parallel):
-        return [*node.args, *(k.value for k in node.keywords), node.body]
-    if isinstance(node, ast.BudgetCall):
-        return [*node.args, *(k.value for k in node.keywords)]
-    if isinstance(node, ast.Binary):
-        return [node.left, node.right]
-    if isinstance(node, ast.Unary):
-        return [node.operand]
-    if isinstance(node, ast.Attribute):
-        return [node.value]
-    if isinstance(node, ast.Index):
-        return [node.value, node.index]
-    if isinstance(node, ast.ListExpr):
-        return list(node.items)
-    if isinstance(node, ast.Str):
-        return list(node.values)
-    return []

@@ -138,6 +138,8 @@ class Program:
     """Which session handle each `ask`/`send` (by position) talks to."""
     models: list[tuple[str, int, int]] = field(default_factory=list)
     """Names used as `output:` / `as` models, with where, to verify once imported."""
+    tool_refs: list[tuple[str, int, int]] = field(default_factory=list)
+    """Imported names listed in an agent's `tools`, with where, to verify once imported."""
 
     def topology_mermaid(self) -> str:
         """The declared team as a Mermaid flowchart."""

@@ -7,6 +7,7 @@ The lark parser is built once, on first use, and shared. A syntax error becomes 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def parse_module(
     if problem is not None:
         return None, [*state.problems, problem]
     end = _end_of(source)
-    module = module.model_copy(update={"end_line": end[0], "end_column": end[1]})
+    module = replace(module, end_line=end[0], end_column=end[1])
     return module, state.problems
 
 

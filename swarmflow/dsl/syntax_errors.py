@@ -36,6 +36,7 @@ _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
 _DECLARATION_STARTS = frozenset({"FLOW", "USE", "BUDGET", "AGENT", "EDGES", "STEPS"})
 _NAMED = {
     "NAME": "a name",
+    "EDGE_LIST": "an edge such as a -> b",
     "NUMBER": "a number",
     "COST": "a cost such as $5",
     "STRING": "a string",
@@ -370,6 +371,8 @@ def describe_token(token: Token) -> str:
     kind = token.type
     if kind == "NAME":
         return f"name '{token}'"
+    if kind == "EDGE_LIST":
+        return f"edges '{token}'"
     if kind in ("STRING", "LONG_STRING"):
         return "string"
     if kind in ("NUMBER", "COST"):

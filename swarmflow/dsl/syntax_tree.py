@@ -6,9 +6,10 @@ diagnostics instead of stopping, so that one run reports them all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lark import Token, Transformer, Tree
@@ -21,7 +22,7 @@ from swarmflow.dsl.units import UnitError, parse_quantity
 HoleParser = Callable[[str, int, int], Any]
 
 
-def _at(first: Any, last: Any | None = None) -> dict[str, int]:
+def _at(first: Any, last: Any | None = None) -> dict[str, Any]:
     """Position fields spanning from `first` to `last` (tokens or nodes)."""
     last = first if last is None else last
     return {
@@ -157,7 +158,13 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.NameList(items=items, **_at(c[0], items[-1] if items else c[0]))
 
     def edges_decl(self, c: list[Any]) -> tuple[str, list[ast.EdgeChain]]:
-        return "edges", [x for x in c[1:] if isinstance(x, ast.EdgeChain)]
+        chains: list[ast.EdgeChain] = []
+        for item in c[1:]:
+            if isinstance(item, ast.EdgeChain):
+                chains.append(item)
+            elif isinstance(item, Token) and item.type == "EDGE_LIST":
+                chains.extend(_edge_chains(item))
+        return "edges", chains
 
     def chain(self, c: list[Token]) -> ast.EdgeChain:
         return ast.EdgeChain(names=[self._name(t) for t in c], **_at(c[0], c[-1]))
@@ -239,9 +246,7 @@ class AstBuilder(Transformer[Token, Any]):
         if op.type == "NOT":
             return ast.Unary(op="not", operand=operand, **_at(op, operand))
         if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
-            return operand.model_copy(
-                update={"value": -operand.value, "column": op.column, "text": "-" + operand.text}
-            )
+            return replace(operand, value=-operand.value, column=op.column, text="-" + operand.text)
         return ast.Unary(op="-", operand=operand, **_at(op, operand))
 
     def ask(self, c: list[Any]) -> ast.Ask:
@@ -347,6 +352,32 @@ class AstBuilder(Transformer[Token, Any]):
         if len(values) != len(texts) - 1:  # a hole failed to parse: keep the text only
             texts, values = ["".join(texts)], []
         return ast.Str(texts=texts, values=values, **_at(token))
+
+
+_EDGE_PART = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|,|\n")
+
+
+def _edge_chains(token: Token) -> list[ast.EdgeChain]:
+    """The chains of one EDGE_LIST token, each name placed where it sits in the file."""
+    chains: list[ast.EdgeChain] = []
+    names: list[ast.Name] = []
+    line, line_start = token.line or 1, 1 - (token.column or 1)  # offset of column 1
+    for found in _EDGE_PART.finditer(str(token)):
+        part, at = found.group(), found.start()
+        if part == "\n":
+            line, line_start = line + 1, found.end()
+        elif part == ",":
+            chains.append(ast.EdgeChain(names=names, **_at(names[0], names[-1])))
+            names = []
+        else:
+            column = at - line_start + 1
+            names.append(
+                ast.Name(
+                    id=part, line=line, column=column, end_line=line, end_column=column + len(part)
+                )
+            )
+    chains.append(ast.EdgeChain(names=names, **_at(names[0], names[-1])))
+    return chains
 
 
 def _is_comparison(node: ast.Binary) -> bool:

@@ -116,6 +116,16 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
             found[spec.local] = _import(spec, base_dir)
         except _ImportProblem as exc:
             problems.append(_diag(program, spec.line, spec.column, str(exc)))
+    problems += _misused(program, found)
+    if problems:
+        raise DslError(problems, program.source)
+    return found
+
+
+def _misused(program: Program, found: dict[str, Any]) -> list[Diagnostic]:
+    """Imports used as what they are not: a model that is no pydantic model, a tool that is
+    neither a function nor a tool nor a tool server."""
+    problems: list[Diagnostic] = []
     for name, line, column in program.models:
         model = found.get(name)
         if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -128,9 +138,31 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
                     "it cannot validate an answer; import a BaseModel subclass",
                 )
             )
-    if problems:
-        raise DslError(problems, program.source)
-    return found
+    for name, line, column in program.tool_refs:
+        value = found.get(name)
+        if name in found and not _toolish(value):
+            problems.append(
+                _diag(
+                    program,
+                    line,
+                    column,
+                    f"'{name}' is not a tool but {_what(value)}; list a function, "
+                    "an @tool function or a tool server here",
+                )
+            )
+    return problems
+
+
+def _toolish(value: Any) -> bool:
+    if isinstance(value, Tool | ToolProvider):
+        return True
+    return callable(value) and not isinstance(value, type)
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    return f"the {type(value).__name__} {repr(value)[:40]}"
 
 
 class _ImportProblem(Exception):

@@ -57,6 +57,7 @@ async def human(
         if recorded is not None:  # answered before the run was interrupted: not asked again
             answer, who, timed_out = recorded["answer"], str(recorded["answered_by"]), False
         else:
+            run.write_ahead()  # the question is an external effect: what came before is on disk
             answer, who, timed_out = await _ask(
                 run, chosen, question, payload, token=token, timeout=timeout
             )

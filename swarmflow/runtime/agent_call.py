@@ -238,6 +238,7 @@ async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
         return None
     lines = session.last_text.strip().splitlines()
     summary = lines[0][:72] if lines else "work"
+    run.write_ahead()  # a commit is an external effect
     patch = await session.workspace.finalize(f"{session.agent.name}: {summary}")
     if patch is not None and patch.commit and not patch.empty:
         session.emit(

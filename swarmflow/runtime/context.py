@@ -87,6 +87,14 @@ class RunContext:
     served_tools: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     """The tools of each started tool provider (an MCP server), by the provider's id."""
 
+    def write_ahead(self) -> None:
+        """The write barrier, called before every external effect (model call, tool run,
+        commit, question): the events and journal records made since the last one go to disk,
+        one write per file (docs/durability.md)."""
+        self.log.flush()
+        if self.journal is not None:
+            self.journal.flush()
+
     def next_subflow(self, branch: str) -> int:
         """The index of the next sub-flow started in `branch` (stable across a resume)."""
         index = self.subflows.get(branch, 0)

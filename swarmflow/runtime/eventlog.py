@@ -4,6 +4,10 @@ Each event goes through a chain of structlog processors, built once per run: the
 turns its fields into one line, then the run's `Redactor` (`core.secrets`, the one secret
 policy) scrubs the line. Every sink receives that scrubbed line, and, when it asks for them,
 the event as a model built from the scrubbed fields.
+
+A sink that writes a file holds its lines until `flush` (the JSONL sink): the run flushes
+before each external effect (`RunContext.write_ahead`), so the events between two effects
+share one write.
 """
 
 from __future__ import annotations
@@ -135,6 +139,8 @@ class EventLog:
         self._all_objects = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
         self._render, self._scrub = processors(self.redactor)
+        flushes = (getattr(sink, "flush", None) for sink in self.sinks)
+        self._flushes: list[Callable[[], None]] = [f for f in flushes if callable(f)]
 
     @property
     def count(self) -> int:
@@ -178,6 +184,11 @@ class EventLog:
         usage.tokens_out += data["tokens_out"]
         usage.tokens_cached += data["tokens_cached"]
         usage.cost += data["cost"]
+
+    def flush(self) -> None:
+        """Have every sink that holds lines write them (one write per sink)."""
+        for flush in self._flushes:
+            flush()
 
     def close(self) -> None:
         for sink in self.sinks:

@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
 from swarmflow.core.errors import TopologyError
 from swarmflow.core.events import HandoffRefused, MessageRefused
+from swarmflow.core.fingerprint import GivenText
+from swarmflow.core.messages import Message
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
 from swarmflow.core.provenance import collect
@@ -71,7 +74,7 @@ def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     return found
 
 
-def remember_output(run: RunContext, agent: str, out: AgentOutput, given: str) -> None:
+def remember_output(run: RunContext, agent: str, out: AgentOutput, given: GivenText | str) -> None:
     """Fingerprint and tag everything an agent call produced: its text, its structured value
     (as rendered and string by string), its patch and diff. `given`: see `given_to`."""
     sources = out.provenance
@@ -90,12 +93,39 @@ def remember_message(run: RunContext, session: AgentSession, text: str) -> None:
     run.fingerprints.add(session.agent.name, text, given_to(session))
 
 
-def given_to(session: AgentSession) -> str:
+class _Taken:
+    """How far into one session's history its `GivenText` has read."""
+
+    __slots__ = ("given", "history", "read")
+
+    def __init__(self, session: AgentSession) -> None:
+        self.given = GivenText.of(session.system or "")
+        self.history: list[Message] = session.history
+        self.read = 0
+
+
+_TAKEN: WeakKeyDictionary[AgentSession, _Taken] = WeakKeyDictionary()
+"""Per open session; an entry goes with its session."""
+
+
+def given_to(session: AgentSession) -> GivenText:
     """What the flow gave the agent (its card and the messages sent to it); tool results are
-    not included: a file the agent wrote and read back is still its own product."""
-    parts = [session.system or ""]
-    parts.extend(m.content for m in session.history if m.role == "user" and m.content)
-    return "\n".join(parts)
+    not included: a file the agent wrote and read back is still its own product.
+
+    Each message is read once per session: a turn reads only what came after the last one.
+    A compaction swaps in a new history list, which is read again from its start.
+    """
+    taken = _TAKEN.get(session)
+    if taken is None or taken.history is not session.history:
+        taken = _Taken(session)
+        if not session.closed:  # a closed one-call session is asked once
+            _TAKEN[session] = taken
+    history = session.history
+    for message in history[taken.read :]:
+        if message.role == "user" and message.content:
+            taken.given.extend(message.content)
+    taken.read = len(history)
+    return taken.given
 
 
 def shown_text(value: Any) -> str:

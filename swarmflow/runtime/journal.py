@@ -1,9 +1,11 @@
 """The run's journal: what a resumed run needs, written ahead of every external effect.
 
 `journal.jsonl` sits beside `events.jsonl` in the run directory. It holds one JSON record per
-line, each written with one unbuffered `write(2)` the moment it exists, so it is in the file
-before the next model call, tool run, commit or question starts, and a process killed at any
-moment leaves whole lines. With `durability="fsync"` every line is also fsynced (a power cut).
+line. The records made between two external effects are held and written together, with one
+unbuffered `write(2)`, at the run's next write barrier (`RunContext.write_ahead`), which comes
+before the next model call, tool run, commit or question starts; a process killed at any
+moment leaves whole lines. With `durability="fsync"` each barrier's write is also fsynced
+(a power cut).
 
 Records (format version 1, docs/durability.md):
 
@@ -179,8 +181,9 @@ class Journal:
         self.replayed = 0
         self._fsync = fsync
         self._counters: dict[str, int] = {}
-        # Unbuffered: each record is one write(2), in the file before the next effect starts.
+        # Unbuffered: each flush is one write(2), in the file before the next effect starts.
         self._fh = path.open("ab", buffering=0)
+        self._held: list[bytes] = []
         self.write({"kind": "journal_opened", "version": JOURNAL_VERSION, "run_id": run_id})
 
     def key(self, branch: str, agent: str, digest: str) -> CallKey:
@@ -190,10 +193,18 @@ class Journal:
         return CallKey(branch, index, agent, digest)
 
     def write(self, record: dict[str, Any]) -> None:
-        """One record, one write(2). Callers pass plain JSON types: serialising those is
-        several times cheaper than letting the serialiser inspect dataclasses and str
+        """Hold one record until the next `flush`. Callers pass plain JSON types: serialising
+        those is several times cheaper than letting the serialiser inspect dataclasses and str
         subclasses, and this runs once per agent call."""
-        self._fh.write(to_json(record, fallback=str) + b"\n")
+        self._held.append(to_json(record, fallback=str))
+
+    def flush(self) -> None:
+        """Write every held record, in one write(2) (and sync it with `fsync`)."""
+        if not self._held:
+            return
+        data = b"\n".join(self._held) + b"\n"
+        self._held.clear()
+        _write_all(self._fh, data)
         if self._fsync:
             os.fsync(self._fh.fileno())
 
@@ -233,4 +244,12 @@ class Journal:
 
     def close(self) -> None:
         if not self._fh.closed:
+            self.flush()
             self._fh.close()
+
+
+def _write_all(fh: Any, data: bytes) -> None:
+    """A raw file may take less than asked for (a full disk, a signal): write the rest."""
+    view = memoryview(data)
+    while view:
+        view = view[fh.write(view) :]

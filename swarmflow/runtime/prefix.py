@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ToolSpec
 from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
 
@@ -55,7 +56,14 @@ class PrefixMeter:
 
 
 def _common_length(before: Sequence[Message], now: Sequence[Message]) -> int:
-    """How many leading messages two requests share (the same objects, or equal ones)."""
+    """How many leading messages two requests share (the same objects, or equal ones).
+
+    Two snapshots of one session's history are compared without reading them: reading them
+    made every call cost the length of the conversation.
+    """
+    known = now.shared_prefix(before) if isinstance(now, HistoryView) else None
+    if known is not None:
+        return known
     shared = 0
     for a, b in zip(before, now, strict=False):  # the shorter one bounds the shared prefix
         if a is not b and a != b:

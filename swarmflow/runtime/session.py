@@ -210,6 +210,7 @@ class AgentSession:
                 context=self.tool_context(),
                 emit=self.emit,
                 rails=self._rails_at if self._rails else None,
+                write_ahead=self.run.write_ahead,
             )
         return self._tool_runner
 
@@ -437,6 +438,7 @@ class AgentSession:
         if verdict.payload is not request:  # amended: measure what is really sent
             request = verdict.payload
             self._sent_units = prompt_units(request.messages, request.tools)
+        self.run.write_ahead()  # what came before the call is on disk before it starts
         started = perf_counter()
         try:
             answer = await self.model.complete(request)

@@ -62,12 +62,15 @@ class ToolRunner:
         context: ToolContext,
         emit: Emit,
         rails: RailGate | None = None,
+        write_ahead: Callable[[], None] | None = None,
     ) -> None:
+        """`write_ahead`: the run's write barrier, called before each tool runs."""
         self.tools = tools
         self.allowed = frozenset(allowed)
         self.context = context
         self.emit = emit
         self.rails = rails
+        self.write_ahead = write_ahead
         self._repeats: list[tuple[str, str, str]] = []
 
     async def run_all(self, calls: Sequence[ToolCall]) -> ToolRound:
@@ -114,6 +117,8 @@ class ToolRunner:
             args = validate_args(tool, verdict.payload)
         except ToolError as exc:
             return _Outcome(self._record(call, call.arguments, ToolResult(exc.message, ok=False)))
+        if self.write_ahead is not None:
+            self.write_ahead()
         started = time.perf_counter()
         result = await invoke(tool, args, self.context)
         duration = time.perf_counter() - started

@@ -68,6 +68,35 @@ def test_declarations_are_read_with_their_parts():
     ]
 
 
+def test_edges_over_several_lines_keep_the_place_of_every_name():
+    module = parse(
+        "flow f(task: str) -> str\nagent a {}\nagent b {}\n"
+        "edges a -> b,\n   b -> a -> human, # both ways\n  a -> human\nsteps { return task }\n"
+    )
+    placed = [[(n.id, n.line, n.column) for n in c.names] for c in module.edges]
+    assert placed == [
+        [("a", 4, 7), ("b", 4, 12)],
+        [("b", 5, 4), ("a", 5, 9), ("human", 5, 14)],
+        [("a", 6, 3), ("human", 6, 8)],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("edges", "where", "message"),
+    [
+        ("edges a -> b, b ->", (4, 19), "this line ends too early; expected a name"),
+        ("edges a -> b b -> a", (4, 14), "unexpected edges 'b -> a'; expected ','"),
+        ("edges a", (4, 8), "this line ends too early; expected '->'"),
+        ("edges a -> b,, b -> a", (4, 14), "unexpected ','"),
+    ],
+)
+def test_a_malformed_edge_is_a_located_syntax_error(edges, where, message):
+    line, column, found = syntax_error(
+        f"flow f(task: str) -> str\nagent a {{}}\nagent b {{}}\n{edges}\nsteps {{ return task }}\n"
+    )
+    assert (line, column) == where and found.startswith(message)
+
+
 def test_units_fold_into_numbers():
     assert expr_of("1.5k").value == 1500  # type: ignore[union-attr]
     assert expr_of("90s").dimension == "duration"  # type: ignore[union-attr]

@@ -15,7 +15,9 @@ from swarmflow.channels import DeferredHuman
 from swarmflow.cli import main
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import ModelRequest
+from swarmflow.core.ports import ToolResult
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
+from swarmflow.tools import ArgsModel, ToolRegistry
 from tests.runtime.test_failure_keeps_work import git
 
 CODERS = Team(
@@ -137,27 +139,63 @@ async def test_every_record_is_in_the_files_before_the_next_model_call(tmp_path:
     assert events.endswith("\n")
 
 
-async def test_fsync_durability_syncs_every_line(
+async def test_fsync_durability_syncs_before_every_effect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    synced: list[int] = []
+    """Every line made before an effect is written and synced as the effect starts; the lines
+    made between two effects share one write and one sync."""
+    synced: dict[int, int] = {}  # file descriptor -> its size at its last fsync
+    syncs: list[int] = []
     real = os.fsync
 
-    def counting(fd: int) -> None:
-        synced.append(fd)
+    def recording(fd: int) -> None:
         real(fd)
+        synced[fd] = os.fstat(fd).st_size
+        syncs.append(fd)
 
-    monkeypatch.setattr(os, "fsync", counting)
+    monkeypatch.setattr(os, "fsync", recording)
+    unsynced: list[str] = []
 
-    @flow(team=Team([Agent("w")]))
+    def check_synced() -> None:
+        (run_dir,) = tmp_path.iterdir()
+        for name in ("events.jsonl", "journal.jsonl"):
+            size = (run_dir / name).stat().st_size
+            if size not in synced.values():
+                unsynced.append(f"{name} at {size} bytes")
+
+    def policy(req: ModelRequest) -> object:
+        check_synced()
+        if req.messages[-1].role == "tool":
+            return "ok"
+        return tool_call("check_disk")
+
+    class CheckDisk:
+        name = "check_disk"
+        description = "checks that what came before it is synced"
+        args = _NoArgs
+        needs_workspace = False
+
+        async def run(self, args: object, ctx: object) -> ToolResult:
+            check_synced()
+            return ToolResult("checked")
+
+    @flow(team=Team([Agent("w", tools=["check_disk"])]))
     async def one() -> object:
-        return (await agent("w", "hi")).text
+        first = (await agent("w", "hi")).text
+        return (await agent("w", f"again after {first}")).text
 
-    result = await run(one, model=FunctionModel(lambda r: "ok"), runs_root=tmp_path,
-                       durability="fsync")  # fmt: skip
+    result = await run(one, model=FunctionModel(policy), runs_root=tmp_path,
+                       durability="fsync", tools=ToolRegistry([CheckDisk()]))  # fmt: skip
+    assert result.status == "ok", result.error
+    assert not unsynced, unsynced
     lines = len((result.run_dir / "events.jsonl").read_text().splitlines())
     records = len((result.run_dir / "journal.jsonl").read_text().splitlines())
-    assert len(synced) == lines + records
+    effects = 6  # two calls, each: model, tool, model
+    assert len(syncs) <= 2 * (effects + 1) < lines + records
+
+
+class _NoArgs(ArgsModel):
+    """No arguments."""
 
 
 def test_the_cli_resumes_a_killed_python_flow_from_its_file(
