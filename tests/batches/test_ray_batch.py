@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,14 @@ from typing import Any
 import anyio
 import pytest
 
+from swarmflow import Agent, Team, agent, flow
 from swarmflow.batches import batch
 from swarmflow.cli import main
+from swarmflow.core.budget import Charge, Limits
 from swarmflow.core.messages import ModelRequest, Usage
+from swarmflow.core.states import EndReason
 from swarmflow.run_dirs import read_log
-from swarmflow.testing import FunctionModel, Step
+from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.batches.batch_target import answer, solve, task_list
 from tests.dsl.helpers import flow_text
 
@@ -43,22 +48,23 @@ def cluster() -> Iterator[None]:
 
 
 class Gate:
-    """A Ray actor the workers' models report to: prompts sent, calls inside, a kill switch."""
+    """A Ray actor the workers' models report to: the prompts sent and the calls still inside."""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
-        self.inside = 0
+        self.entered: set[str] = set()
+        self.left: set[str] = set()
         self.arrived = anyio.Event()
         self.want = 0
 
-    def enter(self, prompt: str) -> None:
+    def enter(self, call: str, prompt: str) -> None:
         self.prompts.append(prompt)
-        self.inside += 1
+        self.entered.add(call)
         if self.want and len(self.prompts) >= self.want:
             self.arrived.set()
 
-    def leave(self) -> None:
-        self.inside -= 1
+    def leave(self, call: str) -> None:
+        self.left.add(call)
 
     async def wait_for(self, calls: int) -> None:
         self.want = calls
@@ -66,7 +72,7 @@ class Gate:
             await self.arrived.wait()
 
     def seen(self) -> tuple[list[str], int]:
-        return self.prompts, self.inside
+        return self.prompts, len(self.entered - self.left)
 
 
 def gate() -> Any:
@@ -102,8 +108,9 @@ def reporting(seen: Any, *, hang: bool = False, kill: Path | None = None) -> Fun
     """
 
     async def policy(req: ModelRequest) -> Step:
-        await seen.enter.remote(req.prompt)
-        try:
+        call = uuid.uuid4().hex
+        try:  # entered before the report's reply comes back, so left even if cancelled then
+            await seen.enter.remote(call, req.prompt)
             if kill is not None and req.prompt.startswith("check 7:") and first_time(kill):
                 os.kill(os.getpid(), signal.SIGKILL)
             if hang:
@@ -111,7 +118,7 @@ def reporting(seen: Any, *, hang: bool = False, kill: Path | None = None) -> Fun
             return Step(answer(req), usage=Usage(input=1_500, output=500))
         finally:
             with anyio.CancelScope(shield=True):
-                await seen.leave.remote()
+                await seen.leave.remote(call)
 
     return FunctionModel(policy)
 
@@ -146,7 +153,9 @@ async def test_a_shared_budget_on_ray_stops_the_batch_without_overspending(
     assert 0 < len(first.results) < 30
     # What every run's own event log says was spent, finished or not: the budget held.
     spent = sum(read_log(d).spent.tokens for d in (tmp_path / "runs").iterdir())
-    assert 20_000 < spent <= 40_000
+    # A call is refused only when its estimate (up to 1,500 + 4,096 tokens) does not fit next
+    # to what was spent and what the other five calls in flight hold.
+    assert 40_000 - 6 * (1_500 + 4_096) < spent <= 40_000
     assert first.progress.ledger.spent_tokens == spent
     rest = await batch(solve, task_list(30), out=tmp_path, concurrency=6, on="ray",
                        model=reporting(seen))  # fmt: skip
@@ -202,3 +211,70 @@ def test_the_command_line_runs_a_swarm_flow_on_ray(
     assert all(r["status"] == "ok" and "job" in r["output"] for r in written)
     assert main([*argv, "--on", "bogus"]) == 1
     assert "on='bogus': use 'local'" in capsys.readouterr().err
+
+
+@flow(team=Team([Agent("coder", tools=["write_file", "submit"], workspace="worktree")]))
+async def code(n: int) -> str:
+    """One coder in its own worktree writes one file."""
+    return (await agent("coder", f"write n{n}.txt")).text
+
+
+def coding(seen: Any) -> FunctionModel:
+    """Writes the file the prompt names, then submits; tells `seen` which process it ran in."""
+
+    async def policy(req: ModelRequest) -> Step:
+        await seen.enter.remote(uuid.uuid4().hex, f"pid {os.getpid()}")
+        if any(m.role == "tool" for m in req.messages):
+            return Step(tool_calls=[tool_call("submit", summary="written")])
+        name = req.prompt.split()[-1]
+        return Step(tool_calls=[tool_call("write_file", path=name, content=f"{name}\n")])
+
+    return FunctionModel(policy)
+
+
+def git(repo: Path, *args: str) -> str:
+    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", *args]
+    return subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+async def test_worktrees_are_made_by_the_worker_in_the_tasks_run_dirs(
+    cluster: None, tmp_path: Path
+) -> None:
+    repo, out, seen = tmp_path / "repo", tmp_path / "out", gate()
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("demo\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    result = await batch(code, [{"n": n} for n in range(3)], out=out, on="ray", workers=2,
+                         repo=repo, keep_workspaces=True, model=coding(seen))  # fmt: skip
+    assert result.counts() == {"ok": 3}
+    prompts, _ = await seen.seen.remote()
+    assert f"pid {os.getpid()}" not in prompts  # every call ran on a worker, not here
+    listed = git(repo, "worktree", "list")
+    for row in rows(out):
+        run_dir = Path(row["run_dir"])
+        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+        change = next(e for e in events if e["type"] == "workspace_changed")
+        assert git(repo, "cat-file", "-t", change["commit"]).strip() == "commit"
+        assert change["git_branch"] in git(repo, "branch", "--list")
+        assert str(run_dir / "worktrees") in listed  # made by the worker, in the run dir
+
+
+def test_the_budget_keeper_frees_a_dead_attempts_estimates_and_counts_replays_once() -> None:
+    from swarmflow.batches.ray_ledger import BudgetKeeper
+
+    keeper, call = BudgetKeeper(Limits(tokens=10_000)), Charge(4_000, 0.0, 1)
+    keeper.begin("t1")
+    assert keeper.reserve("t1", call)[0] is None
+    keeper.release("t1", call)  # settled: the estimate goes, the actual spend comes
+    keeper.spend("t1", Charge(3_000, 0.0, 1), False)
+    assert keeper.reserve("t1", call)[0] is None  # in flight when its worker dies
+    refused = keeper.reserve("t2", call)[0]
+    assert refused is not None and refused[0] == EndReason.BUDGET_EXHAUSTED_BEFORE_CALL.value
+    keeper.begin("t1")  # the retry: the dead call's estimate is given back
+    keeper.spend("t1", Charge(3_000, 0.0, 1), True)  # its journal replays the settled call
+    assert keeper.state()[0] == 3_000 and keeper.reserve("t2", call)[0] is None
+    keeper.begin("t3")  # a run begun by an earlier invocation: its replayed spend counts
+    keeper.spend("t3", Charge(500, 0.0, 1), True)
+    assert keeper.state()[0] == 3_500 and keeper.ledger.refused is not None
