@@ -49,6 +49,8 @@ class Settings:
     import_runs: int = 7
     time_scale: float = 1.0
     """Multiplies every simulated model latency (the smoke test shrinks them)."""
+    board_agents: int = 50
+    board_messages: int = 5_000
 
     def with_runs(self, runs: int | None) -> Settings:
         return self if runs is None else replace(self, runs=max(1, runs))
@@ -75,6 +77,8 @@ TINY = Settings(
     dsl_lines=60,
     import_runs=1,
     time_scale=0.02,
+    board_agents=10,
+    board_messages=200,
 )
 
 

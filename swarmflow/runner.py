@@ -5,11 +5,13 @@ One run = one team, one budget ledger, one event stream, one run directory (`run
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,7 @@ async def run(
     durability: Durability = "write",
     raise_on_failure: bool = True,
     parent_ledger: Ledger | None = None,
+    board_port: int | None = None,
     **inputs: Any,
 ) -> RunResult:
     """Execute `flow` with `inputs` (its parameters, by name) and return its `RunResult`.
@@ -110,6 +113,8 @@ async def run(
     `durability="fsync"` also syncs every event and journal record to disk. A paused run
     returns with `status="paused"`. `parent_ledger` makes the run's ledger a child of it: every
     reservation must also fit it and every spend counts against it (a batch's shared budget).
+    `board_port` serves the run's message board over HTTP on 127.0.0.1 at that port while the
+    flow runs (0 picks a free one; docs/board.md).
 
     Raises:
         FlowFailed: the run failed (its `RunResult` is on `.result`, the cause chained);
@@ -160,7 +165,7 @@ async def run(
         journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
     )
     claim(run_dir)  # from here on the run's end releases it
-    result = await _execute(ctx, flow, inputs, memory, interrupted)
+    result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)
     if result.status == "failed" and raise_on_failure:
         raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error
     return result
@@ -194,6 +199,7 @@ def run_sync(
     strict: bool = False,
     durability: Durability = "write",
     raise_on_failure: bool = True,
+    board_port: int | None = None,
     **inputs: Any,
 ) -> RunResult:
     """`run` for scripts: starts an event loop and blocks until the run ends (same options)."""
@@ -218,6 +224,7 @@ def run_sync(
         strict=strict,
         durability=durability,
         raise_on_failure=raise_on_failure,
+        board_port=board_port,
         **inputs,
     )
     result: RunResult = anyio.run(start)
@@ -230,6 +237,8 @@ async def _execute(
     inputs: dict[str, Any],
     memory: MemorySink | None,
     interrupted: Interrupted | None = None,
+    *,
+    board_port: int | None = None,
 ) -> RunResult:
     if interrupted is not None:
         resumed(ctx, flow.name, interrupted)
@@ -244,7 +253,7 @@ async def _execute(
             roles=roles_of(flow),
         )
     try:
-        output, status, error, token = await _attempt(ctx, flow, inputs)
+        output, status, error, token = await _attempt(ctx, flow, inputs, board_port)
     except BaseException:  # cancelled from outside (or interrupted): record it, then go on out
         with anyio.CancelScope(shield=True):
             await _close(ctx, "cancelled", None)
@@ -267,14 +276,17 @@ async def _execute(
 Attempt = tuple[Any, str, BaseException | None, str | None]
 
 
-async def _attempt(ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any]) -> Attempt:
+async def _attempt(
+    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], board_port: int | None
+) -> Attempt:
     """Run the flow's body; how it ended as (output, status, error, pause token)."""
     invoker = agent_invoker.set(call_agent)
     try:
         async with anyio.create_task_group() as group:
             with running(ctx, Scope("", ctx.ledger)), owning(BranchWork(group)) as work:
                 try:
-                    output = await _within_wall_clock(ctx, flow, inputs, work)
+                    async with _board_served(ctx, board_port):
+                        output = await _within_wall_clock(ctx, flow, inputs, work)
                 except RunPaused as paused:
                     return None, "paused", paused, paused.token
                 except Exception as exc:
@@ -287,6 +299,15 @@ async def _attempt(ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any]
     finally:
         agent_invoker.reset(invoker)
     return output, "ok", None, None
+
+
+def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextManager[Any]:
+    """The board served over HTTP for the flow's duration, when asked for."""
+    if port is None:
+        return contextlib.nullcontext()
+    from swarmflow.board_server import served_board  # only then: keeps `import swarmflow` cheap
+
+    return served_board(ctx, port)
 
 
 async def _within_wall_clock(

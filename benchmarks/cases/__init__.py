@@ -7,6 +7,7 @@ from collections.abc import Callable
 from benchmarks._harness import Row, Settings
 from benchmarks.cases import (
     batch,
+    board,
     chain,
     dsl,
     dsl_slow,
@@ -33,4 +34,5 @@ CASES: dict[str, Case] = {
     "handoff": handoff.bench,
     "prefix": prefix.bench,
     "batch": batch.bench,
+    "board": board.bench,
 }

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from swarmflow.cli import (
     batch_commands,
+    board_commands,
     dsl_commands,
     flow_commands,
     graph_commands,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_commands.register(sub)
     run_dirs_commands.register(sub)
     batch_commands.register(sub)
+    board_commands.register(sub)
     return parser
 
 

@@ -73,6 +73,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print the result as one JSON object (status, output, tokens, cost, run, events)",
     )
+    run.add_argument(
+        "--board-port",
+        type=int,
+        metavar="PORT",
+        help="serve the run's message board on 127.0.0.1:PORT while it runs (0: pick one); "
+        "prints the URL and token",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -178,6 +185,11 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
     options["raise_on_failure"] = False  # a failed run is reported, not a traceback
     if args.repo:
         options["repo"] = args.repo
+    if args.board_port is not None:
+        from swarmflow.cli.board_commands import BoardAnnouncer
+
+        options["board_port"] = args.board_port
+        options["sinks"].append(BoardAnnouncer())
     if args.demo:
         return await run(flow, **options, **inputs)
     async with model_from_args(args) as model:  # our own client: closed when the run ends

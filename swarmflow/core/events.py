@@ -273,6 +273,64 @@ class ResumeDivergedAt(EventBase):
     strict: bool = False
 
 
+class ThreadCreated(EventBase):
+    """A board thread was opened (runtime.board); every participant is reachable from its
+    creator."""
+
+    type: Literal["thread_created"] = "thread_created"
+    thread: str
+    creator: str
+    participants: list[str] = []
+
+
+class BoardMessagePosted(EventBase):
+    """A message was posted to a board thread. `message_seq` orders the board's messages (per
+    thread too); `recipients` are the participants it reached (the sender's edges allow them)."""
+
+    type: Literal["board_message_posted"] = "board_message_posted"
+    thread: str
+    sender: str
+    text: str = ""
+    """A preview of the content."""
+    mentions: list[str] = []
+    recipients: list[str] = []
+    message_seq: int
+
+
+class MentionDelivered(EventBase):
+    """An @mention reached its recipient: in a `wait_for_mention` ("blocking") or at a step
+    boundary of its session ("passive")."""
+
+    type: Literal["mention_delivered"] = "mention_delivered"
+    thread: str
+    sender: str
+    recipient: str
+    message_seq: int
+    mode: Literal["blocking", "passive"]
+
+
+class BoardRefused(EventBase):
+    """The board refused a delivery: an invitation to a thread, a message to a participant, a
+    mention, or a request it cannot serve (unknown thread, oversized content). Nothing
+    reached `target`."""
+
+    type: Literal["board_refused"] = "board_refused"
+    route: Literal["invitation", "message", "mention", "request"]
+    source: str
+    target: str = ""
+    thread: str = ""
+    reason: str
+
+
+class BoardServed(EventBase):
+    """The run's board answers over HTTP at `url`; its token is in `address_file` (mode 0600),
+    never in the log."""
+
+    type: Literal["board_served"] = "board_served"
+    url: str
+    address_file: str
+
+
 class BranchFinished(EventBase):
     type: Literal["branch_finished"] = "branch_finished"
     outcome: Literal["ok", "failed", "cancelled", "empty"]
@@ -327,6 +385,11 @@ Event = Annotated[
     | ResumeDivergedAt
     | BranchFinished
     | OutcomesCompacted
+    | ThreadCreated
+    | BoardMessagePosted
+    | MentionDelivered
+    | BoardRefused
+    | BoardServed
     | TeamEnded,
     Field(discriminator="type"),
 ]

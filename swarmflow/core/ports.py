@@ -56,6 +56,24 @@ class WorkspaceProvider(Protocol):
     async def close(self, keep: bool = False) -> None: ...
 
 
+class BoardPort(Protocol):
+    """The run's message board (threads, messages, @mentions) as the board tools see it.
+
+    Every method checks the delivery against the team's edges; a refusal raises `ToolError`
+    saying why, is recorded as an event, and delivers nothing.
+    """
+
+    def create_thread(self, sender: str, name: str, participants: Sequence[str]) -> str:
+        """Open a thread; returns a short confirmation for the model."""
+
+    def send_message(self, sender: str, thread: str, content: str, mentions: Sequence[str]) -> str:
+        """Post to a thread; a refused mention refuses the whole message (nothing posted)."""
+
+    async def wait_for_mention(self, agent: str, timeout: float | None) -> str:
+        """Blocking receive: the next mention of `agent` and a snapshot of every thread it
+        can see, as text for the model; says so when none came within `timeout` seconds."""
+
+
 Emit = Callable[..., None]
 """`emit(EventClass, **fields)`: records an event with the caller's envelope filled in."""
 
@@ -74,6 +92,8 @@ class ToolContext:
     """The agent's declaration (its shell sandbox, network and environment settings)."""
     budget: Callable[[], Any] | None = None
     """The calling branch's budget snapshot (a `BudgetSnapshot`), read when called."""
+    board: BoardPort | None = None
+    """The run's message board, for the board tools (None: the agent has none)."""
 
 
 @dataclass(frozen=True, slots=True)

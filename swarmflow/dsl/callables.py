@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from swarmflow.operators import agent, budget, compact, human, parallel, pipeline
+from swarmflow.operators import agent, budget, compact, human, parallel, pipeline, team
 
 Kind = Literal["operator", "builtin", "keyword", "tool"]
 
@@ -69,6 +69,7 @@ def table() -> dict[str, Entry]:
             "pipeline", "operator", pipeline, _options(pipeline), "pipeline([1]) |x| { x }", True
         ),
         Entry("human", "operator", human, _options(human, "channel"), 'human("Go on?")', True),
+        Entry("team", "operator", team, _options(team), "team(task, lead: a)", True),
         Entry("session", "operator"),
         *(
             Entry(name, "builtin", fn, (), example, True)

@@ -29,6 +29,7 @@ from swarmflow.dsl.values import (
 PARALLEL_KEYWORDS = options("parallel")
 PIPELINE_KEYWORDS = options("pipeline")
 HUMAN_KEYWORDS = options("human")
+TEAM_KEYWORDS = options("team")
 
 
 class CheckerBase(ABC):
@@ -96,8 +97,11 @@ class CheckerBase(ABC):
                 node,
             )
 
-    def keywords(self, node: Any, allowed: tuple[str, ...], where: str) -> dict[str, Value]:
-        """Check keyword names against `allowed`; returns their values."""
+    def keywords(
+        self, node: Any, allowed: tuple[str, ...], where: str, agents: tuple[str, ...] = ()
+    ) -> dict[str, Value]:
+        """Check keyword names against `allowed`; returns the values of those not in `agents`
+        (options that name agents, checked by the caller)."""
         out: dict[str, Value] = {}
         for kw in node.keywords:
             if kw.name in out:
@@ -109,7 +113,10 @@ class CheckerBase(ABC):
                     f"{', '.join(allowed)}){did_you_mean(kw.name, allowed)}",
                     kw,
                 )
-            out[kw.name] = self.infer(kw.value, callable_ok=kw.name == "keep")
+            agent_names = kw.name in agents
+            out[kw.name] = (
+                Value() if agent_names else self.infer(kw.value, callable_ok=kw.name == "keep")
+            )
         return out
 
     def no_lambdas(self, node: ast.Call, why: str) -> None:
@@ -237,6 +244,61 @@ class CallChecker(CheckerBase):
             self.ctx.error("misuse", 'on_timeout: "default" needs default: value', policy)
         if "output" in given:
             self.model_ref(given["output"], "output:")
+
+    def team_call(self, node: ast.Call) -> Value:
+        """`team(task, lead: agent, roles: [agents])`: the lead and every role are declared."""
+        self.no_lambdas(node, "team(...) takes no |x| { ... } body")
+        given = {kw.name: kw.value for kw in node.keywords}
+        lead = None
+        if "lead" not in given:
+            self.ctx.error("misuse", "team(...) needs its lead: team(task, lead: agent)", node.func)
+        else:
+            lead = self._team_member(given["lead"], "a team's lead is a declared agent")
+        roles = self._team_roles(given.get("roles"), lead)
+        self.ctx.used_agents.update({*roles, *([lead] if lead else [])})
+        if len(node.args) != 1:
+            self.ctx.error("misuse", "team(task, lead: agent) takes one task", node.func)
+        for arg in node.args:
+            value = self.infer(arg)
+            self.raw_outcomes(value, arg)
+            if lead is not None:
+                self.handoff(value, lead, arg, "team task")
+        self.keywords(node, TEAM_KEYWORDS, "team()", agents=("lead", "roles"))
+        listen = given.get("listen")
+        if isinstance(listen, ast.Str) and "".join(listen.texts) not in ("passive", "blocking"):
+            self.ctx.error("misuse", 'listen is "passive" or "blocking"', listen)
+        if lead is None:
+            return Value()
+        self.spends[-1].add_call(lead, self.ctx.agents[lead].allowance)
+        self.spends[-1].unbounded_tokens = True  # the model decides how many turns a team takes
+        return Value(UNKNOWN, frozenset({lead}))
+
+    def _team_member(self, node: Any, why: str) -> str | None:
+        """The declared agent `node` names bare, or None after saying why not."""
+        if not isinstance(node, ast.Name):
+            self.ctx.error("misuse", f"{why}, named bare: lead: coder, roles: [coder]", node)
+        elif node.id not in self.ctx.agents:
+            self.ctx.error(
+                "unknown-agent",
+                f"unknown agent '{node.id}' ({why}){did_you_mean(node.id, self.ctx.agents)}",
+                node,
+            )
+        else:
+            return node.id
+        return None
+
+    def _team_roles(self, node: Any, lead: str | None) -> set[str]:
+        """The team's roles: those listed, else every declared agent."""
+        if node is None:
+            return set(self.ctx.agents)
+        if not isinstance(node, ast.ListExpr):
+            self.ctx.error("misuse", "roles takes a list of agents: roles: [coder, reviewer]", node)
+            return set()
+        why = "a team's roles are declared agents"
+        roles = {r for r in (self._team_member(item, why) for item in node.items) if r}
+        if lead is not None and lead not in roles and len(roles) == len(node.items):
+            self.ctx.error("misuse", f"the lead '{lead}' must be one of the roles", node)
+        return roles
 
     def compact_call(self, node: ast.Call) -> Value:
         self.no_lambdas(
@@ -421,6 +483,7 @@ _BUILTINS: dict[str, Callable[[CallChecker, ast.Call], Value]] = {
     "compact": CallChecker.compact_call,
     "pipeline": CallChecker.pipeline_call,
     "human": CallChecker.human_call,
+    "team": CallChecker.team_call,
     "min": CallChecker.min_max,
     "max": CallChecker.min_max,
     "clamp": CallChecker.clamp,

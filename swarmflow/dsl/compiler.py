@@ -26,7 +26,7 @@ from swarmflow.dsl.ir import (
     StepKind,
 )
 
-_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human"})
+_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human", "team"})
 
 
 def compile_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:

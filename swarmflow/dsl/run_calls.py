@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import value_of
-from swarmflow.operators import agent, compact, human, parallel, pipeline
+from swarmflow.operators import agent, compact, human, parallel, pipeline, team
 
 if TYPE_CHECKING:
     from swarmflow.dsl.evaluate import Evaluator
@@ -78,6 +78,20 @@ async def human_call(ev: Evaluator, node: ast.Call) -> Any:
             model_of(ev, kw.value) if kw.name == "output" else await ev.evaluate(kw.value)
         )
     return await human(*args, **options)
+
+
+async def team_call(ev: Evaluator, node: ast.Call) -> Any:
+    """`team(task, lead: agent, roles: [agents], ...)`: agents are named bare, as everywhere."""
+    task = await ev.evaluate(node.args[0])
+    options: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.name == "lead" and isinstance(kw.value, ast.Name):
+            options["lead"] = kw.value.id
+        elif kw.name == "roles" and isinstance(kw.value, ast.ListExpr):
+            options["roles"] = [item.id for item in kw.value.items if isinstance(item, ast.Name)]
+        else:
+            options[kw.name] = await ev.evaluate(kw.value)
+    return await team(task, **options)
 
 
 async def pipeline_call(ev: Evaluator, node: ast.Call) -> list[Any]:
@@ -154,6 +168,7 @@ _HANDLERS: dict[str, Handler] = {
     "compact": compact_call,
     "human": human_call,
     "pipeline": pipeline_call,
+    "team": team_call,
 }
 
 

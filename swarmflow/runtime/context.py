@@ -86,6 +86,8 @@ class RunContext:
     """Records finished calls and answers; on resume, matches calls against the records."""
     served_tools: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     """The tools of each started tool provider (an MCP server), by the provider's id."""
+    board: Any = None
+    """The run's message board (`runtime.board.board_for` makes it on first use)."""
 
     def write_ahead(self) -> None:
         """The write barrier, called before every external effect (model call, tool run,

@@ -14,6 +14,8 @@ Records (format version 1, docs/durability.md):
   its workspace lives (a resumed run restarts the call in that same worktree).
 - `call_finished`: an agent call or a session turn that returned, with its whole product.
 - `human_answered`: a person's answer, bound to the token of the question and payload shown.
+- `board_thread`, `board_message`, `board_delivered`: the run's message board
+  (`runtime.board_journal`).
 
 Every call record carries its key: the branch path, the call's index among the calls of its
 branch, the agent, and a digest of what was sent.
@@ -37,6 +39,7 @@ from swarmflow.core.errors import ConfigError
 JOURNAL_FILE = "journal.jsonl"
 JOURNAL_VERSION = 1
 _DIGEST_BYTES = 16
+_BOARD_KINDS = frozenset({"board_thread", "board_message", "board_delivered"})
 
 
 class CallKey(NamedTuple):
@@ -79,6 +82,10 @@ class Recorded:
     at: dict[tuple[str, int], Record] = field(default_factory=dict)
     started: dict[CallKey, dict[str, Any]] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    board: list[dict[str, Any]] = field(default_factory=list)
+    """The board's records, in journal order (`runtime.board_journal`)."""
+    board_marks: list[tuple[int, str]] = field(default_factory=list)
+    """Per `call_finished` record: how many board records preceded it, and its session."""
 
     @property
     def calls(self) -> int:
@@ -101,12 +108,16 @@ class Recorded:
         if kind == "human_answered":
             self.answers[str(record["token"])] = record
             return
+        if kind in _BOARD_KINDS:
+            self.board.append(record)
+            return
         if kind not in ("call_started", "call_finished"):
             return
         key = _key_of(record)
         if kind == "call_started":
             self.started[key] = record
             return
+        self.board_marks.append((len(self.board), str(record.get("session", ""))))
         entry = Record(key, record)
         old = self.at.get((key.branch, key.place))
         if old is not None and old.key == key:  # the same call finished again: keep the latest

@@ -18,6 +18,7 @@ from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import ToolSpec
 from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.toolcalls import execute, tool_spec
+from swarmflow.tools.board_tools import CreateThread, SendMessage, WaitForMention
 from swarmflow.tools.control import MessageAgent, Submit
 from swarmflow.tools.files import Edit, ReadFile, WriteFile
 from swarmflow.tools.search import ListFiles, Search
@@ -91,5 +92,8 @@ def default_registry() -> ToolRegistry:
         RunShell(),
         Submit(),
         MessageAgent(),
+        CreateThread(),
+        SendMessage(),
+        WaitForMention(),
     ]
     return ToolRegistry(builtins)

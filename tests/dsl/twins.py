@@ -6,7 +6,7 @@ from typing import Any
 
 from swarm_examples import Review, Triage
 
-from swarmflow import Flow, agent, agent_session, human
+from swarmflow import Flow, agent, agent_session, human, team
 from swarmflow.runtime.prompts import render_prompt
 
 
@@ -48,6 +48,12 @@ async def route_report(report: str) -> str:
     else:
         answer = await human("The screener would close this report. Agree?", triage)
     return str(answer)
+
+
+async def pair(task: str) -> str:
+    """The team flow in tests/dsl/test_team.py: `team(task, lead: planner, roles: [...])`."""
+    result = await team(task, lead="planner", roles=["planner", "coder"], listen="passive")
+    return result.answer
 
 
 def twin(fn: Any, like: Flow[..., Any]) -> Flow[..., Any]:

@@ -19,13 +19,16 @@ from tests.runtime.helpers import of_type, run_one
 from .conftest import make_ctx
 
 BUILTINS = [
+    "create_thread",
     "edit",
     "list_files",
     "message_agent",
     "read_file",
     "run_shell",
     "search",
+    "send_message",
     "submit",
+    "wait_for_mention",
     "write_file",
 ]
 

@@ -1,0 +1,58 @@
+"""Shared set-up of the board tests: a team, a run whose flow body works on the board, and
+tool calls made the way a session makes them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from swarmflow import Agent, RunResult, Team, flow, run
+from swarmflow.core.events import EventBase
+from swarmflow.core.ports import ToolContext, ToolResult
+from swarmflow.runtime.board import Board, board_for
+from swarmflow.runtime.context import current_run
+from swarmflow.testing import FunctionModel
+from swarmflow.tools import default_registry
+
+BOARD_TOOLS = ("create_thread", "send_message", "wait_for_mention")
+
+TEAM = Team(
+    [
+        Agent("lead", tools=BOARD_TOOLS),
+        Agent("coder", tools=BOARD_TOOLS),
+        Agent("reviewer", tools=BOARD_TOOLS),
+        Agent("outsider", tools=BOARD_TOOLS),
+    ],
+    edges=[
+        ("lead", "coder"),
+        ("lead", "reviewer"),
+        ("coder", "lead"),
+        ("coder", "reviewer"),
+        ("reviewer", "lead"),
+        ("outsider", "lead"),
+    ],
+)
+
+Body = Callable[[Board], Awaitable[Any]]
+
+
+async def on_board(body: Body, team: Team = TEAM, **options: Any) -> RunResult:
+    """Run a flow whose body is `body(board)`; the run's result (failures returned)."""
+
+    @flow(team=team)
+    async def board_flow() -> Any:
+        return await body(board_for(current_run()))
+
+    model = options.pop("model", FunctionModel(lambda request: "fine"))
+    return await run(board_flow, model=model, raise_on_failure=False, **options)
+
+
+async def call_tool(board: Board, agent: str, name: str, args: dict[str, Any] | str) -> ToolResult:
+    """Call a board tool as `agent`'s session would: raw arguments, parsed and validated."""
+    ctx = ToolContext(agent=agent, session=f"{agent}-s", workspace=None,
+                      emit=lambda *a, **k: None, board=board)  # fmt: skip
+    return await default_registry().execute(name, args, ctx)
+
+
+def of_type(result: RunResult, kind: str) -> list[EventBase]:
+    return [e for e in result.events if getattr(e, "type", "") == kind]

@@ -1,0 +1,202 @@
+"""The board over HTTP on loopback: an agent outside the process takes part through the
+`swarmflow board` commands, run as real subprocesses against a real server, under the same
+topology checks and events as a tool call."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from swarmflow import Agent, Team, agent, flow, run
+from swarmflow.board_server import read_address
+from swarmflow.core.events import parse_event
+from swarmflow.runtime.board import Board, board_for
+from swarmflow.runtime.context import current_run
+from swarmflow.testing import FunctionModel
+from tests.teams.board_support import of_type, on_board
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "the launch code is alpha bravo nine nine"
+
+TEAM = Team(
+    [Agent("lead"), Agent("helper"), Agent("coder"), Agent("keeper")],
+    edges=[("lead", "helper"), ("helper", "lead"), ("lead", "coder"), ("keeper", "helper")],
+)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+async def cli(*args: str | Path, stdin: bytes = b"") -> tuple[int, str, str]:
+    """`swarmflow board ...` as a subprocess: exit status, stdout, stderr."""
+    argv = [sys.executable, "-m", "swarmflow.cli", "board", *map(str, args)]
+    done = await anyio.run_process(argv, input=stdin, check=False, env=_env())
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def _events(run_dir: Path) -> list[Any]:
+    return [parse_event(line) for line in (run_dir / "events.jsonl").read_bytes().splitlines()]
+
+
+async def test_an_outside_agent_talks_on_a_live_run_through_the_commands() -> None:
+    async def body(board: Board) -> Any:
+        here = current_run().run_dir
+        mode = stat.S_IMODE((here / "board.json").stat().st_mode)
+        token = read_address(here).token
+        await agent("keeper", "keep it")
+        board.create_thread("lead", "ext", ["helper"])
+        board.send_message("lead", "ext", "what is two and two?", ["helper"])
+        as_helper = ("--run-dir", here, "--as", "helper")
+        waited = await cli("wait", *as_helper, "--timeout", "20")
+        sent = await cli("send", *as_helper, "ext", "four", "--mention", "lead")
+        bad_mention = await cli("send", *as_helper, "ext", "psst", "--mention", "coder")
+        smuggled = await cli("send", *as_helper, "ext", f"fyi {SECRET.upper()}")
+        invite = await cli("create-thread", *as_helper, "side", "coder")
+        shown = await cli("show", *as_helper, "--json")
+        reply = await board.wait_for_mention("lead", 20)
+        shown_json = json.loads(shown[1])
+        leaked = token in (here / "events.jsonl").read_text()
+        return leaked, mode, waited, sent, bad_mention, smuggled, invite, shown_json, reply
+
+    model = FunctionModel(lambda request: SECRET)
+    result = await on_board(body, TEAM, board_port=0, model=model)
+    assert result.status == "ok", result.error
+    leaked, mode, waited, sent, bad_mention, smuggled, invite, shown, reply = result.output
+    assert mode == 0o600
+    assert waited[0] == 0 and "what is two and two?" in waited[1]
+    assert sent[0] == 0 and "posted message 2 to #ext" in sent[1]
+    assert bad_mention[0] == 1 and "no edge helper -> coder" in bad_mention[2]
+    assert smuggled[0] == 1 and "'keeper' to 'lead'" in smuggled[2]
+    assert invite[0] == 1 and "no edge helper -> coder" in invite[2]
+    assert [m["content"] for m in shown["threads"][0]["messages"]] == [
+        "what is two and two?",
+        "four",
+    ]
+    assert "@mention in #ext from helper" in reply and "four" in reply
+    served = of_type(result, "board_served")[0]
+    assert served.url.startswith("http://127.0.0.1:")
+    assert not await anyio.Path(served.address_file).exists()  # removed with the server
+    delivered = [(e.recipient, e.mode) for e in of_type(result, "mention_delivered")]
+    assert delivered == [("helper", "blocking"), ("lead", "blocking")]
+    routes = [(e.route, e.target) for e in of_type(result, "board_refused")]
+    assert routes == [("mention", "coder"), ("invitation", "coder")]
+    assert [e.via for e in of_type(result, "handoff_refused")] == ["board"]
+    assert not leaked  # the token is in board.json only
+
+
+def _raw(url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+async def test_hostile_requests_get_clear_statuses() -> None:
+    async def body(board: Board) -> Any:
+        address = read_address(current_run().run_dir)
+        auth = {"Authorization": f"Bearer {address.token}"}
+        asks = [
+            (f"{address.url}/threads", b'{"as": "lead", "name": "x"}', {}),
+            (f"{address.url}/threads", b'{"as": "lead"', auth),
+            (f"{address.url}/threads", b"[1, 2]", auth),
+            (f"{address.url}/threads", b'{"name": "x"}', auth),
+            (f"{address.url}/nowhere", b"{}", auth),
+            (f"{address.url}/threads", b'{"as": "mallory", "name": "x"}', auth),
+            (f"{address.url}/wait", b'{"as": "lead", "timeout": -5}', auth),
+            (f"{address.url}/wait", b'{"as": "lead", "timeout": null}', auth),
+            (f"{address.url}/messages", b"{" + b" " * (2 << 20) + b"}", auth),
+        ]
+        return [await anyio.to_thread.run_sync(_raw, *ask) for ask in asks]
+
+    result = await on_board(body, TEAM, board_port=0)
+    statuses = [status for status, _ in result.output]
+    assert statuses == [401, 400, 400, 400, 404, 403, 403, 400, 413]
+    assert all(answer["ok"] is False and answer["error"] for _, answer in result.output)
+
+
+def _serve(run_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
+    argv = [sys.executable, "-m", "swarmflow.cli", "board", "serve", str(run_dir)]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=_env())
+    assert server.stdout is not None
+    url = server.stdout.readline().removeprefix("board: ").strip()
+    token = server.stdout.readline().removeprefix("token: ").split()[0]
+    return server, url, token
+
+
+@flow(team=TEAM)
+async def asks_helper() -> str:
+    board = board_for(current_run())
+    board.create_thread("lead", "ext", ["helper"])
+    return board.send_message("lead", "ext", "still there?", ["helper"])
+
+
+def test_board_serve_serves_a_run_directory_and_appends_to_its_log(tmp_path: Path) -> None:
+    result = anyio.run(lambda: run(asks_helper, model=FunctionModel(lambda r: "x")))
+    run_dir = result.run_dir
+    (run_dir / "run.json").write_text(json.dumps({"flow": f"{__file__}:asks_helper"}))
+    server, url, token = _serve(run_dir)
+    try:
+        assert (run_dir / "run.pid").read_text() == str(server.pid)
+        base = ["--url", url, "--token", token, "--as", "helper"]
+        waited = anyio.run(cli, "wait", *base, "--timeout", "20")
+        reply = functools.partial(cli, stdin="yes, here: ✓\n".encode())
+        sent = anyio.run(reply, "send", *base, "ext", "-", "--mention", "lead")
+        wrong = anyio.run(cli, "show", "--url", url, "--token", "nope", "--as", "helper")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+        assert server.stdout is not None
+        server.stdout.close()
+    assert waited[0] == 0 and "still there?" in waited[1], waited
+    assert sent[0] == 0 and "posted message 2 to #ext" in sent[1]
+    assert wrong[0] == 1 and "token" in wrong[2]
+    events = _events(run_dir)
+    assert [e.seq for e in events] == list(range(len(events)))
+    (posted,) = [e for e in events if e.type == "board_message_posted" and e.sender == "helper"]
+    assert (posted.text, posted.mentions) == ("yes, here: ✓\n", ["lead"])
+    assert [e.recipient for e in events if e.type == "mention_delivered"] == ["helper"]
+    journaled = [json.loads(line) for line in (run_dir / "journal.jsonl").read_bytes().splitlines()]
+    assert [r["seq"] for r in journaled if r["kind"] == "board_message"] == [1, 2]
+    assert not (run_dir / "board.json").exists() and not (run_dir / "run.pid").exists()
+
+
+def test_board_serve_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
+    missing = anyio.run(cli, "serve", tmp_path)
+    assert missing[0] == 2 and "not a run directory" in missing[2]
+    result = anyio.run(lambda: run(asks_helper, model=FunctionModel(lambda r: "x")))
+    (result.run_dir / "run.pid").write_text(str(os.getpid()))
+    live = anyio.run(cli, "serve", result.run_dir)
+    assert live[0] == 2 and "still running" in live[2]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("wait", "--url", "http://127.0.0.1:9", "--token", "t", "--as", "lead"), "no board"),
+        (("wait", "--url", "http://127.0.0.1:9", "--as", "lead"), "no token"),
+        (("wait", "--url", "ftp://x", "--token", "t", "--as", "lead"), "not an http"),
+    ],
+)
+def test_the_commands_say_what_is_wrong(args: tuple[str, ...], says: str) -> None:
+    env_token = os.environ.pop("SWARMFLOW_BOARD_TOKEN", None)
+    try:
+        code, _, err = anyio.run(cli, *args)
+    finally:
+        if env_token is not None:
+            os.environ["SWARMFLOW_BOARD_TOKEN"] = env_token
+    assert code == 2 and says in err
