@@ -6,8 +6,9 @@ with the fewest in flight. The actors write events and journals straight into th
 run directories (so the batch folder must be on a path every node shares: one machine, or a
 shared filesystem) and return the task's result line. A shared budget is held by a
 `BudgetKeeper` actor (ray_ledger.py). An actor whose process dies is restarted and its calls
-retried, up to `RETRIES` times: a retried task resumes from its journal. When the batch ends, or is cancelled,
-its calls still running are cancelled with `ray.cancel` and its actors are killed.
+retried, up to `RETRIES` times: a retried task resumes from its journal. When the batch ends,
+or is cancelled, its calls still running are cancelled with `ray.cancel` and its actors are
+killed.
 """
 
 from __future__ import annotations
