@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmflow.core.events import (
+    AgentFinished,
+    BoardMessagePosted,
+    BoardRefused,
     ContextCompacted,
     EventBase,
     HandoffRefused,
@@ -97,6 +100,7 @@ def adherence(
 
 
 def _workers(events: list[EventBase]) -> dict[str, int]:
+    """Tokens each agent drew over the run."""
     tokens: dict[str, int] = {}
     for e in events:
         if isinstance(e, ModelCalled) and e.agent:
@@ -104,8 +108,26 @@ def _workers(events: list[EventBase]) -> dict[str, int]:
     return tokens
 
 
+def participants(events: Iterable[EventBase]) -> set[str]:
+    """The agents that worked, as OpenCollab defines it: spent tokens AND produced at least
+    one non-empty model output (a final answer with text, or a tool call). An agent whose only
+    replies were empty spent tokens but did no work."""
+    events = list(events)
+    spent = {a for a, tokens in _workers(events).items() if tokens > 0}
+    produced = {
+        e.agent
+        for e in events
+        if e.agent
+        and (
+            (isinstance(e, AgentFinished) and e.produced_content)
+            or (isinstance(e, ModelCalled) and e.tool_calls)
+        )
+    }
+    return spent & produced
+
+
 def _participation(agents: list[str], events: list[EventBase]) -> Axis:
-    worked = _workers(events)
+    worked = participants(events)
     idle = [a for a in agents if a not in worked]
     return Axis(
         "participation",
@@ -115,7 +137,7 @@ def _participation(agents: list[str], events: list[EventBase]) -> Axis:
 
 
 def _delegation(start: RunStarted, events: list[EventBase]) -> Axis:
-    worked = _workers(events)
+    worked = participants(events)
     targets = {d for _, d in start.edges}
     delegated = sorted(a for a in worked if a in targets)
     needed = bool(start.edges) and len(start.agents) > 1
@@ -152,13 +174,19 @@ def _budget_sharing(roles: dict[str, dict[str, Any]], events: list[EventBase]) -
 
 
 def _information_flow(edges: list[tuple[str, str]], events: list[EventBase]) -> Axis:
+    """`message_agent` messages and board messages (to each participant they reached)."""
     declared = {tuple(e) for e in edges}
     sent = [(e.source, e.target) for e in events if isinstance(e, MessageSent)]
-    refused = sum(isinstance(e, MessageRefused | HandoffRefused) for e in events)
+    posted = [e for e in events if isinstance(e, BoardMessagePosted)]
+    reached = [(e.sender, r) for e in posted for r in e.recipients if r != e.sender]
+    refused = sum(isinstance(e, MessageRefused | HandoffRefused | BoardRefused) for e in events)
     bad = [
-        f"message {s} -> {t} along an undeclared edge" for s, t in sent if (s, t) not in declared
+        f"message {s} -> {t} along an undeclared edge"
+        for s, t in [*sent, *reached]
+        if (s, t) not in declared
     ]
-    return Axis("information flow", {"messages": len(sent), "refused": refused}, tuple(bad))
+    realized = {"messages": len(sent), "board messages": len(posted), "refused": refused}
+    return Axis("information flow", realized, tuple(bad))
 
 
 def _context_policy(allowed: Sequence[str] | None, events: list[EventBase]) -> Axis:

@@ -18,6 +18,7 @@ from benchmarks.cases import (
     pipeline,
     prefix,
     skew,
+    team,
 )
 
 Case = Callable[[Settings], list[Row]]
@@ -35,4 +36,5 @@ CASES: dict[str, Case] = {
     "prefix": prefix.bench,
     "batch": batch.bench,
     "board": board.bench,
+    "team": team.bench,
 }

@@ -41,7 +41,8 @@ async def team(
         task: what the lead is given (checked by the handoff rule like any prompt).
         lead: the declared agent that gets the task and whose submission ends the team.
         roles: the team's members (default: every declared agent); the lead must be one.
-        listen: how roles hear board mentions unless their `Agent(listen=...)` says otherwise.
+        listen: how roles hear board mentions unless their `Agent(listen=...)` says otherwise;
+            a role without `wait_for_mention` always hears passively.
         limits: the team's own budget (a child of the caller's; an int is tokens); its
             `seconds` also ends the team with reason "wall clock".
 
@@ -83,12 +84,24 @@ def _plan(
             f"team(lead={lead!r}): the lead must be one of the roles ({', '.join(members)})",
             operator="team",
         )
-    modes: dict[str, Listen] = {}
-    for name in members:
-        own = run.team.get(name).listen
-        modes[name] = own if own is not None else listen  # type: ignore[assignment]
+    modes = {name: _mode(run, name, listen) for name in members}
     seconds = None if limits is None else limits.seconds
     return TeamPlan(lead=lead, roles=members, listen=modes, seconds=seconds)
+
+
+def _mode(run: RunContext, name: str, listen: str) -> Listen:
+    """The role's own `listen`, else the team's; a role that cannot call `wait_for_mention`
+    cannot block, so it hears passively."""
+    agent = run.team.get(name)
+    can_block = "wait_for_mention" in agent.tools
+    if agent.listen == "blocking" and not can_block:
+        raise ConfigError(
+            f"agent {name!r} listens 'blocking' but has no wait_for_mention tool to block in",
+            agent=name,
+            operator="team",
+        )
+    mode = agent.listen or listen
+    return "blocking" if mode == "blocking" and can_block else "passive"
 
 
 def _check_declared(run: RunContext, name: Any) -> None:

@@ -20,6 +20,7 @@ from swarmflow.core.events import EventBase
 from swarmflow.report._format import as_json, clip, share
 from swarmflow.report.digest import Digest, digest
 from swarmflow.report.log import RunLog
+from swarmflow.report.team import message_matrix, token_shares
 from swarmflow.report.timeline import Entry, lanes, timeline
 from swarmflow.runtime.graph import Node, node_of, node_text
 
@@ -77,6 +78,8 @@ def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
         span=span,
         lanes=_lanes(entries, span),
         agents=_agents(d),
+        matrix=message_matrix(events),
+        shares=token_shares(events),
         tree=_tree([node_of(row) for row in d.graph]),
         edges=d.edges,
         events_json=_script_json([e.model_dump(mode="json") for e in events]),

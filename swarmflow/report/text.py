@@ -15,6 +15,7 @@ from swarmflow.report._format import as_json, clip, share, table
 from swarmflow.report.candidates import candidates, render_candidates
 from swarmflow.report.digest import Digest, HumanExchange, branch_index, digest
 from swarmflow.report.log import RunLog, read_log
+from swarmflow.report.team import message_matrix, render_matrix, render_shares, token_shares
 from swarmflow.report.timeline import Entry, timeline
 
 DEMO_MODEL = "demo-scripted"
@@ -46,6 +47,8 @@ def render_report(
         _humans(d.humans),
         _usage(d),
         _prefix(d),
+        render_shares(token_shares(events)),
+        render_matrix(message_matrix(events)),
         _timeline(timeline(events)),
         _listed("Refusals", d.refusals),
         _listed("Retries", d.retries),
@@ -72,8 +75,13 @@ def report_of(log: RunLog, run_dir: Path | str) -> str:
 def model_label(models: Iterable[str]) -> str:
     """The models used, with the scripted demo policy called out as such."""
     names = sorted({m for m in models if m})
-    shown = [f"{m} (scripted policy, no LLM)" if m == DEMO_MODEL else m for m in names]
+    shown = [f"{m} (scripted policy, no LLM)" if _scripted(m) else m for m in names]
     return ", ".join(shown) or "none called"
+
+
+def _scripted(model: str) -> bool:
+    """The demo's policy, or another scripted stand-in named `...-scripted` (an example's)."""
+    return model == DEMO_MODEL or model.endswith("-scripted")
 
 
 def _header(d: Digest) -> str:

@@ -25,6 +25,7 @@ from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EXHAUSTED_REASONS, EndReason, SessionState
 from swarmflow.core.team import Agent
+from swarmflow.runtime.board import board_for
 from swarmflow.runtime.cards import render_card
 from swarmflow.runtime.context import (
     RunContext,
@@ -48,6 +49,9 @@ from swarmflow.runtime.replay import (
 )
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
+
+BOARD_TOOLS = frozenset({"create_thread", "send_message", "wait_for_mention"})
+"""A session whose agent has any of these tools is given the run's board."""
 
 
 async def open_session(
@@ -78,6 +82,8 @@ async def open_session(
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
         session.messenger = messenger_for(run, session, call_agent)
+    if BOARD_TOOLS.intersection(agent.tools):
+        session.board = board_for(run)
     return session
 
 

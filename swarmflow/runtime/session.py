@@ -31,7 +31,7 @@ from swarmflow.core.events import (
 from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from swarmflow.core.ports import ToolContext, Workspace
+from swarmflow.core.ports import BoardPort, ToolContext, Workspace
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
@@ -78,9 +78,11 @@ class AgentSession:
         "_system_message",
         "_tool_runner",
         "agent",
+        "board",
         "closed",
         "detail",
         "error",
+        "hear",
         "history",
         "id",
         "last_text",
@@ -126,6 +128,11 @@ class AgentSession:
         self.last_text = ""
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
+        self.board: BoardPort | None = None
+        """The board its tools use (`open_session` gives an agent with board tools the run's)."""
+        self.hear: Callable[[], str] | None = None
+        """Passive awareness (a Team run sets it): what teammates said since the last step,
+        as text for the model, or "" when nothing; read at each step boundary."""
         self._history_units = 0
         self._sent_units = 0
         self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
@@ -199,6 +206,7 @@ class AgentSession:
             message_agent=self.messenger,
             declaration=self.agent,
             budget=self.scope.ledger.snapshot,
+            board=self.board,
         )
 
     @property
@@ -352,6 +360,8 @@ class AgentSession:
             self._to(SessionState.PRECHECK)
             if self._precheck_stops():
                 return None
+            if self.hear is not None:
+                self._hear()
             request = self._build_request()
             reservation = self._reserve(request)
             if reservation is None:
@@ -366,6 +376,14 @@ class AgentSession:
             finish = await self._run_tools(response.tool_calls)
             if finish is not None or self.state.is_end:
                 return finish
+
+    def _hear(self) -> None:
+        """Passive awareness: mentions that arrived since the last step join the context at
+        this step boundary (no step and no model call of their own)."""
+        assert self.hear is not None
+        note = self.hear()
+        if note:
+            self._append(Message("user", note))
 
     def _precheck_stops(self) -> bool:
         limit = self.agent.max_steps

@@ -6,10 +6,14 @@ routes the work: `message_agent(to, text)` runs a turn of the recipient's own se
 the sender's tool call (the edge and handoff checks of `runtime.messaging` first) and hands
 its answer back. Turns on one session are serialised by its turn lock.
 
+Roles also talk on the run's board (`runtime.team_board`): every role has a listener task
+that, while the role is idle, waits for a mention without spending a step and then wakes it.
+
 A message that would wait on its own sender (a -> b while b waits on a, directly or along a
 chain) can never be answered, so it is refused and the sender told why; so is a message to a
-role that crashed. The team ends when the lead submits, when the lead crashes, when every
-role is idle with nothing pending, or when its time runs out.
+role that crashed, and one to a role parked in `wait_for_mention` (mention it instead). The
+team ends when the lead submits, when the lead crashes, when every role is idle or parked in
+`wait_for_mention` with nothing pending for anyone, or when its time runs out.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 
@@ -26,10 +31,12 @@ from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.secrets import preview
 from swarmflow.core.states import BUDGET_REASONS, EndReason, SessionState
 from swarmflow.runtime.agent_call import finish_output, open_session
+from swarmflow.runtime.board import board_for
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.replay import journaled_turn
 from swarmflow.runtime.session import AgentSession
+from swarmflow.runtime.team_board import Hearing, TeamBoard
 from swarmflow.runtime.team_result import Listen, RoleReport, TeamEnd, TeamResult
 
 _ANSWER_PREVIEW = 2000
@@ -75,6 +82,11 @@ class TeamRun:
         self.tally = _Tally(turns=dict.fromkeys(plan.roles, 0))
         self.reason: TeamEnd | None = None
         self._ended = anyio.Event()
+        self._stirred = anyio.Event()
+        """Set (and replaced) whenever a turn ends: listeners with nothing new look again."""
+        board = board_for(run)
+        self.board = TeamBoard(board, self._check_quiet)
+        self.hearing = Hearing(board, plan.listen)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -91,6 +103,8 @@ class TeamRun:
     async def _work(self, task: str) -> None:
         with anyio.move_on_after(self.plan.seconds or float("inf")) as deadline:
             async with anyio.create_task_group() as tg:
+                for name in self.plan.roles:
+                    tg.start_soon(self._listen, name)
                 tg.start_soon(self._turn, self.plan.lead, task)
                 await self._ended.wait()
                 tg.cancel_scope.cancel()
@@ -104,6 +118,9 @@ class TeamRun:
                 session.messenger = messenger_for(
                     self.run, session, self._deliverer(name), self.refusal
                 )
+            session.board = self.board
+            if self.plan.listen[name] == "passive":
+                session.hear = partial(self.hearing.hear, name)
             self.sessions[name] = session
 
     def _end(self, reason: TeamEnd) -> None:
@@ -113,18 +130,33 @@ class TeamRun:
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def _turn(self, name: str, text: str) -> AgentSession:
-        """One turn of role `name`'s session on `text`, counted while it waits and runs."""
+    async def _turn(self, name: str, text: str | Callable[[], str]) -> AgentSession:
+        """One turn of role `name`'s session, counted while it waits and runs.
+
+        `text` may be a function, called once the session is free: "" skips the turn.
+        """
         session = self.sessions[name]
         self.tally.busy += 1
         try:
             async with session.turn_lock:
-                self.tally.turns[name] += 1
-                await journaled_turn(session, text, None)
+                content = text if isinstance(text, str) else text()
+                if content:
+                    self.tally.turns[name] += 1
+                    await journaled_turn(session, content, None)
         finally:
             self.tally.busy -= 1
             self._after_turn(session)
         return session
+
+    async def _listen(self, name: str) -> None:
+        """While `name` is idle, wait for a mention without spending a step; then wake it."""
+        board = self.hearing.board
+        while name not in self.tally.failures:
+            await board.wait_pending(name)
+            if self.hearing.deliverable(name):
+                await self._turn(name, partial(self.hearing.wake_text, name))
+            else:  # told already and ignored it: wait until something changes
+                await self._stirred.wait()
 
     def _after_turn(self, session: AgentSession) -> None:
         """Record a crash; end the team when the lead submitted or crashed, or all is quiet."""
@@ -135,7 +167,16 @@ class TeamRun:
                 self._end("lead failed")
         elif name == self.plan.lead and session.reason is EndReason.SUBMITTED:
             self._end("submitted")
-        if self.tally.busy == 0:
+        self._stirred.set()
+        self._stirred = anyio.Event()
+        self._check_quiet()
+
+    def _check_quiet(self) -> None:
+        """End as idle when every turn in flight is parked in a wait and nothing is pending."""
+        if self.tally.busy != self.board.parked_total:
+            return
+        live = [n for n in self.plan.roles if n not in self.tally.failures]
+        if not any(self.hearing.deliverable(name) for name in live):
             self._end(self._idle_reason())
 
     def _idle_reason(self) -> TeamEnd:
@@ -150,6 +191,8 @@ class TeamRun:
             return f"{to!r} is not a member of this team ({', '.join(self.plan.roles)})"
         if to in self.tally.failures:
             return f"{to!r} is out of the team: it failed ({self.tally.failures[to]})"
+        if self.board.parked.get(to):
+            return f"{to!r} is listening on the board (wait_for_mention): @mention it instead"
         hop: str | None = to
         while hop is not None:
             if hop == sender:
