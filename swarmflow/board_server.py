@@ -53,6 +53,7 @@ ADDRESS_FILE = "board.json"
 """Where a served board's URL and token are written, in the run directory."""
 HOST = "127.0.0.1"
 MAX_BODY = 1 << 20
+MAX_PORT = 65_535
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +77,12 @@ class _Request(Exception):
 class _BoardHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, portal: BlockingPortal, run: RunContext, token: str) -> None:
+    portal: BlockingPortal
+    """Set before the server starts serving."""
+
+    def __init__(self, port: int, run: RunContext, token: str) -> None:
         super().__init__((HOST, port), _Handler)
-        self.portal, self.run, self.token = portal, run, token
+        self.run, self.token = run, token
         self.board: Board = board_for(run)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -120,6 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = HTTPStatus.FORBIDDEN, {"ok": False, "error": refused.message}
         data = json.dumps(body).encode()
         self.send_response(status)
+        if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:  # its body is left unread
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -214,16 +221,17 @@ _ROUTES: dict[str, Callable[[_BoardHTTPServer, str, dict[str, Any]], str]] = {
 
 @asynccontextmanager
 async def serving_board(run: RunContext, port: int = 0) -> AsyncIterator[BoardAddress]:
-    """Serve `run`'s board on 127.0.0.1:`port` (0 picks a free one) for the block's duration."""
-    token = secrets.token_urlsafe(32)
+    """Serve `run`'s board on 127.0.0.1:`port` (0 picks a free one) for the block's duration.
+
+    Raises:
+        ConfigError: the port is out of range or cannot be bound.
+    """
+    server = _bound(run, port)
     async with BlockingPortal() as portal:
-        try:
-            server = _BoardHTTPServer(port, portal, run, token)
-        except OSError as exc:
-            raise ConfigError(f"cannot serve the board on {HOST}:{port}: {exc.strerror}") from None
+        server.portal = portal
         thread = threading.Thread(target=server.serve_forever, name="swarmflow-board", daemon=True)
         thread.start()
-        address = _publish(run.run_dir, f"http://{HOST}:{server.server_address[1]}", token)
+        address = _publish(run.run_dir, f"http://{HOST}:{server.server_address[1]}", server.token)
         try:
             yield address
         finally:
@@ -233,6 +241,15 @@ async def serving_board(run: RunContext, port: int = 0) -> AsyncIterator[BoardAd
                 server.server_close()
                 with contextlib.suppress(FileNotFoundError):
                     address.path.unlink()
+
+
+def _bound(run: RunContext, port: int) -> _BoardHTTPServer:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
+        raise ConfigError(f"cannot serve the board on port {port!r}: give 0 to {MAX_PORT}")
+    try:
+        return _BoardHTTPServer(port, run, secrets.token_urlsafe(32))
+    except OSError as exc:
+        raise ConfigError(f"cannot serve the board on {HOST}:{port}: {exc.strerror}") from None
 
 
 @asynccontextmanager

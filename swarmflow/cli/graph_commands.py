@@ -108,7 +108,10 @@ def _of_file(path: str, which: str, fmt: str) -> tuple[str | None, int]:
         print("swarmflow graph: --which run needs a run directory (runs/<run id>)", file=sys.stderr)
         return None, USAGE
     if which == "topology":
-        return (program.topology_dot() if fmt == "dot" else program.topology_mermaid()), OK
+        from swarmflow.report.graphs import team_diagram
+
+        agents = [a.name for a in program.agents]
+        return team_diagram(program.name, agents, program.edges, fmt), OK  # type: ignore[arg-type]
     return (program.steps_dot() if fmt == "dot" else program.steps_mermaid()), OK
 
 

@@ -26,12 +26,23 @@ class Node:
 
 def children(item: Node) -> Iterator[Node]:
     """The nodes directly inside `item`, in field order."""
-    for f in fields(item):
-        value = getattr(item, f.name)
+    for name in _inner_fields(type(item)):
+        value = getattr(item, name)
         if isinstance(value, Node):
             yield value
         elif isinstance(value, list):
             yield from (v for v in value if isinstance(v, Node))
+
+
+_INNER: dict[type, tuple[str, ...]] = {}
+
+
+def _inner_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes (not its place in the source)."""
+    if kind not in _INNER:
+        place = {f.name for f in fields(Node)}
+        _INNER[kind] = tuple(f.name for f in fields(kind) if f.name not in place)
+    return _INNER[kind]
 
 
 def walk(item: Node, prune: type | tuple[type, ...] = ()) -> Iterator[Node]:

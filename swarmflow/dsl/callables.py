@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from swarmflow.operators import agent, budget, compact, human, parallel, pipeline, team
+from swarmflow.operators import budget, compact, human, parallel, pipeline, team
 
 Kind = Literal["operator", "builtin", "keyword", "tool"]
 
@@ -103,10 +103,6 @@ def value_of(name: str) -> Callable[..., Any] | None:
 def options(name: str) -> tuple[str, ...]:
     entry = table().get(name)
     return entry.options if entry else ()
-
-
-AGENT_OPTIONS = _options(agent)
-"""`output:` and `workspace:`; any other `name: value` is a card variable."""
 
 
 @cache

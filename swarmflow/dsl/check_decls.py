@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 
 from swarmflow.dsl import ast
@@ -17,6 +16,7 @@ from swarmflow.dsl.check_context import (
 )
 from swarmflow.dsl.diagnostics import Spot, did_you_mean, listing
 from swarmflow.dsl.units import show_quantity
+from swarmflow.runtime.cards import is_card_path
 
 BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
 AGENT_FIELDS = (
@@ -30,7 +30,6 @@ AGENT_FIELDS = (
     "output_tokens",
 )
 WORKSPACES = ("none", "local", "worktree", "shared")
-CARD_SUFFIXES = (".j2", ".jinja", ".jinja2", ".md")
 
 
 def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = False) -> None:
@@ -230,7 +229,7 @@ def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
     elif key in ("card", "description"):
         _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
         if key == "card" and isinstance(value, ast.Str):
-            info.card_vars = _card_vars(_card_text(value, ctx))
+            info.card_vars = _card_vars(_card_text(value, ctx), value, ctx)
     elif key == "model":
         _want(
             isinstance(value, ast.Str | ast.Name),
@@ -254,7 +253,7 @@ def _want(ok: bool, message: str, node: ast.Node, ctx: Context) -> None:
 def _card_text(value: ast.Str, ctx: Context) -> str:
     """The card's template: the text itself, or the file it names (if it can be found)."""
     text = "".join(value.texts)
-    if not text.endswith(CARD_SUFFIXES) or "\n" in text:
+    if not is_card_path(text):
         return text
     for candidate in ([Path(ctx.base_dir) / text] if ctx.base_dir else []) + [Path(text)]:
         try:
@@ -271,16 +270,18 @@ def _card_text(value: ast.Str, ctx: Context) -> str:
     return ""
 
 
-_JINJA_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z_0-9]*)")
-_JINJA_BOUND = re.compile(r"\{%-?\s*(?:for|set)\s+([A-Za-z_][A-Za-z_0-9, ]*)")
+def _card_vars(template: str, value: ast.Str, ctx: Context) -> frozenset[str]:
+    """Names a Jinja card reads and does not bind itself; a broken template is an error."""
+    import jinja2
+    import jinja2.meta
 
-
-def _card_vars(template: str) -> frozenset[str]:
-    """Names a Jinja card reads, less those it binds itself with `for` or `set`."""
-    used = set(_JINJA_VAR.findall(template))
-    for bound in _JINJA_BOUND.findall(template):
-        used -= {b.strip() for b in bound.replace(" in ", ",").split(",")}
-    return frozenset(used - {"loop", "true", "false", "none"})
+    try:
+        parsed = jinja2.Environment().parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        reason = (exc.message or "").rstrip(".")
+        ctx.error("card", f"line {exc.lineno} of this card is not valid Jinja: {reason}", value)
+        return frozenset()
+    return frozenset(jinja2.meta.find_undeclared_variables(parsed))
 
 
 def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:

@@ -18,7 +18,7 @@ class Binding:
 
 @dataclass
 class Scope:
-    """Names visible in a block. A `|x| { ... }` body opens a child scope; `if` copies one."""
+    """Names visible in a block; a body, a branch and a loop's round each open a child."""
 
     names: dict[str, Binding] = field(default_factory=dict)
     parent: Scope | None = None
@@ -42,10 +42,8 @@ class Scope:
         return out
 
     def child(self) -> Scope:
-        return Scope(parent=self, sessions=self.sessions)
-
-    def branch(self) -> Scope:
-        """A scope for one branch of an `if`: reads see this one, writes stay apart."""
+        """A scope inside this one (a body, a branch, a round): reads see this one, writes
+        stay apart."""
         return Scope(parent=self, sessions=self.sessions)
 
 

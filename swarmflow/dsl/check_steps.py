@@ -127,7 +127,7 @@ class StepChecker(ExprChecker):
         scopes: list[Scope] = []
         results: list[BlockResult] = []
         for block in blocks:
-            self.scope = before.branch()
+            self.scope = before.child()
             results.append(self.block(block, lambda_body=False) if block else BlockResult())
             scopes.append(self.scope)
         self.scope = before
@@ -176,7 +176,7 @@ class StepChecker(ExprChecker):
         bound, label, item = self._loop_bound(stmt)
         before = self.scope
         self.spends.append(Spend())
-        body = self._round(stmt, before.branch(), item)
+        body = self._round(stmt, before.child(), item)
         inner = self.spends.pop()
         self.budget_feasible(stmt, bound, inner, label)
         self.spends[-1].absorb(inner, bound.bound)
@@ -187,7 +187,7 @@ class StepChecker(ExprChecker):
             self.spends.pop()
         self.scope = before
         certain = stmt.var is None and bound.exact and (bound.bound or 0) >= 1
-        falling = [body] if certain else [body, before.branch()]
+        falling = [body] if certain else [body, before.child()]
         where = f"the loop on line {stmt.line}, which may run no rounds"
         if stmt.var is not None:
             body.names.pop(stmt.var.id, None)
@@ -282,7 +282,7 @@ class StepChecker(ExprChecker):
 
 def _carried(before: Scope, body: Scope) -> Scope:
     """A scope for a second round: what the first assigned, merged with what came before."""
-    scope = before.branch()
+    scope = before.child()
     for name, binding in body.names.items():
         prior = before.lookup(name)
         value = merge(prior.value, binding.value) if prior else binding.value

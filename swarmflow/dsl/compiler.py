@@ -53,7 +53,7 @@ def compile_module(module: ast.Module, source: str = "", filename: str = "<strin
         steps=steps,
         lambdas=compiler.lambdas,
         sessions=compiler.sessions,
-        models=compiler.models,
+        models=_model_refs(module),
         tool_refs=[
             (n.id, n.line, n.column)
             for decl in module.agents
@@ -164,7 +164,6 @@ class _Compiler:
         self.globals = agents | imports | set(CALLABLE_BUILTINS) | {HUMAN}
         self.lambdas: dict[Position, StepGraph] = {}
         self.sessions: dict[Position, str] = {}
-        self.models: list[tuple[str, int, int]] = []
         self.open_sessions: list[str] = []
         self.agents = agents
 
@@ -324,8 +323,6 @@ class _Compiler:
                 self._turn(item, handles)
                 stack.append(item.prompt if isinstance(item, ast.Ask) else item.value)
             else:
-                if isinstance(item, ast.Call):
-                    self._output_models(item)
                 stack.extend(ast.children(item))
 
     def _turn(self, node: ast.Ask | ast.Send, handles: set[str]) -> None:
@@ -333,13 +330,6 @@ class _Compiler:
             handle = self.open_sessions[-1]
             self.sessions[(node.line, node.column)] = handle
             handles.add(handle)
-        if isinstance(node, ast.Ask) and node.output is not None:
-            self.models.append((node.output.id, node.output.line, node.output.column))
-
-    def _output_models(self, call: ast.Call) -> None:
-        for kw in call.keywords:
-            if kw.name == "output" and isinstance(kw.value, ast.Name):
-                self.models.append((kw.value.id, kw.value.line, kw.value.column))
 
     def _lambda(self, lam: ast.Lambda, reads: set[str], handles: set[str]) -> None:
         params = [p.id for p in lam.params]
@@ -362,6 +352,18 @@ class _Compiler:
         if len(text) > 60:
             text, more = text[:57], True
         return text + (" …" if more else "")
+
+
+def _model_refs(module: ast.Module) -> list[tuple[str, int, int]]:
+    """Names used as `output:` and `ask ... as` models, with where."""
+    refs: list[ast.Expr | None] = []
+    for item in (n for block in module.steps for n in ast.walk(block)):
+        if isinstance(item, ast.Ask):
+            refs.append(item.output)
+        elif isinstance(item, ast.Call):
+            refs.extend(kw.value for kw in item.keywords if kw.name == "output")
+    found = [(r.id, r.line, r.column) for r in refs if isinstance(r, ast.Name)]
+    return sorted(found, key=lambda ref: ref[1:])
 
 
 def _priors(builder: _Builder, names: Iterable[str]) -> dict[str, str | None]:

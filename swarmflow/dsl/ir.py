@@ -141,23 +141,6 @@ class Program:
     tool_refs: list[tuple[str, int, int]] = field(default_factory=list)
     """Imported names listed in an agent's `tools`, with where, to verify once imported."""
 
-    def topology_mermaid(self) -> str:
-        """The declared team as a Mermaid flowchart."""
-        lines = ["flowchart LR"]
-        lines += [f"    {a.name}[{a.name}]" for a in self.agents]
-        lines.append("    human((human))")
-        lines += [f"    {a} --> {b}" for a, b in self.edges]
-        return "\n".join(lines)
-
-    def topology_dot(self) -> str:
-        """The declared team in Graphviz DOT."""
-        lines = [f'digraph "{self.name}_team" {{', "    rankdir=LR;"]
-        lines += [f'    "{a.name}" [shape=box];' for a in self.agents]
-        lines.append('    "human" [shape=doublecircle];')
-        lines += [f'    "{a}" -> "{b}";' for a, b in self.edges]
-        lines.append("}")
-        return "\n".join(lines)
-
     def steps_mermaid(self) -> str:
         """The step graph as a Mermaid flowchart; `if` branches are subgraphs."""
         lines = ["flowchart TD"]

@@ -18,7 +18,7 @@ from swarmflow.dsl import ast
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.lexer import LexError, Newlines, Origin, lexing
 from swarmflow.dsl.syntax_errors import describe_lex_error, describe_unexpected
-from swarmflow.dsl.syntax_tree import AstBuilder, BuildState, build_state
+from swarmflow.dsl.syntax_tree import CONSTANTS, AstBuilder, BuildState, build_state
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _parser: Lark | None = None
@@ -98,9 +98,9 @@ _SIMPLE_HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]
 
 def _dotted(path: str, line: int, column: int) -> ast.Expr:
     parts = path.split(".")
-    if parts[0] in _KEYWORDS:
+    if parts[0] in CONSTANTS:
         return ast.Const(
-            value=_KEYWORDS[parts[0]],
+            value=CONSTANTS[parts[0]],
             line=line,
             column=column,
             end_line=line,
@@ -116,9 +116,6 @@ def _dotted(path: str, line: int, column: int) -> ast.Expr:
             value=node, attr=part, line=line, column=column, end_line=line, end_column=end
         )
     return node
-
-
-_KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "none": None}
 
 
 def _fallback(exc: BaseException, filename: str, where: Origin) -> Diagnostic:

@@ -35,13 +35,31 @@ async def call(ev: Evaluator, node: ast.Call) -> Any:
 
 async def agent_call(ev: Evaluator, node: ast.Call) -> Any:
     prompt = await ev.evaluate(node.args[0]) if node.args else ""
-    options: dict[str, Any] = {}
+    return await agent(node.func.id, prompt, **await options(ev, node, imports=("output",)))
+
+
+async def options(
+    ev: Evaluator, node: Any, *, imports: tuple[str, ...] = (), agents: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A call's `name: value` options; those in `imports` name an import (a model, a
+    predicate), those in `agents` name agents, bare: one agent or a list of them."""
+    found: dict[str, Any] = {}
     for kw in node.keywords:
-        if kw.name == "output":
-            options["output"] = model_of(ev, kw.value)
+        value = kw.value
+        if kw.name in imports:
+            found[kw.name] = model_of(ev, value)
+        elif kw.name in agents:
+            found[kw.name] = agent_names(value)
         else:
-            options[kw.name] = await ev.evaluate(kw.value)
-    return await agent(node.func.id, prompt, **options)
+            found[kw.name] = await ev.evaluate(value)
+    return found
+
+
+def agent_names(node: Any) -> Any:
+    """`coder` is "coder", `[coder, reviewer]` is ["coder", "reviewer"] (check made sure)."""
+    if isinstance(node, ast.ListExpr):
+        return [item.id for item in node.items if isinstance(item, ast.Name)]
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def model_of(ev: Evaluator, node: Any) -> Any:
@@ -66,32 +84,18 @@ async def argument(ev: Evaluator, node: Any) -> Any:
 
 async def compact_call(ev: Evaluator, node: ast.Call) -> Any:
     outcomes = await ev.evaluate(node.args[0])
-    keep = next((model_of(ev, k.value) for k in node.keywords if k.name == "keep"), None)
-    return compact(outcomes, keep=keep)
+    return compact(outcomes, **await options(ev, node, imports=("keep",)))
 
 
 async def human_call(ev: Evaluator, node: ast.Call) -> Any:
     args = [await ev.evaluate(a) for a in node.args]
-    options: dict[str, Any] = {}
-    for kw in node.keywords:
-        options[kw.name] = (
-            model_of(ev, kw.value) if kw.name == "output" else await ev.evaluate(kw.value)
-        )
-    return await human(*args, **options)
+    return await human(*args, **await options(ev, node, imports=("output",)))
 
 
 async def team_call(ev: Evaluator, node: ast.Call) -> Any:
     """`team(task, lead: agent, roles: [agents], ...)`: agents are named bare, as everywhere."""
     task = await ev.evaluate(node.args[0])
-    options: dict[str, Any] = {}
-    for kw in node.keywords:
-        if kw.name == "lead" and isinstance(kw.value, ast.Name):
-            options["lead"] = kw.value.id
-        elif kw.name == "roles" and isinstance(kw.value, ast.ListExpr):
-            options["roles"] = [item.id for item in kw.value.items if isinstance(item, ast.Name)]
-        else:
-            options[kw.name] = await ev.evaluate(kw.value)
-    return await team(task, **options)
+    return await team(task, **await options(ev, node, agents=("lead", "roles")))
 
 
 async def pipeline_call(ev: Evaluator, node: ast.Call) -> list[Any]:
@@ -103,8 +107,7 @@ async def pipeline_call(ev: Evaluator, node: ast.Call) -> list[Any]:
         source = await ev.evaluate(first)
     stages = [stage(ev, a) for a in node.args[1:]]
     stages += [ev.lambda_callable(lam) for lam in node.lambdas]
-    options = {kw.name: await ev.evaluate(kw.value) for kw in node.keywords}
-    stream = pipeline(source, *stages, **options)
+    stream = pipeline(source, *stages, **await options(ev, node))
     try:
         return await stream.collect()
     finally:
@@ -127,16 +130,16 @@ def stage(ev: Evaluator, node: Any) -> Callable[[Any], Awaitable[Any]]:
 async def run_parallel(ev: Evaluator, node: ast.Parallel, *, stream: bool) -> Any:
     """`parallel(n) |i| { ... }`: n branches of the body, or the streaming form."""
     n = await _branch_count(ev, node)
-    options = {kw.name: await ev.evaluate(kw.value) for kw in node.keywords}
+    given = await options(ev, node)
     body = node.body
 
     def factory(i: int) -> Awaitable[Any]:
         return ev.run_lambda(body, [i] if body.params else [])
 
     if stream:
-        options.pop("first", None)
-        return parallel.stream(factory, n=n, **options)
-    return await parallel(factory, n=n, **options)
+        given.pop("first", None)
+        return parallel.stream(factory, n=n, **given)
+    return await parallel(factory, n=n, **given)
 
 
 async def _branch_count(ev: Evaluator, node: ast.Parallel) -> int:

@@ -12,28 +12,7 @@ from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
 from swarmflow.dsl.lexer import LexError, Origin, bad_character
 
-_EXPRESSION_STARTS = frozenset(
-    {
-        "NAME",
-        "NUMBER",
-        "COST",
-        "STRING",
-        "LONG_STRING",
-        "TRUE",
-        "FALSE",
-        "NONE",
-        "LPAR",
-        "LSQB",
-        "MINUS",
-        "NOT",
-        "PARALLEL",
-        "BUDGET",
-        "ASK",
-        "SEND",
-    }
-)
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
-_DECLARATION_STARTS = frozenset({"FLOW", "USE", "BUDGET", "AGENT", "EDGES", "STEPS"})
 _NAMED = {
     "NAME": "a name",
     "EDGE_LIST": "an edge such as a -> b",
@@ -60,6 +39,16 @@ _PYTHON_HABITS = {
     "await": "steps are awaited for you; drop `await`",
     "with": "write `session agent { ... }` for a conversation",
 }
+
+
+@cache
+def _starts(rule: str) -> frozenset[str]:
+    """The tokens that may begin `rule` (`start` or `expr`), read from the parse table."""
+    from swarmflow.dsl.parser import get_parser
+
+    table = get_parser().parser.parser.parser.parse_table
+    found = table.states[table.start_states[rule]]
+    return frozenset(t for t in found if t.isupper() and t not in ("_NL", "$END"))
 
 
 @cache
@@ -103,13 +92,12 @@ def describe_unexpected(
         return unclosed
     opener = _mismatched_opener(token, before)
     if opener is not None:
-        closer = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}[opener.type]
         return _diag(
             filename,
             opener.line or 1,
             opener.column or 1,
             1,
-            f"this '{opener}' is never closed; add '{closer}' before the "
+            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' before the "
             f"'{token}' on line {token.line}",
         )
     spot = token
@@ -125,19 +113,29 @@ def describe_unexpected(
     )
 
 
-_NEW_THINGS = _STATEMENT_STARTS | _DECLARATION_STARTS | {"REPEAT", "FOR", "MATCH", "RBRACE"}
+_NEW_THINGS = _STATEMENT_STARTS | {"REPEAT", "FOR", "MATCH", "RBRACE"}
+
+
+_CLOSERS = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
+_CLOSING = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
+
+
+def _open_brackets(tokens: list[Token]) -> list[int]:
+    """Where the brackets still open after `tokens` are, innermost last."""
+    stack: list[int] = []
+    for i, tok in enumerate(tokens):
+        if tok.type in _CLOSING:
+            stack.append(i)
+        elif tok.type in _CLOSERS and stack:
+            stack.pop()
+    return stack
 
 
 def _unclosed_before(
     token: Token, before: list[Token], source: str, filename: str
 ) -> Diagnostic | None:
     """A bracket or agent block left open on an earlier line, where a new line starts anew."""
-    stack: list[int] = []
-    for i, tok in enumerate(before):
-        if tok.type in ("LPAR", "LSQB", "LBRACE"):
-            stack.append(i)
-        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
-            stack.pop()
+    stack = _open_brackets(before)
     if not stack:
         return None
     at = stack[-1]
@@ -145,7 +143,7 @@ def _unclosed_before(
     if (opener.line or 0) >= (token.line or 0):
         return None
     in_agent = at >= 2 and before[at - 2].type == "AGENT"
-    starts_anew = token.type in _NEW_THINGS or (
+    starts_anew = token.type in _NEW_THINGS | _starts("start") or (
         token.type == "NAME" and _assigned(source, token) and not in_agent
     )
     if in_agent and (starts_anew or token.type == "LBRACE"):
@@ -158,13 +156,13 @@ def _unclosed_before(
             f"agent '{before[at - 1]}' is never closed; add '}}' before line {token.line}",
         )
     if opener.type != "LBRACE" and starts_anew:
-        closer = {"LPAR": ")", "LSQB": "]"}[opener.type]
         return _diag(
             filename,
             opener.line or 1,
             opener.column or 1,
             1,
-            f"this '{opener}' is never closed; add '{closer}' before line {token.line}",
+            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' before line "
+            f"{token.line}",
         )
     return None
 
@@ -177,17 +175,9 @@ def _assigned(source: str, token: Token) -> bool:
 
 def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
     """The innermost open bracket when `token` closes a different kind of bracket."""
-    pairs = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
-    if token.type not in pairs:
-        return None
-    stack: list[Token] = []
-    for tok in before:
-        if tok.type in ("LPAR", "LSQB", "LBRACE"):
-            stack.append(tok)
-        elif tok.type in pairs and stack:
-            stack.pop()
-    if stack and stack[-1].type != pairs[token.type]:
-        return stack[-1]
+    stack = _open_brackets(before)
+    if token.type in _CLOSERS and stack and before[stack[-1]].type != _CLOSERS[token.type]:
+        return before[stack[-1]]
     return None
 
 
@@ -214,34 +204,19 @@ def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
     return [t for t in found if t.start_pos is None or t.start_pos < stop]
 
 
-def _unclosed_brackets(source: str) -> list[Token]:
-    """Brackets opened and never closed; for syntax-error hints."""
-    from swarmflow.dsl.parser import tokens
-
-    stack: list[Token] = []
-    for tok in tokens(source):
-        if tok.type in ("LPAR", "LSQB", "LBRACE"):
-            stack.append(tok)
-        elif tok.type in ("RPAR", "RSQB", "RBRACE") and stack:
-            stack.pop()
-    return stack
-
-
 def _at_end(
     exc: UnexpectedToken, source: str, filename: str, where: Origin, before: list[Token]
 ) -> Diagnostic:
-    if where == Origin():
-        opened = _unclosed_brackets(source)
-        if opened:
-            char = str(opened[-1])
-            closer = {"(": ")", "[": "]", "{": "}"}[char]
-            return _diag(
-                filename,
-                opened[-1].line or 1,
-                opened[-1].column or 1,
-                1,
-                f"this '{char}' is never closed; add '{closer}' to close it",
-            )
+    opened = _open_brackets(before) if where == Origin() else []
+    if opened:
+        opener = before[opened[-1]]
+        return _diag(
+            filename,
+            opener.line or 1,
+            opener.column or 1,
+            1,
+            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' to close it",
+        )
     last = before[-1] if before else None
     line = last.end_line if last is not None and last.end_line else where.line
     column = last.end_column if last is not None and last.end_column else where.column
@@ -314,15 +289,8 @@ def _keyword_equals(token: Token, expected: set[str], before: list[Token]) -> st
 
 
 def _inside_parentheses(before: list[Token]) -> bool:
-    depth = 0
-    for tok in reversed(before):
-        if tok.type in ("RPAR", "RSQB", "RBRACE"):
-            depth += 1
-        elif tok.type in ("LPAR", "LSQB", "LBRACE"):
-            if depth == 0:
-                return tok.type == "LPAR"
-            depth -= 1
-    return False
+    stack = _open_brackets(before)
+    return bool(stack) and before[stack[-1]].type == "LPAR"
 
 
 def _python_habit(token: Token, expected: set[str], before: list[Token]) -> str | None:
@@ -344,16 +312,15 @@ def _reserved_word(token: Token, expected: set[str], before: list[Token]) -> str
 def _early_line_end(token: Token, expected: set[str], before: list[Token]) -> str | None:
     if token.type == "_NL":
         return f"this line ends too early; expected {_expected(expected)}"
-    if token.type == "RBRACE" and not _has_opener(before, "LBRACE", "RBRACE"):
+    if token.type == "RBRACE" and not _has_opener(before, "LBRACE"):
         return "unmatched '}': there is no '{' for it to close"
-    if token.type == "RPAR" and not _has_opener(before, "LPAR", "RPAR"):
+    if token.type == "RPAR" and not _has_opener(before, "LPAR"):
         return "unmatched ')': there is no '(' for it to close"
     return None
 
 
-def _has_opener(before: list[Token], opener: str, closer: str) -> bool:
-    depth = sum(1 if t.type == opener else -1 if t.type == closer else 0 for t in before)
-    return depth > 0
+def _has_opener(before: list[Token], opener: str) -> bool:
+    return any(before[i].type == opener for i in _open_brackets(before))
 
 
 _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
@@ -388,15 +355,15 @@ def describe_token(token: Token) -> str:
 def _expected(expected: Iterable[str]) -> str:
     chosen = set(expected) - {"SEMICOLON"}
     words: list[str] = []
-    if chosen >= _DECLARATION_STARTS:
+    if chosen >= _starts("start"):
         words.append("a declaration (flow, use, budget, agent, edges or steps)")
-        chosen -= _DECLARATION_STARTS
+        chosen -= _starts("start")
     if chosen >= _STATEMENT_STARTS:
         words.append("a statement")
         chosen -= _STATEMENT_STARTS
     if {"NAME", "NUMBER", "STRING"} <= chosen:
         words.append("an expression")
-        chosen -= _EXPRESSION_STARTS
+        chosen -= _starts("expr")
     words.extend(sorted({_describe_terminal(t) for t in chosen}))
     if not words:
         return "something else"

@@ -54,6 +54,11 @@ class BuildState:
     parse_hole: HoleParser
     problems: list[Diagnostic] = field(default_factory=list)
 
+    def problems_at(self, problems: list[tuple[str, int, int]]) -> None:
+        """Problems a string literal had, each at its own place."""
+        for message, line, column in problems:
+            self.problem(message, Spot(line, column))
+
     def problem(self, message: str, where: Any, code: str = "syntax") -> None:
         self.problems.append(
             Diagnostic(
@@ -144,8 +149,7 @@ class AstBuilder(Transformer[Token, Any]):
     def _field_value(self, token: Token) -> Any:
         if token.type in ("STRING", "LONG_STRING"):
             text, problems = plain_text(token)
-            for message, line, column in problems:
-                build_state.get().problem(message, Spot(line, column))
+            build_state.get().problems_at(problems)
             return ast.Str(texts=[text], **_at(token))
         if token.type == "NONE":
             return ast.Const(value=None, **_at(token))
@@ -220,8 +224,7 @@ class AstBuilder(Transformer[Token, Any]):
         pattern = None
         if head.type == "STRING":
             pattern, problems = plain_text(head)
-            for message, line, column in problems:
-                build_state.get().problem(message, Spot(line, column))
+            build_state.get().problems_at(problems)
         if not isinstance(body, ast.Block):
             body = ast.Block(stmts=[body], **_at(body))
         return ast.Arm(pattern=pattern, body=body, **_at(head, body))
@@ -262,21 +265,11 @@ class AstBuilder(Transformer[Token, Any]):
     def number(self, c: list[Token]) -> ast.Number:
         return self._number(c[0])
 
-    cost = number
-
     def string(self, c: list[Token]) -> ast.Str:
         return self._string(c[0])
 
-    long_string = string
-
-    def true(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=True, **_at(c[0]))
-
-    def false(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=False, **_at(c[0]))
-
-    def none(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=None, **_at(c[0]))
+    def const(self, c: list[Token]) -> ast.Const:
+        return ast.Const(value=CONSTANTS[str(c[0])], **_at(c[0]))
 
     def group(self, c: list[Any]) -> Any:
         return c[1]
@@ -344,8 +337,7 @@ class AstBuilder(Transformer[Token, Any]):
 
     def _string(self, token: Token) -> ast.Str:
         texts, holes, problems = split_template(token)
-        for message, line, column in problems:
-            build_state.get().problem(message, Spot(line, column))
+        build_state.get().problems_at(problems)
         parse_hole = build_state.get().parse_hole
         values = [parse_hole(text, line, column) for text, line, column in holes]
         values = [v for v in values if v is not None]
@@ -354,6 +346,7 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.Str(texts=texts, values=values, **_at(token))
 
 
+CONSTANTS: dict[str, bool | None] = {"true": True, "false": False, "none": None}
 _EDGE_PART = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|,|\n")
 
 

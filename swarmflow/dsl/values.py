@@ -14,7 +14,6 @@ LIST, OUTCOMES = "list", "outcomes"
 OUTPUT, SNAPSHOT, MODEL = "output", "snapshot", "model"
 CALLABLE, AGENT, UNKNOWN = "callable", "agent", "unknown"
 
-SEQUENCES = frozenset({LIST, OUTCOMES, UNKNOWN})
 NOT_SEQUENCES = frozenset({NUMBER, BOOL, NONE, OUTPUT, SNAPSHOT, STRING})
 
 DESCRIPTIONS = {

@@ -266,6 +266,27 @@ def test_card_variables_must_be_passed():
     assert d.code == "card" and "repo" in d.message and "repo: ..." in d.message
 
 
+@pytest.mark.parametrize(
+    ("card", "missing"),
+    [
+        ("{% for f in files %}{{ f }} {{ loop.index }}{% endfor %}", "files"),
+        ("{% if strict %}Be strict.{% endif %}", "strict"),
+        ("{% set n = 3 %}{{ n }} {{ notes | upper }}", "notes"),
+    ],
+)
+def test_card_variables_are_what_jinja_reads(card, missing):
+    source = flow_text("  return coder(task)", agents=f'agent coder {{ card "{card}" }}')
+    [d] = errors(source)
+    assert d.code == "card" and f"uses {missing}," in d.message
+
+
+def test_a_card_that_is_not_valid_jinja_is_an_error_at_the_card():
+    source = flow_text("  return coder(task)", agents='agent coder { card "Fix {{ task " }')
+    [d] = errors(source)
+    assert (d.code, d.line, d.column) == ("card", 3, 20)
+    assert d.message.startswith("line 1 of this card is not valid Jinja")
+
+
 def test_duplicates_and_reserved_names():
     source = (
         "flow f(task: str, task: str) -> str\n"

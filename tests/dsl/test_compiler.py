@@ -9,6 +9,7 @@ from swarmflow.dsl.parser import parse
 
 from .bigflow import big_flow
 from .helpers import EXAMPLES, flow_text
+from .test_cli import main
 
 AB = "agent a {}\nagent b {}\nagent c {}"
 
@@ -120,8 +121,15 @@ def test_graphs_print_as_mermaid_and_dot():
     assert "s0 --> s2" in mermaid and "s0 --> s1" not in mermaid
     dot = prog.steps_dot()
     assert dot.startswith('digraph "f_steps"') and '"s0" -> "s2";' in dot
-    assert "human((human))" in prog.topology_mermaid()
-    assert '"a" -> "c";' in prog.topology_dot()
+
+
+def test_the_team_prints_as_mermaid_and_dot(tmp_path, capsys):
+    path = tmp_path / "t.swarm"
+    path.write_text(flow_text("  return a(task).text", agents=AB, edges="edges a -> c"))
+    assert main(["graph", str(path), "--which", "topology"]) == 0
+    assert "human((human))" in capsys.readouterr().out
+    assert main(["graph", str(path), "--which", "topology", "--format", "dot"]) == 0
+    assert '"a" -> "c";' in capsys.readouterr().out
 
 
 def test_a_generated_two_thousand_line_flow_checks_clean_and_compiles():

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,10 @@ def _raw(url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, di
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+    except (urllib.error.URLError, ConnectionError):
+        # An oversized body: the server answered 413 and closed the connection before the
+        # client had sent it all.
+        return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"ok": False, "error": "closed mid-send"}
 
 
 async def test_hostile_requests_get_clear_statuses() -> None:
@@ -124,6 +129,7 @@ async def test_hostile_requests_get_clear_statuses() -> None:
         return [await anyio.to_thread.run_sync(_raw, *ask) for ask in asks]
 
     result = await on_board(body, TEAM, board_port=0)
+    assert result.status == "ok", result.error
     statuses = [status for status, _ in result.output]
     assert statuses == [401, 400, 400, 400, 404, 403, 403, 400, 413]
     assert all(answer["ok"] is False and answer["error"] for _, answer in result.output)
@@ -200,3 +206,22 @@ def test_the_commands_say_what_is_wrong(args: tuple[str, ...], says: str) -> Non
         if env_token is not None:
             os.environ["SWARMFLOW_BOARD_TOKEN"] = env_token
     assert code == 2 and says in err
+
+
+def test_swarmflow_run_board_port_serves_and_says_where(tmp_path: Path) -> None:
+    flow_file = ROOT / "tests" / "runtime" / "busy.swarm"
+    argv = [sys.executable, "-m", "swarmflow.cli", "run", str(flow_file), "--demo"]
+    env = {**_env(), "SWARMFLOW_RUNS": str(tmp_path)}
+    done = subprocess.run(
+        [*argv, "--board-port", "0"], check=False, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "board: http://127.0.0.1:" in done.stderr and "token: " in done.stderr
+    (run_dir,) = tmp_path.iterdir()
+    (served,) = [e for e in _events(run_dir) if e.type == "board_served"]
+    assert served.url in done.stderr
+    assert not (run_dir / "board.json").exists()
+    refused = subprocess.run(
+        [*argv, "--board-port", "-1"], check=False, capture_output=True, text=True, env=env
+    )
+    assert refused.returncode == 1 and "cannot serve the board" in refused.stdout + refused.stderr
