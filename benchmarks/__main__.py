@@ -13,7 +13,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks._harness import FULL, QUICK, Row, Settings, environment, markdown, table, write_json
+from benchmarks._harness import (
+    FULL,
+    QUICK,
+    Row,
+    Settings,
+    environment,
+    load_average,
+    markdown,
+    table,
+    write_json,
+)
 from benchmarks.cases import CASES
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -70,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = _chosen(args.cases)
     started = time.perf_counter()
     rows = run_cases(names, settings)
-    meta = environment(settings) | {"seconds": round(time.perf_counter() - started, 1)}
+    meta = environment(settings) | {
+        "seconds": round(time.perf_counter() - started, 1),
+        "load_average": load_average(),  # the machine may be shared: say how busy it was
+    }
     print(table(rows))
     if args.markdown:
         print("\n" + markdown(rows))
@@ -78,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     missed = [r for r in rows if r.passed is False]
     print(
         f"\n{len(rows)} rows, {len(missed)} target(s) missed, {meta['seconds']} s; "
-        f"results in {args.json}"
+        f"load average {meta['load_average']}; results in {args.json}"
     )
     return 1 if args.strict and missed else 0
 

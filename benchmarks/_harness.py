@@ -44,6 +44,7 @@ class Settings:
     memory_sizes: tuple[int, ...] = (1_000, 10_000)
     chain_calls: int = 1_000
     latency_branches: int = 64
+    latency_wide_branches: int = 1_000
     coders: int = 8
     dsl_lines: int = 2_000
     import_runs: int = 7
@@ -73,6 +74,7 @@ TINY = Settings(
     memory_sizes=(10,),
     chain_calls=12,
     latency_branches=4,
+    latency_wide_branches=8,
     coders=3,
     dsl_lines=60,
     import_runs=1,
@@ -266,6 +268,14 @@ def _fmt(value: float) -> str:
     if abs(value) >= 10:
         return f"{value:.1f}"
     return f"{value:.3g}"
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, printed beside every table."""
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def environment(settings: Settings) -> dict[str, Any]:

@@ -98,6 +98,7 @@ async def _within(run: RunContext, fn: Callable[..., Any], *args: Any) -> Any:
         result = fn(*args)
         if inspect.isawaitable(result):
             result = await result
+        run.write_ahead()  # the answer leaves the process: what the call recorded is on disk
         return result
 
 

@@ -336,6 +336,7 @@ async def _close(
     # A run that did not finish keeps its worktrees and branches: nothing done is lost, and a
     # person (or a resumed run) can pick the work up from them.
     keep = ctx.keep_workspaces or status != "ok"
+    ctx.write_ahead()  # removing worktrees is an external effect, and may fail
     try:
         if ctx.workspaces is not None:
             await ctx.workspaces.close(keep=keep)

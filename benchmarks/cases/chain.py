@@ -55,7 +55,8 @@ from swarmflow.testing import FunctionModel, Step, tool_call
 from swarmflow.tools import ArgsModel, ToolRegistry
 
 CASE = "chain"
-OVERHEAD_TARGET_US = 30.0
+OVERHEAD_TARGET_US = 100.0
+"""Engine overhead per model call: 1% of a 10 ms call."""
 GROWTH_LIMIT = 1.2
 """A turn late in a long session may cost at most this much more than an early one (the
 spread of this shared machine; a quadratic cost doubles it and more)."""

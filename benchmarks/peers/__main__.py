@@ -4,9 +4,10 @@
     python -m benchmarks.peers --quick         # fewer runs, N = 1,000 only
     python -m benchmarks.peers --venv /tmp/peers --runs 7
 
-Each engine is measured against its own raw-asyncio baseline in its own process, so the
-"x raw" figures compare fairly across processes on a noisy machine; the swarmflow/peer
-ratios use the medians as measured.
+Every engine and the raw-asyncio baseline run in one process (the peers' interpreter, with
+swarmflow imported from this checkout), their order rotating every round, so the load of a
+shared machine falls on all of them alike and the swarmflow/peer ratios can be read directly.
+The fan-out rows carry the target: swarmflow at most half of each peer's cost per branch.
 """
 
 from __future__ import annotations
@@ -15,22 +16,23 @@ import argparse
 import json
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import FULL, QUICK, Settings
-from benchmarks.cases import chain, fanout, skew
-from benchmarks.cases._common import runs_folder
+from benchmarks._harness import FULL, QUICK, Settings, load_average
 from benchmarks.peers import ENGINES, PEER_MODULES, PEER_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = ROOT / ".venv-peers"
 SHAPES = Path(__file__).resolve().parent / "shapes.py"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "peers.json"
-SHAPE_TIMEOUT = 900
+SHAPE_TIMEOUT = 1800
+PEER_RATIO_TARGET = 0.5
+"""Per fan-out branch, swarmflow may cost at most this share of each peer's cost."""
 
 
 class PeersUnavailable(SystemExit):
@@ -110,13 +112,19 @@ Results = dict[str, dict[str, Figure]]
 """shape -> engine -> figure."""
 
 
-def run_peer(python: Path, engine: str, sizes: Sequence[int], settings: Settings) -> dict[str, Any]:
-    """Run `shapes.py` for one engine in the peers' interpreter; its parsed JSON."""
+def run_shapes(
+    python: Path, engines: Sequence[str], sizes: Sequence[int], settings: Settings
+) -> dict[str, Any]:
+    """Run `shapes.py` for swarmflow and the peers in the peers' interpreter; its JSON."""
     cmd = [
         str(python),
         str(SHAPES),
-        "--engine",
-        engine,
+        "--engines",
+        ",".join(["swarmflow", *engines]),
+        "--swarmflow",
+        str(ROOT),
+        "--site",
+        sysconfig.get_paths()["purelib"],
         "--sizes",
         ",".join(map(str, sizes)),
         "--steps",
@@ -126,52 +134,33 @@ def run_peer(python: Path, engine: str, sizes: Sequence[int], settings: Settings
         "--warmup",
         str(settings.warmup),
     ]
-    print(f"[peers] {engine} ...", file=sys.stderr, flush=True)
+    print(f"[peers] swarmflow, {', '.join(engines)}, one process ...", file=sys.stderr)
     try:
         done = subprocess.run(
-            cmd, capture_output=True, text=True, check=False, timeout=SHAPE_TIMEOUT
+            cmd, stdout=subprocess.PIPE, text=True, check=False, timeout=SHAPE_TIMEOUT
         )
     except subprocess.TimeoutExpired:
-        raise PeersUnavailable(f"bench-peers: {engine} took over {SHAPE_TIMEOUT} s") from None
+        raise PeersUnavailable(f"bench-peers: the shapes took over {SHAPE_TIMEOUT} s") from None
     if done.returncode != 0:
-        raise PeersUnavailable(
-            f"bench-peers: {engine} failed (exit {done.returncode}):\n{_tail(done.stderr)}"
-        )
+        raise PeersUnavailable(f"bench-peers: shapes.py failed (exit {done.returncode})")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
-def peer_figures(raw: dict[str, Any], sizes: Sequence[int], steps: int) -> dict[str, Figure]:
-    """A peer's JSON as per-branch, per-step and wall-time figures."""
-    out = {}
-    for n in sizes:
-        med = raw["fanout"][str(n)]
-        out[f"fanout {n}"] = Figure(med["engine"] / n * 1e6, med["baseline"] / n * 1e6)
-    out["chain"] = Figure(
-        raw["chain"]["engine"] / steps * 1e6, raw["chain"]["baseline"] / steps * 1e6
-    )
-    out["skew"] = Figure(raw["skew"]["engine"], raw["skew"]["baseline"])
-    return out
-
-
-def swarmflow_figures(sizes: Sequence[int], settings: Settings) -> dict[str, Figure]:
-    """The same shapes in swarmflow, measured in this process."""
-    print("[peers] swarmflow ...", file=sys.stderr, flush=True)
-    out = {}
-    steps = settings.chain_calls
-    with runs_folder() as root:
-        for n in sizes:
-            paired = fanout.time_fanout(n, settings, root)
-            out[f"fanout {n}"] = Figure(
-                paired.swarmflow["wall"] / n * 1e6, paired.baseline["wall"] / n * 1e6
-            )
-        paired = chain.agent_steps(steps, settings, root)
-        out["chain"] = Figure(
-            paired.swarmflow["wall"] / steps * 1e6, paired.baseline["wall"] / steps * 1e6
-        )
-        wall = skew.skew_walls(settings, root)
-        out["skew"] = Figure(*wall)
-    return out
+def figures(raw: dict[str, Any], sizes: Sequence[int], steps: int) -> Results:
+    """The JSON of `shapes.py` as per-branch, per-step and wall-time figures per engine."""
+    per = {f"fanout {n}": (raw["fanout"][str(n)], 1e6 / n) for n in sizes}
+    per["chain"] = (raw["chain"], 1e6 / steps)
+    per["skew"] = (raw["skew"], 1.0)
+    results: Results = {}
+    for shape, (medians, scale) in per.items():
+        base = medians["baseline"] * scale
+        results[shape] = {
+            engine: Figure(value * scale, base)
+            for engine, value in medians.items()
+            if engine != "baseline"
+        }
+    return results
 
 
 # -- reporting ------------------------------------------------------------------------------
@@ -192,8 +181,15 @@ def _cell(fig: Figure | None, unit: str) -> str:
     return f"{value} {unit} ({fig.times_raw:.1f}x raw)"
 
 
+def _verdict(shape: str, ratio: float) -> str:
+    if not shape.startswith("fanout "):
+        return ""
+    return " pass" if ratio <= PEER_RATIO_TARGET else " MISS"
+
+
 def report(results: Results, engines: Sequence[str]) -> str:
-    """A table: each engine's figure (and x its raw baseline), then swarmflow / each peer."""
+    """A table: each engine's figure (and x the raw baseline), then swarmflow / each peer with
+    the verdict against the target on the fan-out rows."""
     head = ["shape", "swarmflow", *engines, *(f"swarmflow/{e}" for e in engines)]
     lines = [head]
     for shape, by_engine in results.items():
@@ -201,16 +197,22 @@ def report(results: Results, engines: Sequence[str]) -> str:
         ours = by_engine["swarmflow"]
         cells = [label, _cell(ours, unit)]
         cells += [_cell(by_engine.get(e), unit) for e in engines]
-        cells += [
-            f"{ours.value / by_engine[e].value:.2f}x" if e in by_engine else "-" for e in engines
-        ]
+        for e in engines:
+            if e not in by_engine:
+                cells.append("-")
+                continue
+            ratio = ours.value / by_engine[e].value
+            cells.append(f"{ratio:.2f}x{_verdict(shape, ratio)}")
         lines.append(cells)
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     text = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines
     ]
     text.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(text) + "\n(ratio < 1: swarmflow is faster)"
+    return "\n".join(text) + (
+        f"\n(ratio < 1: swarmflow is faster; fan-out target: at most {PEER_RATIO_TARGET:g}x each"
+        f" peer)\nload average {load_average()}"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -241,17 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = (1_000,) if args.quick else (1_000, 10_000)
     started = time.perf_counter()
     python = ensure_peers(args.venv, install=not args.no_install)
-    results: Results = {}
-    for shape, fig in swarmflow_figures(sizes, settings).items():
-        results[shape] = {"swarmflow": fig}
-    versions = {}
-    for engine in engines:
-        raw = run_peer(python, engine, sizes, settings)
-        versions[engine] = raw["version"]
-        for shape, fig in peer_figures(raw, sizes, settings.chain_calls).items():
-            results[shape][engine] = fig
+    raw = run_shapes(python, engines, sizes, settings)
+    results = figures(raw, sizes, settings.chain_calls)
     print(report(results, engines))
-    _write(args.json, results, versions, settings, time.perf_counter() - started)
+    _write(args.json, results, raw["versions"], settings, time.perf_counter() - started)
     return 0
 
 
@@ -269,7 +264,8 @@ def _write(
         for shape, by_engine in results.items()
         for engine, fig in by_engine.items()
     ]
-    meta = {"versions": versions, "runs": settings.runs, "seconds": round(seconds, 1)}
+    meta = {"versions": versions, "runs": settings.runs, "seconds": round(seconds, 1),
+            "load_average": load_average()}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     print(f"\nresults in {path} ({seconds:.0f} s)")

@@ -1,9 +1,13 @@
-"""The fan-out, chain and skew shapes in a peer engine; prints one JSON object on stdout.
+"""The fan-out, chain and skew shapes in swarmflow and the peer engines, in one process;
+prints one JSON object on stdout.
 
 Run by `python -m benchmarks.peers` with the peers' interpreter (`.venv-peers`), as
-`python shapes.py --engine langgraph|pydantic-graph`. Standard library plus the chosen
-engine only: swarmflow is not installed there. Like the main suite, each shape alternates
-the engine with a raw-asyncio baseline in the same process and keeps medians.
+`python shapes.py --engines swarmflow,langgraph,pydantic-graph --swarmflow ROOT --site SITE`:
+swarmflow is imported from the checkout at ROOT, and what the peers' venv lacks of its
+dependencies from the project's site-packages SITE (appended last, so every package both
+have is the peers' own). Like the main suite, each shape alternates the engines and a
+raw-asyncio baseline in the same process and event loop, rotating their order every round,
+and keeps medians: the machine's load falls on every engine alike.
 """
 
 import argparse
@@ -20,6 +24,7 @@ from importlib import metadata
 from typing import Annotated, Any, TypedDict
 
 MIN_BASELINE_ITEMS = 20_000
+BASELINE = "baseline"
 SKEW = {"a1": 0.100, "a2": 0.010, "b1": 0.010, "b2": 0.100}
 Work = Callable[[], Awaitable[Any]]
 
@@ -46,25 +51,24 @@ async def _once(work: Work, repeats: int = 1) -> float:
     return (time.perf_counter() - started) / repeats
 
 
-async def alternate(
-    engine: Work, baseline: Work, runs: int, warmup: int, items: int = 0
+async def rotate(
+    works: dict[str, Work], runs: int, warmup: int, items: int = 0
 ) -> dict[str, float]:
-    """Median seconds of the engine and of the baseline, alternating (ABBA) after a warm-up.
+    """Median seconds of each work, rotating their order every round after a warm-up.
 
-    A baseline sample repeats until it covers MIN_BASELINE_ITEMS items (mean per repeat).
+    The "baseline" work repeats until it covers MIN_BASELINE_ITEMS items (mean per repeat).
     """
     repeats = max(1, MIN_BASELINE_ITEMS // items) if items else 1
-    ours: list[float] = []
-    theirs: list[float] = []
+    samples: dict[str, list[float]] = {name: [] for name in works}
+    names = list(works)
     for round_ in range(warmup + runs):
-        pair = [(engine, ours, 1), (baseline, theirs, repeats)]
-        if round_ % 2:
-            pair.reverse()
-        for work, sink, times in pair:
-            seconds = await _once(work, times)
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            times = repeats if name == BASELINE else 1
+            seconds = await _once(works[name], times)
             if round_ >= warmup:
-                sink.append(seconds)
-    return {"engine": statistics.median(ours), "baseline": statistics.median(theirs)}
+                samples[name].append(seconds)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def gather_baseline(n: int) -> None:
@@ -241,11 +245,48 @@ def pydantic_graph_skew() -> Work:
     return lambda: graph.run(state=_PgState())
 
 
+# -- swarmflow ------------------------------------------------------------------------------
+
+
+class _Swarmflow:
+    """The same shapes through swarmflow's public API, as `make bench` runs them: a real agent
+    session per branch or step and the JSONL event log on (benchmarks/cases)."""
+
+    def __init__(self) -> None:
+        import tempfile
+        from pathlib import Path
+
+        self.root = Path(tempfile.mkdtemp(prefix="swarmflow-peers-"))
+
+    def fanout(self, n: int) -> Work:
+        from benchmarks.cases._common import run_flow, zero_latency_model
+        from benchmarks.cases.fanout import fan_out
+
+        return lambda: run_flow(fan_out, zero_latency_model(), self.root, n=n)
+
+    def chain(self, steps: int) -> Work:
+        from benchmarks.cases._common import run_flow, zero_latency_model
+        from benchmarks.cases.chain import agent_chain
+
+        return lambda: run_flow(agent_chain, zero_latency_model(), self.root, steps=steps)
+
+    def skew(self) -> Work:
+        from benchmarks.cases._common import run_flow
+        from benchmarks.cases.skew import skew_model, skew_probe
+
+        return lambda: run_flow(skew_probe, skew_model(1.0), self.root)
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 def _bound(work: Callable[[int], Awaitable[None]], n: int) -> Work:
     return lambda: work(n)
 
 
-ENGINES: dict[str, dict[str, Any]] = {
+PEERS: dict[str, dict[str, Any]] = {
     "langgraph": {
         "package": "langgraph",
         "fanout": langgraph_fanout,
@@ -262,37 +303,52 @@ ENGINES: dict[str, dict[str, Any]] = {
 
 
 async def measure(
-    engine: str, sizes: list[int], steps: int, runs: int, warmup: int
+    engines: list[str], sizes: list[int], steps: int, runs: int, warmup: int
 ) -> dict[str, Any]:
-    """Every shape in `engine`, each against its raw-asyncio baseline."""
-    shapes = ENGINES[engine]
-    out: dict[str, Any] = {
-        "engine": engine,
-        "version": metadata.version(shapes["package"]),
-        "python": sys.version.split()[0],
-        "fanout": {},
-    }
-    for n in sizes:
-        out["fanout"][str(n)] = await alternate(
-            shapes["fanout"](n), _bound(gather_baseline, n), runs, warmup, items=n
-        )
-    out["chain"] = await alternate(
-        shapes["chain"](steps), _bound(chain_baseline, steps), runs, warmup, items=steps
-    )
-    out["skew"] = await alternate(shapes["skew"](), skew_baseline, runs, warmup)
+    """Every shape in every engine and the raw baseline, rotating, in this one process."""
+    ours = _Swarmflow() if "swarmflow" in engines else None
+    shapes = {e: PEERS[e] for e in engines if e != "swarmflow"}
+    if ours is not None:
+        shapes["swarmflow"] = {"fanout": ours.fanout, "chain": ours.chain, "skew": ours.skew}
+    versions = {e: metadata.version(PEERS[e]["package"]) for e in engines if e in PEERS}
+    out: dict[str, Any] = {"versions": versions, "python": sys.version.split()[0], "fanout": {}}
+    try:
+        for n in sizes:
+            works = {e: shape["fanout"](n) for e, shape in shapes.items()}
+            works[BASELINE] = _bound(gather_baseline, n)
+            print(f"[peers] fan-out N={n:,} ...", file=sys.stderr, flush=True)
+            out["fanout"][str(n)] = await rotate(works, runs, warmup, items=n)
+        works = {e: shape["chain"](steps) for e, shape in shapes.items()}
+        works[BASELINE] = _bound(chain_baseline, steps)
+        print(f"[peers] chain x{steps:,} ...", file=sys.stderr, flush=True)
+        out["chain"] = await rotate(works, runs, warmup, items=steps)
+        works = {e: shape["skew"]() for e, shape in shapes.items()}
+        works[BASELINE] = skew_baseline
+        print("[peers] skew ...", file=sys.stderr, flush=True)
+        out["skew"] = await rotate(works, runs, warmup)
+    finally:
+        if ours is not None:
+            ours.close()
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--engine", choices=sorted(ENGINES), required=True)
+    parser.add_argument("--engines", default="swarmflow," + ",".join(PEERS))
+    parser.add_argument("--swarmflow", default="", help="the swarmflow checkout to import")
+    parser.add_argument("--site", default="", help="site-packages for swarmflow's dependencies")
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     args = parser.parse_args()
+    if args.swarmflow:
+        sys.path.insert(0, args.swarmflow)
+    if args.site:
+        sys.path.append(args.site)
+    engines = [e for e in args.engines.split(",") if e]
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    result = asyncio.run(measure(args.engine, sizes, args.steps, args.runs, args.warmup))
+    result = asyncio.run(measure(engines, sizes, args.steps, args.runs, args.warmup))
     print(json.dumps(result))
 
 

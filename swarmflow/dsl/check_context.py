@@ -52,20 +52,7 @@ class Context:
         if key in self.reported:
             return
         self.reported.add(key)
-        end_line = getattr(node, "end_line", node.line) or node.line
-        end_column = getattr(node, "end_column", node.column + 1) or node.column + 1
-        self.diagnostics.append(
-            Diagnostic(
-                severity=severity,
-                code=code,
-                message=message,
-                line=node.line,
-                column=node.column,
-                end_line=end_line,
-                end_column=end_column,
-                file=self.filename,
-            )
-        )
+        self.diagnostics.append(Diagnostic.at(node, code, message, self.filename, severity))
 
     def error(self, code: str, message: str, node: Any) -> None:
         self.report("error", code, message, node)

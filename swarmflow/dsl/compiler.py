@@ -232,7 +232,7 @@ class _Compiler:
         step.kind, step.branches, step.writes = "if", tuple(graphs), tuple(writes)
         step.titles = tuple(title for title, _ in blocks)
         step.returns = any(g is not None and _may_return(g) for g in graphs)
-        step.priors = _priors(b, writes)
+        step.priors = b.resolve(writes)
 
     def _loop(
         self, stmt: ast.Loop, step: Step, reads: set[str], handles: set[str], b: _Builder
@@ -250,7 +250,7 @@ class _Compiler:
         step.kind, step.branches, step.writes = "loop", (body,), tuple(writes)
         step.titles = ("round",)
         step.returns = _may_return(body)
-        step.priors = _priors(b, writes)
+        step.priors = b.resolve(writes)
 
     def _inner(self, graphs: list[StepGraph | None], reads: set[str], handles: set[str]) -> None:
         """What blocks inside a step read from outside it becomes what the step reads."""
@@ -364,16 +364,6 @@ def _model_refs(module: ast.Module) -> list[tuple[str, int, int]]:
             refs.extend(kw.value for kw in item.keywords if kw.name == "output")
     found = [(r.id, r.line, r.column) for r in refs if isinstance(r, ast.Name)]
     return sorted(found, key=lambda ref: ref[1:])
-
-
-def _priors(builder: _Builder, names: Iterable[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in names:
-        writer = builder.writers.get(name)
-        if writer is None and name not in builder.bound:
-            builder.outer.setdefault(name)
-        out[name] = writer
-    return out
 
 
 def _arm_title(arm: ast.Arm) -> str:

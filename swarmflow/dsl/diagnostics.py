@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,6 +42,24 @@ class Diagnostic(BaseModel):
         """The header, then the source line and a caret under the place it names."""
         return render_all([self], source, count=False)
 
+    @classmethod
+    def at(
+        cls, where: Any, code: str, message: str, file: str, severity: Severity = "error"
+    ) -> Diagnostic:
+        """A diagnostic at `where`: a syntax node, a token or a `Spot` (its end, if it has
+        one, sets the caret's width)."""
+        line, column = where.line or 1, where.column or 1
+        return cls(
+            severity=severity,
+            code=code,
+            message=message,
+            line=line,
+            column=column,
+            end_line=getattr(where, "end_line", None) or line,
+            end_column=getattr(where, "end_column", None) or column + 1,
+            file=file,
+        )
+
     def caret_width(self, text: str) -> int:
         if self.end_line != self.line or self.end_column <= self.column:
             return 1
@@ -51,11 +69,11 @@ class Diagnostic(BaseModel):
 class Spot:
     """A bare position with no syntax node: inside a token, or the start of a file."""
 
-    def __init__(self, line: int, column: int) -> None:
+    def __init__(self, line: int, column: int, width: int = 1) -> None:
         self.line = line
         self.column = column
         self.end_line = line
-        self.end_column = column + 1
+        self.end_column = column + width
 
 
 SHOWN = 50

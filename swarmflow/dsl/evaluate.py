@@ -57,16 +57,7 @@ class Runtime:
 
     def fail(self, node: Any, message: str) -> DslError:
         """A located run-time error in the flow's own expressions."""
-        diag = Diagnostic(
-            severity="error",
-            code="runtime",
-            message=message,
-            line=node.line,
-            column=node.column,
-            end_line=node.end_line,
-            end_column=node.end_column,
-            file=self.program.filename,
-        )
+        diag = Diagnostic.at(node, "runtime", message, self.program.filename)
         return DslError([diag], self.program.source)
 
 

@@ -15,7 +15,7 @@ from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.diagnostics import Diagnostic, DslError
+from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
 from swarmflow.dsl.lexer import LexError, Newlines, Origin, lexing
 from swarmflow.dsl.syntax_errors import describe_lex_error, describe_unexpected
 from swarmflow.dsl.syntax_tree import CONSTANTS, AstBuilder, BuildState, build_state
@@ -124,14 +124,7 @@ def _fallback(exc: BaseException, filename: str, where: Origin) -> Diagnostic:
     message = "this file nests too deeply to read; split long expressions into steps"
     if not isinstance(exc, RecursionError):
         message = f"cannot read this: {exc}"
-    return Diagnostic(
-        severity="error",
-        code="syntax",
-        message=message,
-        line=int(line),
-        column=int(column),
-        file=filename,
-    )
+    return Diagnostic.at(Spot(int(line), int(column)), "syntax", message, filename)
 
 
 def _end_of(source: str) -> tuple[int, int]:

@@ -14,7 +14,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from swarmflow.dsl.diagnostics import Diagnostic, DslError, Severity
+from swarmflow.dsl.diagnostics import Diagnostic, DslError, Severity, Spot
 from swarmflow.dsl.units import show_quantity
 
 
@@ -50,16 +50,8 @@ def check_python_flow(flow: Any) -> tuple[list[Diagnostic], str]:
 
     def at(name: str | None, severity: Severity, code: str, message: str) -> Diagnostic:
         line, column = places.get(name or "", (flow_line, 1))
-        return Diagnostic(
-            severity=severity,
-            code=code,
-            message=message,
-            line=line,
-            column=column,
-            end_line=line,
-            end_column=column + len(name or "") + 2 if name in places else column + 1,
-            file=filename,
-        )
+        width = len(name or "") + 2 if name in places else 1  # the quotes included
+        return Diagnostic.at(Spot(line, column, width), code, message, filename, severity)
 
     found = [at(_named(d.message), d.severity, d.code, d.message) for d in flow.team.check()]
     named = set(places)
@@ -146,5 +138,4 @@ def _func_name(call: pyast.Call) -> str:
 
 
 def _problem(spec: str, message: str) -> DslError:
-    diag = Diagnostic(severity="error", code="import", message=message, line=1, column=1, file=spec)
-    return DslError([diag])
+    return DslError([Diagnostic.at(Spot(1, 1), "import", message, spec)])

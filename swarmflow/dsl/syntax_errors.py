@@ -9,7 +9,7 @@ from lark import Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from swarmflow.dsl.callables import names
-from swarmflow.dsl.diagnostics import Diagnostic, did_you_mean, suggest
+from swarmflow.dsl.diagnostics import Diagnostic, Spot, did_you_mean, suggest
 from swarmflow.dsl.lexer import LexError, Origin, bad_character
 
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
@@ -60,16 +60,7 @@ def _literals() -> dict[str, str]:
 
 def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
     """A tokenizer error as a diagnostic."""
-    return Diagnostic(
-        severity="error",
-        code="syntax",
-        message=exc.message,
-        line=exc.line,
-        column=exc.column,
-        end_line=exc.line,
-        end_column=exc.column + exc.width,
-        file=filename,
-    )
+    return _diag(filename, exc.line, exc.column, exc.width, exc.message)
 
 
 def describe_unexpected(
@@ -182,16 +173,7 @@ def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
 
 
 def _diag(filename: str, line: int, column: int, width: int, message: str) -> Diagnostic:
-    return Diagnostic(
-        severity="error",
-        code="syntax",
-        message=message,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=column + width,
-        file=filename,
-    )
+    return Diagnostic.at(Spot(line, column, width), "syntax", message, filename)
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:

@@ -60,18 +60,7 @@ class BuildState:
             self.problem(message, Spot(line, column))
 
     def problem(self, message: str, where: Any, code: str = "syntax") -> None:
-        self.problems.append(
-            Diagnostic(
-                severity="error",
-                code=code,
-                message=message,
-                line=where.line,
-                column=where.column,
-                end_line=where.end_line or where.line,
-                end_column=where.end_column or where.column + 1,
-                file=self.filename,
-            )
-        )
+        self.problems.append(Diagnostic.at(where, code, message, self.filename))
 
 
 build_state: ContextVar[BuildState] = ContextVar("swarm_build_state")

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
-from swarmflow.dsl.diagnostics import Diagnostic, DslError
+from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
 from swarmflow.dsl.executor import execute
 from swarmflow.dsl.ir import ImportSpec, ParamSpec, Program
 from swarmflow.runtime.flow import Flow
@@ -214,11 +214,4 @@ def _import(spec: ImportSpec, base_dir: str | Path | None) -> Any:
 
 
 def _diag(program: Program, line: int, column: int, message: str) -> Diagnostic:
-    return Diagnostic(
-        severity="error",
-        code="import",
-        message=message,
-        line=line,
-        column=column,
-        file=program.filename,
-    )
+    return Diagnostic.at(Spot(line, column), "import", message, program.filename)

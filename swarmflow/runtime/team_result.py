@@ -35,7 +35,7 @@ Listen = Literal["passive", "blocking"]
 class RoleReport(BaseModel):
     """One role's account of a Team run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, not at import
 
     name: str
     """The role (a declared agent)."""
@@ -62,7 +62,7 @@ class RoleReport(BaseModel):
 class TeamResult(BaseModel):
     """The result of `team(...)`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use, not at import
 
     answer: str
     """The lead's submitted summary, or its last answer."""

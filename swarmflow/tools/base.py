@@ -16,7 +16,9 @@ A = TypeVar("A", bound=BaseModel)
 class ArgsModel(BaseModel):
     """Base of every tool's arguments: unknown fields are errors, so typos reach the model."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use, not at import: the built-in tools' models would cost `import swarmflow`
+    # pydantic's plugin loader and a schema build each.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def expect_args(args: BaseModel, model: type[A]) -> A:
