@@ -3,53 +3,24 @@
 `python board_kill_target.py RUNS_ROOT HANG_AT`: the lead opens a thread and mentions the
 coder; the coder waits for the mention and answers with it; then the coder looks again. The
 model call named HANG_AT ("coder-answer" or "coder-again") prints READY and hangs until the
-parent kills the process.
-
-The board tools reach the run's board through `ToolContext.board`; `with_board` hands them the
-run's board the way a session wired for the board does.
+parent kills the process. The agents use the board through its three tools, in real sessions.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from typing import Any
 
 import anyio
-from pydantic import BaseModel
 
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.core.messages import ModelRequest
-from swarmflow.core.ports import Tool, ToolContext, ToolResult
-from swarmflow.runtime.board import board_for
-from swarmflow.runtime.context import current_run
 from swarmflow.testing import FunctionModel, Step, tool_call
-from swarmflow.tools import default_registry
 
 REQUEST = "please fix the parser"
-
-
-class WithBoard:
-    """A board tool given the run's board."""
-
-    def __init__(self, inner: Tool) -> None:
-        self.name, self.description, self.args = inner.name, inner.description, inner.args
-        self.needs_workspace = False
-        self._inner = inner
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        wired = dataclasses.replace(ctx, board=board_for(current_run()))
-        return await self._inner.run(args, wired)
-
-
-def with_board() -> list[Any]:
-    registry = default_registry()
-    names = ("create_thread", "send_message", "wait_for_mention", "submit")
-    return [WithBoard(registry.get(n)) if n != "submit" else n for n in names]
-
+BOARD_TOOLS = ("create_thread", "send_message", "wait_for_mention", "submit")
 
 TEAM = Team(
-    [Agent("lead", tools=with_board()), Agent("coder", tools=with_board())],
+    [Agent("lead", tools=BOARD_TOOLS), Agent("coder", tools=BOARD_TOOLS)],
     edges=[("lead", "coder"), ("coder", "lead")],
 )
 

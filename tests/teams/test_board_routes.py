@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 
 from swarmflow import Agent, Team, agent
+from swarmflow.core.messages import ModelRequest
 from swarmflow.runtime.board import Board
-from swarmflow.testing import FunctionModel
+from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.teams.board_support import BOARD_TOOLS, TEAM, call_tool, of_type, on_board
 
 
@@ -159,3 +160,26 @@ async def test_a_wait_that_times_out_says_so_and_shows_the_board() -> None:
     assert result.output.ok
     assert result.output.text.startswith("no mention within 0 s")
     assert "#plan" in result.output.text
+
+
+async def test_a_session_calling_the_tools_is_told_of_a_refusal() -> None:
+    def policy(request: ModelRequest) -> Step | str:
+        results = [m.content or "" for m in request.messages if m.role == "tool"]
+        if results:
+            return f"the board said: {results[-1]}"
+        post = tool_call("send_message", thread="plan", content="fix it", mentions=["coder"])
+        return Step(tool_calls=(post,))
+
+    async def body(board: Board) -> Any:
+        board.create_thread("lead", "plan", ["coder", "reviewer"])
+        out = await agent("reviewer", "report on the plan")
+        return out.text, board.snapshot()
+
+    result = await on_board(body, model=FunctionModel(policy))
+    text, snapshot = result.output
+    assert "no edge reviewer -> coder" in text
+    assert snapshot.threads[0].messages == []
+    (executed,) = [e for e in of_type(result, "tool_executed") if e.tool == "send_message"]
+    assert not executed.ok
+    (refused,) = of_type(result, "board_refused")
+    assert (refused.route, refused.session) == ("mention", executed.session)
