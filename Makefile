@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check bench bench-peers test-llm clean
+.PHONY: run test check bench bench-peers test-llm test-ray clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,12 @@ LLAMA_SERVER_ARGS ?= --n_batch 1
 test-llm: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[llm]'
 	LLAMA_SERVER_ARGS="$(LLAMA_SERVER_ARGS)" $(BIN)/python -m pytest -m llm tests/llm $(PYTEST_ARGS)
+
+# Installs the ray extra (about 80 MB) and runs the batch tests that need it on a local Ray
+# head; `make test` runs them too when Ray is installed, and skips them otherwise.
+test-ray: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[ray]'
+	$(BIN)/python -m pytest -q tests/batches/test_ray_batch.py tests/batches/test_ray_imports.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -6,11 +6,17 @@ latencies; the figure is measured wall time / that ideal, so it shows what runni
 and recording every run costs on top of the model calls. One timed batch of about 20 s (quick:
 100 flows, about 2 s); the latency is not scaled down in quick mode, since the figure is about
 latency-bound work.
+
+The same batch then runs on Ray (`on="ray"`, when `swarmflow[ray]` is installed) on a local
+head started first with one CPU per core: the timed call includes starting the batch's actors
+and killing them, as every Ray batch pays it. At the smoke test's size it is skipped (starting
+Ray takes longer than the whole case).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
@@ -30,6 +36,7 @@ CONCURRENCY = 50
 """Runs at once: each run costs some milliseconds of CPU (events, journal, sessions), so at a
 higher concurrency on one core the CPU, not the model, becomes the bound."""
 BATCH_RATIO_TARGET = 1.1
+RAY_RATIO_TARGET = 1.3
 
 TEAM = Team([Agent(f"a{i}") for i in range(AGENTS)])
 
@@ -45,12 +52,12 @@ def slow_model(latency: float) -> FunctionModel:
     return function_model(lambda _request: reply("ok", latency))
 
 
-async def _timed_batch(root: Path, flows: int, latency: float) -> float:
+async def _timed_batch(root: Path, flows: int, latency: float, on: str = "local") -> float:
     tasks = [{"task": i} for i in range(flows)]
     started = time.perf_counter()
     result = await batch(
         eight_agents, tasks, out=root / "batch", concurrency=CONCURRENCY,
-        model=slow_model(latency), events="jsonl",
+        model=slow_model(latency), events="jsonl", on=on,
     )  # fmt: skip
     wall = time.perf_counter() - started
     if result.counts() != {"ok": flows}:
@@ -64,14 +71,36 @@ def bench(settings: Settings) -> list[Row]:
     ideal = math.ceil(flows / CONCURRENCY) * latency
     with runs_folder() as root:
         wall = anyio.run(_timed_batch, root, flows, latency)
+    name = f"{flows} flows x {AGENTS} agents, {latency * 1000:g} ms calls"
+    name += f", concurrency {CONCURRENCY}"
     return [
         Row(
-            f"batch {flows} flows x {AGENTS} agents, {latency * 1000:g} ms calls, "
-            f"concurrency {CONCURRENCY}",
+            f"batch {name}",
             "wall / critical path",
             "x",
             wall / ideal,
             note=f"wall {wall:.2f} s, critical path {ideal:.2f} s",
             target=Target(BATCH_RATIO_TARGET),
-        )
+        ),
+        _on_ray(settings, name, flows, latency, ideal),
     ]
+
+
+def _on_ray(settings: Settings, name: str, flows: int, latency: float, ideal: float) -> Row:
+    case, metric, target = f"batch on ray {name}", "wall / critical path", Target(RAY_RATIO_TARGET)
+    if settings.name not in FLOWS:
+        return Row(case, metric, "x", None, note="skipped at this size", target=target)
+    try:
+        import ray
+    except ImportError:
+        return Row(case, metric, "x", None, note="Ray is not installed: pip install "
+                   "'swarmflow[ray]'", target=target)  # fmt: skip
+    cpus = os.cpu_count() or 1
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        with runs_folder() as root:
+            wall = anyio.run(_timed_batch, root, flows, latency, "ray")
+    finally:
+        ray.shutdown()
+    note = f"wall {wall:.2f} s, critical path {ideal:.2f} s, {cpus} worker actors"
+    return Row(case, metric, "x", wall / ideal, note=note, target=target)

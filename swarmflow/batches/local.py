@@ -1,7 +1,8 @@
-"""`batch`: run one flow over many tasks in this process, with bounded concurrency.
+"""`batch`: run one flow over many tasks, with bounded concurrency, here or on a Ray cluster.
 
 Every run's ledger is a child of one batch ledger: a shared budget is the batch ledger's limits,
-enforced by the same reserve-before-call contract as a single run's. Each task's run directory
+enforced by the same reserve-before-call contract as a single run's (on Ray, the batch ledger
+lives in a Ray actor; `executor.py` picks where the runs go). Each task's run directory
 is `OUT/runs/<task id>`, so a batch that was stopped goes on where it was: finished tasks (a line
 in `OUT/results.jsonl`) are skipped and interrupted runs are resumed from their journals.
 """
@@ -15,15 +16,14 @@ from typing import Any
 
 import anyio
 
-from swarmflow.batches.ledger import BatchLedger
-from swarmflow.batches.outcome import BatchResult, budget_stopped, task_result, unrecorded_result
+from swarmflow.batches.executor import Executor, Setup, open_executor, ray_address
+from swarmflow.batches.outcome import BatchResult
 from swarmflow.batches.progress import Progress
 from swarmflow.batches.results import RESULTS, ResultsWriter, TaskResult, read_results
 from swarmflow.batches.tasks import Task, as_tasks
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.run_dirs import read_log
-from swarmflow.runner import RUN_OPTIONS, run
+from swarmflow.runner import RUN_OPTIONS
 from swarmflow.runtime.flow import Flow
 
 RUNS = "runs"
@@ -37,11 +37,7 @@ ProgressHook = Callable[[Progress], None]
 class _Batch:
     """What every task of one batch invocation shares."""
 
-    flow: Flow[..., Any]
-    runs: Path
-    ledger: BatchLedger
-    task_budget: Limits
-    options: dict[str, Any]
+    executor: Executor
     writer: ResultsWriter
     progress: Progress
     on_progress: ProgressHook | None
@@ -62,6 +58,8 @@ async def batch(
     task_budget: Limits | dict[str, float] | None = None,
     on_progress: ProgressHook | None = None,
     fsync: bool = False,
+    on: str = "local",
+    workers: int | None = None,
     **run_options: Any,
 ) -> BatchResult:
     """Run `flow` once per task of `inputs` (a `.jsonl` path or mappings of flow inputs).
@@ -72,38 +70,46 @@ async def batch(
     tasks with a result and resumes the rest. `on_progress` is called as tasks start and end.
     Other keywords (`model`, `human`, `repo`, `prices`, ...) go to every `run`.
 
+    `on="ray"` (or `"ray://HOST:PORT"`) runs each task on a Ray cluster instead, as one call of
+    a Ray actor (`workers` of them, by default one per CPU of the cluster), with the shared
+    budget held in a Ray actor (docs/ray.md); it needs `swarmflow[ray]`.
+
     Raises:
-        ConfigError: a bad task list, `concurrency` under 1, an option `run` does not take.
+        ConfigError: a bad task list, `concurrency` under 1, an option `run` does not take,
+            an `on` that is not "local", "ray" or "ray://HOST:PORT".
     """
     if not isinstance(flow, Flow):
         raise ConfigError(f"batch() needs a @flow, got {flow!r}")
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     _check_options(run_options)
+    ray_address(on)
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers must be at least 1, got {workers}")
     tasks = as_tasks(inputs)
     root = _prepare(out)
     earlier = read_results(root / RESULTS)
     _check_same_tasks(tasks, earlier, root)
-    ledger = BatchLedger(Limits.coerce(budget))
-    progress = _progress(tasks, earlier, ledger)
-    writer = ResultsWriter(root / RESULTS, fsync=fsync)
-    shared = _Batch(
-        flow, root / RUNS, ledger, Limits.coerce(task_budget), dict(run_options), writer,
-        progress, on_progress,
-    )  # fmt: skip
+    options = _run_options(run_options, task_budget)
+    setup = Setup(flow, root / RUNS, options, Limits.coerce(budget), concurrency)
     finished: dict[str, TaskResult] = dict(earlier)
-    shared.tell()
-    try:
-        limiter = anyio.CapacityLimiter(concurrency)
-        async with anyio.create_task_group() as group:
-            for task in tasks:
-                if task.id not in earlier:
-                    group.start_soon(_task, shared, limiter, task, finished)
-    finally:
-        writer.close()
-    shared.tell()
+    async with open_executor(on, setup, workers=workers) as executor:
+        progress = _progress(tasks, earlier, executor)
+        writer = ResultsWriter(root / RESULTS, fsync=fsync)
+        shared = _Batch(executor, writer, progress, on_progress)
+        shared.tell()
+        try:
+            limiter = anyio.CapacityLimiter(concurrency)
+            async with anyio.create_task_group() as group:
+                for task in tasks:
+                    if task.id not in earlier:
+                        group.start_soon(_task, shared, limiter, task, finished)
+        finally:
+            writer.close()
+        shared.tell()
+        stopped = executor.stopped
     ordered = [finished[t.id] for t in tasks if t.id in finished]
-    return BatchResult(root, ordered, len(tasks), progress, shared.ledger.refused)
+    return BatchResult(root, ordered, len(tasks), progress, stopped)
 
 
 def _prepare(out: str | Path) -> Path:
@@ -111,6 +117,16 @@ def _prepare(out: str | Path) -> Path:
     root = Path(out).resolve()
     (root / RUNS).mkdir(parents=True, exist_ok=True)
     return root
+
+
+def _run_options(
+    run_options: Mapping[str, Any], task_budget: Limits | dict[str, float] | None
+) -> dict[str, Any]:
+    """What every task's `run()` gets besides its own run directory and ledger."""
+    options = dict(run_options, budget=Limits.coerce(task_budget))
+    if options.get("repo") is not None:  # worktrees must not depend on a worker's cwd
+        options["repo"] = Path(options["repo"]).resolve()
+    return options
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -139,14 +155,12 @@ def _check_same_tasks(tasks: list[Task], earlier: Mapping[str, TaskResult], root
             )
 
 
-def _progress(
-    tasks: list[Task], earlier: Mapping[str, TaskResult], ledger: BatchLedger
-) -> Progress:
+def _progress(tasks: list[Task], earlier: Mapping[str, TaskResult], executor: Executor) -> Progress:
     ids = {t.id for t in tasks}
     kept = [r for r in earlier.values() if r.task in ids]
     return Progress(
         total=len(tasks),
-        ledger=ledger,
+        ledger=executor.spending,
         skipped=len(kept),
         earlier_tokens=sum(r.tokens for r in kept),
         earlier_cost=sum(r.cost for r in kept),
@@ -157,12 +171,12 @@ async def _task(
     shared: _Batch, limiter: anyio.CapacityLimiter, task: Task, finished: dict[str, TaskResult]
 ) -> None:
     async with limiter:
-        if shared.ledger.refused is not None:
+        if shared.executor.refused is not None:
             return  # left for a re-run with more budget
         shared.progress.running += 1
         shared.tell()
         try:
-            result = await _run_task(shared, task)
+            result = await shared.executor.run(task)
         finally:
             shared.progress.running -= 1
         if result is None:
@@ -175,29 +189,3 @@ async def _task(
         else:
             shared.progress.failed += 1
         shared.tell()
-
-
-async def _run_task(shared: _Batch, task: Task) -> TaskResult | None:
-    """The task's result, or None when the shared budget stopped it (it stays unfinished)."""
-    run_dir = shared.runs / task.id
-    state = read_log(run_dir).status if (run_dir / "events.jsonl").exists() else None
-    if state == "ok":  # it ended before its result line was written: nothing to run again
-        return unrecorded_result(task, run_dir)
-    options = dict(
-        shared.options,
-        runs_root=shared.runs,
-        run_id=task.id,
-        budget=shared.task_budget,
-        parent_ledger=shared.ledger,
-        raise_on_failure=False,
-    )
-    if state is not None:
-        options["resume"] = run_dir
-    try:
-        result = await run(shared.flow, **options, **task.inputs)
-    except Exception as exc:  # a task that cannot start (bad inputs) fails alone
-        return TaskResult(task.id, task.inputs, "failed", error=f"{type(exc).__name__}: {exc}",
-                          run_dir=str(run_dir), resumed=state is not None)  # fmt: skip
-    if budget_stopped(result, shared.ledger):
-        return None
-    return task_result(task, result, resumed=state is not None)

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from swarmflow.core.budget import Ledger
+
+class Spending(Protocol):
+    """What the shared budget has spent so far: a batch ledger, or a Ray batch's view of one."""
+
+    @property
+    def spent_tokens(self) -> int: ...
+
+    @property
+    def spent_cost(self) -> float: ...
 
 
 @dataclass(slots=True)
 class Progress:
-    """Counts of one batch invocation; `ledger` is the batch ledger every run draws on."""
+    """Counts of one batch invocation; `ledger` is the shared budget every run draws on."""
 
     total: int
-    ledger: Ledger
+    ledger: Spending
     skipped: int = 0
     ok: int = 0
     failed: int = 0

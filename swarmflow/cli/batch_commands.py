@@ -31,6 +31,15 @@ def register(subparsers: Any) -> None:
         help="where results.jsonl and the runs go (default ./batch); run again to go on",
     )  # fmt: skip
     cmd.add_argument("--concurrency", type=int, default=8, metavar="N", help="runs at once")
+    cmd.add_argument(
+        "--on", default="local", metavar="WHERE",
+        help="local (default: this process), ray (the Ray cluster ray.init() finds, or a new "
+        "local one) or ray://HOST:PORT; Ray needs swarmflow[ray] (docs/ray.md)",
+    )  # fmt: skip
+    cmd.add_argument(
+        "--workers", type=int, metavar="N",
+        help="with --on ray: worker actors (default: one per CPU of the cluster)",
+    )  # fmt: skip
     for name, kind, unit in BUDGETS:
         cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
                          help=f"{unit} shared by every run of the batch")  # fmt: skip
@@ -83,6 +92,8 @@ async def _batch(flow: Any, args: argparse.Namespace) -> Any:
         "task_budget": _limits(args, "task_budget"),
         "on_progress": ProgressLine(sys.stderr),
         "fsync": args.fsync,
+        "on": args.on,
+        "workers": args.workers,
     }
     if args.repo:
         options["repo"] = args.repo

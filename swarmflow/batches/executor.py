@@ -1,0 +1,120 @@
+"""Where a batch's tasks run: in this process, or on a Ray cluster (`on="ray"`).
+
+The batch itself (task list, `results.jsonl`, resume, progress, summary) is the same for both;
+an executor only runs one task at a time when asked and says what the shared budget did.
+Nothing of Ray is imported unless `on` names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from swarmflow.batches.attempt import run_task
+from swarmflow.batches.ledger import BatchLedger
+from swarmflow.batches.progress import Spending
+from swarmflow.batches.results import TaskResult
+from swarmflow.batches.tasks import Task
+from swarmflow.core.budget import Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.runtime.flow import Flow
+
+LOCAL = "local"
+RAY = "ray"
+RAY_CLIENT = "ray://"
+
+
+class Executor(Protocol):
+    """Runs one task when asked; at most `concurrency` are asked at once."""
+
+    @property
+    def spending(self) -> Spending: ...
+
+    @property
+    def refused(self) -> str | None:
+        """Why the shared budget refused a call: the batch starts no further task."""
+
+    @property
+    def stopped(self) -> str | None:
+        """Why tasks were left unfinished (the refusal, or workers lost for good), if any."""
+
+    async def run(self, task: Task) -> TaskResult | None:
+        """The task's result line, or None when it is left unfinished (a re-run resumes it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What every task of one batch invocation shares, wherever it runs."""
+
+    flow: Flow[..., Any]
+    runs: Path
+    options: dict[str, Any]
+    """`run()`'s options for every task, its per-task `budget` included."""
+    budget: Limits
+    """The shared budget of the whole batch."""
+    concurrency: int
+
+
+class LocalExecutor:
+    """Runs each task in this process; every run's ledger is a child of one batch ledger."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.ledger = BatchLedger(setup.budget)
+
+    @property
+    def spending(self) -> Spending:
+        return self.ledger
+
+    @property
+    def refused(self) -> str | None:
+        return self.ledger.refused
+
+    @property
+    def stopped(self) -> str | None:
+        return self.ledger.refused
+
+    async def run(self, task: Task) -> TaskResult | None:
+        s = self.setup
+        return await run_task(s.flow, task, s.runs, s.options, self.ledger)
+
+
+def ray_address(on: str) -> str | None:
+    """The Ray address `on` names ("" for Ray's default), or None for this process.
+
+    Raises:
+        ConfigError: `on` is neither "local", "ray" nor "ray://HOST:PORT".
+    """
+    if on == LOCAL:
+        return None
+    if on == RAY:
+        return ""
+    if on.startswith(RAY_CLIENT) and len(on) > len(RAY_CLIENT):
+        return on
+    raise ConfigError(
+        f"on={on!r}: use 'local' (this process), 'ray' (the Ray cluster `ray.init()` finds, "
+        "or a new local one) or 'ray://HOST:PORT' (a cluster's Ray Client address)"
+    )
+
+
+@asynccontextmanager
+async def open_executor(
+    on: str, setup: Setup, *, workers: int | None = None
+) -> AsyncIterator[Executor]:
+    """The executor `on` names, open for the batch's duration (Ray: its actors, then killed)."""
+    address = ray_address(on)
+    if address is None:
+        yield LocalExecutor(setup)
+        return
+    try:
+        from swarmflow.batches.ray_exec import ray_executor
+    except ImportError as exc:
+        raise ConfigError(
+            f"on={on!r} needs Ray, which is not installed here ({exc}): "
+            "pip install 'swarmflow[ray]'"
+        ) from exc
+    async with ray_executor(address, setup, workers=workers) as executor:
+        yield executor

@@ -1,0 +1,218 @@
+"""A batch on a Ray cluster: each task is one call of a Ray async actor that runs its whole flow.
+
+`workers` actors (by default one per CPU of the cluster, spread over its nodes by Ray) each
+run up to concurrency / workers flows at once in their event loop; a task goes to the actor
+with the fewest in flight. The actors write events and journals straight into the driver's
+run directories (so the batch folder must be on a path every node shares: one machine, or a
+shared filesystem) and return the task's result line. A shared budget is held by a
+`BudgetKeeper` actor (ray_ledger.py). An actor whose process dies is restarted and its calls
+retried, up to `RETRIES` times: a retried task resumes from its journal. When the batch ends,
+or is cancelled, its calls still running are cancelled with `ray.cancel` and its actors are
+killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import ray
+from ray.exceptions import RayActorError, RayError, RayTaskError
+
+from swarmflow.batches.attempt import run_task
+from swarmflow.batches.executor import Setup
+from swarmflow.batches.ledger import BatchLedger
+from swarmflow.batches.ray_ledger import ActorLedger, BudgetKeeper
+from swarmflow.batches.results import TaskResult
+from swarmflow.batches.tasks import Task
+from swarmflow.core.errors import ConfigError
+
+RETRIES = 3
+"""Restarts of a worker actor whose process died, and retries of each call it had running."""
+ACTOR_PREFIX = "swarmflow-batch-"
+"""Every actor of a batch is named `swarmflow-batch-<batch>-budget` or `...-worker-<i>`."""
+CANCEL_GRACE = 10.0
+"""Seconds that cancelled runs get to record their end before their actors are killed."""
+
+
+class BatchWorker:
+    """A Ray async actor: runs whole flows in its event loop, one per call."""
+
+    def __init__(self, setup: Setup, keeper: Any) -> None:
+        self.setup = setup
+        self.keeper = keeper
+        """The budget actor; None without a shared budget (each run has its own parent)."""
+
+    async def run(self, task: Task) -> TaskResult | None:
+        s = self.setup
+        if not s.runs.is_dir():
+            return TaskResult(
+                task.id, task.inputs, "failed", run_dir=str(s.runs / task.id),
+                error=f"ConfigError: the batch folder {s.runs.parent} is not on this Ray "
+                f"worker's filesystem ({ray.util.get_node_ip_address()}): put it on a path "
+                "every node shares",
+            )  # fmt: skip
+        if self.keeper is None:
+            return await run_task(s.flow, task, s.runs, s.options, BatchLedger(s.budget))
+        ledger = ActorLedger(self.keeper, task.id, s.budget)
+        try:
+            return await run_task(s.flow, task, s.runs, s.options, ledger)
+        finally:
+            ledger.close()
+
+
+@dataclass(slots=True)
+class Spent:
+    """The driver's view of the keeper's ledger, refreshed as tasks end."""
+
+    spent_tokens: int = 0
+    spent_cost: float = 0.0
+    refused: str | None = None
+
+
+class RayExecutor:
+    """Sends each task to the least busy worker actor and waits for its result."""
+
+    def __init__(self, actors: list[Any], keeper: Any, shared: Any) -> None:
+        self.actors = actors
+        self.shared = shared  # held: a restarted actor is built from it again
+        self.keeper = keeper
+        self.load = [0] * len(actors)
+        self.running: set[Any] = set()
+        self.cancelled: list[Any] = []
+        self.spent = Spent()
+        self.lost: list[str] = []
+
+    @property
+    def spending(self) -> Spent:
+        return self.spent
+
+    @property
+    def refused(self) -> str | None:
+        return self.spent.refused
+
+    @property
+    def stopped(self) -> str | None:
+        if self.spent.refused is not None or not self.lost:
+            return self.spent.refused
+        return (
+            f"{len(self.lost)} task(s) lost with their Ray worker after {RETRIES} retries "
+            f"({', '.join(self.lost[:3])}); run the batch again to resume them"
+        )
+
+    async def run(self, task: Task) -> TaskResult | None:
+        index = self.load.index(min(self.load))
+        self.load[index] += 1
+        call = self.actors[index].run.remote(task)
+        self.running.add(call)
+        try:
+            result: TaskResult | None = await call
+        except RayActorError as exc:  # the worker died more often than Ray retries
+            self.lost.append(f"{task.id}: {type(exc).__name__}")
+            return None
+        except RayTaskError as exc:  # a fault in the worker outside the run itself
+            return TaskResult(task.id, task.inputs, "failed", error=_first_line(exc))
+        except BaseException:  # this batch was cancelled: so is the remote run
+            ray.cancel(call)
+            self.cancelled.append(call)
+            raise
+        finally:
+            self.load[index] -= 1
+            self.running.discard(call)
+        await self._refresh(result)
+        return result
+
+    async def _refresh(self, result: TaskResult | None) -> None:
+        if self.keeper is None:  # no shared budget: what the finished runs spent
+            if result is not None:
+                self.spent.spent_tokens += result.tokens
+                self.spent.spent_cost += result.cost
+            return
+        tokens, cost, refused = await self.keeper.state.remote()
+        self.spent.spent_tokens, self.spent.spent_cost = tokens, cost
+        self.spent.refused = self.spent.refused or refused
+
+    async def stop(self) -> None:
+        """Cancel the calls still running, let them record their end, kill the actors."""
+        for call in self.running:
+            ray.cancel(call)
+        calls = [*self.running, *self.cancelled]
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
+            for call in calls:
+                with contextlib.suppress(RayError):  # cancelled, as asked
+                    await call
+        for actor in self.actors if self.keeper is None else [*self.actors, self.keeper]:
+            ray.kill(actor, no_restart=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None) or exc
+    return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
+
+
+@asynccontextmanager
+async def ray_executor(
+    address: str, setup: Setup, *, workers: int | None = None
+) -> AsyncIterator[RayExecutor]:
+    """Worker actors and a budget actor on the cluster at `address`, killed when it closes."""
+    started = _connect(address)
+    try:
+        executor = _start(setup, workers)
+        try:
+            yield executor
+        finally:
+            await executor.stop()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _connect(address: str) -> bool:
+    """Connect to Ray unless this process already is; True when this call connected."""
+    if ray.is_initialized():
+        return False
+    try:
+        ray.init(address=address or None, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "the default cluster (RAY_ADDRESS, or a new local one)"
+        raise ConfigError(f"cannot connect to Ray at {where}: {exc}") from exc
+    return True
+
+
+def _start(setup: Setup, workers: int | None) -> RayExecutor:
+    count = min(workers or _cluster_cpus(), setup.concurrency)
+    try:
+        shared = ray.put(setup)
+    except Exception as exc:
+        raise ConfigError(
+            "a batch on Ray sends the flow and run()'s options to its workers, but they cannot "
+            f"be pickled: {exc}"
+        ) from exc
+    name = f"{ACTOR_PREFIX}{uuid.uuid4().hex[:12]}"
+    handle = None
+    if BatchLedger(setup.budget).limited:  # without a shared budget there is nothing to keep
+        keeper = ray.remote(BudgetKeeper).options(name=f"{name}-budget", num_cpus=0)
+        handle = keeper.remote(setup.budget)
+    actor = ray.remote(BatchWorker)
+    per_actor = math.ceil(setup.concurrency / count)
+    started = [
+        actor.options(
+            name=f"{name}-worker-{i}",
+            max_concurrency=per_actor,
+            max_restarts=RETRIES,
+            max_task_retries=RETRIES,
+            scheduling_strategy="SPREAD",
+        ).remote(shared, handle)
+        for i in range(count)
+    ]
+    return RayExecutor(started, handle, shared)
+
+
+def _cluster_cpus() -> int:
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
