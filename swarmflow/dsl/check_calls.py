@@ -295,10 +295,10 @@ class CallChecker(CheckerBase):
             self.ctx.error("misuse", "roles takes a list of agents: roles: [coder, reviewer]", node)
             return set()
         why = "a team's roles are declared agents"
-        roles = {r for r in (self._team_member(item, why) for item in node.items) if r}
-        if lead is not None and lead not in roles and len(roles) == len(node.items):
+        members = [self._team_member(item, why) for item in node.items]
+        if lead is not None and lead not in members and None not in members:
             self.ctx.error("misuse", f"the lead '{lead}' must be one of the roles", node)
-        return roles
+        return {m for m in members if m is not None}
 
     def compact_call(self, node: ast.Call) -> Value:
         self.no_lambdas(

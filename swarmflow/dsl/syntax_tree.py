@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from lark import Token, Transformer, Tree
 
@@ -33,14 +33,11 @@ def _at(first: Any, last: Any | None = None) -> dict[str, Any]:
     }
 
 
-class _Args:
+class _Args(NamedTuple):
     """The inside of a call's parentheses, before it is spread into a node."""
 
-    __slots__ = ("args", "keywords")
-
-    def __init__(self, args: list[Any], keywords: list[ast.Keyword]) -> None:
-        self.args = args
-        self.keywords = keywords
+    args: list[Any]
+    keywords: list[ast.Keyword]
 
 
 _NO_ARGS = _Args([], [])

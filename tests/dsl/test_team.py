@@ -64,6 +64,7 @@ async def test_a_swarm_team_records_the_same_events_as_its_python_twin():
         ("team(task)", "misuse", "team(...) needs its lead"),
         ('team(task, lead: "planner")', "misuse", "a team's lead is a declared agent, named"),
         ("team(task, lead: planner, roles: [coder])", "misuse", "the lead 'planner' must be"),
+        ("team(task, lead: planner, roles: [coder, coder])", "misuse", "the lead 'planner'"),
         ("team(task, lead: planner, roles: [planner, nobody])", "unknown-agent", "unknown agent"),
         ("team(task, lead: planner, roles: planner)", "misuse", "roles takes a list of agents"),
         ('team(task, lead: planner, listen: "loud")', "misuse", 'listen is "passive" or'),
