@@ -252,6 +252,7 @@ async def _execute(
             edges=[list(e) for e in flow.team.edges],
             roles=roles_of(flow),
         )
+    ctx.write_ahead()  # a run directory says which run it holds from the start, even if killed
     try:
         output, status, error, token = await _attempt(ctx, flow, inputs, board_port)
     except BaseException:  # cancelled from outside (or interrupted): record it, then go on out

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import ray
+from ray import cloudpickle
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from swarmflow.batches.attempt import run_task
@@ -79,9 +80,8 @@ class Spent:
 class RayExecutor:
     """Sends each task to the least busy worker actor and waits for its result."""
 
-    def __init__(self, actors: list[Any], keeper: Any, shared: Any) -> None:
+    def __init__(self, actors: list[Any], keeper: Any) -> None:
         self.actors = actors
-        self.shared = shared  # held: a restarted actor is built from it again
         self.keeper = keeper
         self.load = [0] * len(actors)
         self.running: set[Any] = set()
@@ -187,8 +187,8 @@ def _connect(address: str) -> bool:
 
 def _start(setup: Setup, workers: int | None) -> RayExecutor:
     count = min(workers or _cluster_cpus(), setup.concurrency)
-    try:
-        shared = ray.put(setup)
+    try:  # sent inline with each actor's creation, so a restarted actor is built from it again
+        cloudpickle.dumps(setup)
     except Exception as exc:
         raise ConfigError(
             "a batch on Ray sends the flow and run()'s options to its workers, but they cannot "
@@ -208,10 +208,10 @@ def _start(setup: Setup, workers: int | None) -> RayExecutor:
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
             scheduling_strategy="SPREAD",
-        ).remote(shared, handle)
+        ).remote(setup, handle)
         for i in range(count)
     ]
-    return RayExecutor(started, handle, shared)
+    return RayExecutor(started, handle)
 
 
 def _cluster_cpus() -> int:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from swarmflow import Agent, Team, agent, flow
+from swarmflow import Agent, ConfigError, Team, agent, flow
 from swarmflow.batches import batch
 from swarmflow.cli import main
 from swarmflow.core.budget import Charge, Limits
@@ -278,3 +279,19 @@ def test_the_budget_keeper_frees_a_dead_attempts_estimates_and_counts_replays_on
     keeper.begin("t3")  # a run begun by an earlier invocation: its replayed spend counts
     keeper.spend("t3", Charge(500, 0.0, 1), True)
     assert keeper.state()[0] == 3_500 and keeper.ledger.refused is not None
+
+
+async def test_a_model_that_cannot_be_sent_to_the_workers_is_refused_clearly(
+    cluster: None, tmp_path: Path
+) -> None:
+    lock = threading.Lock()  # a lock cannot be pickled, so neither can this model
+
+    def holding_a_lock(req: ModelRequest) -> str:
+        with lock:
+            return answer(req)
+
+    with pytest.raises(ConfigError, match="cannot be pickled"):
+        await batch(
+            solve, task_list(2), out=tmp_path, on="ray", model=FunctionModel(holding_a_lock)
+        )
+    assert not (tmp_path / "results.jsonl").exists() and batch_actors() == []
