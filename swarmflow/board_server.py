@@ -248,7 +248,8 @@ def _bound(run: RunContext, port: int) -> _BoardHTTPServer:
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
         raise ConfigError(f"cannot serve the board on port {port!r}: give 0 to {MAX_PORT}")
     try:
-        return _BoardHTTPServer(port, run, secrets.token_urlsafe(32))
+        # hex, not urlsafe: a token starting with "-" would be read by argparse as an option
+        return _BoardHTTPServer(port, run, secrets.token_hex(32))
     except OSError as exc:
         raise ConfigError(f"cannot serve the board on {HOST}:{port}: {exc.strerror}") from None
 

@@ -76,14 +76,24 @@ def write_manifest(
         "repo": str(Path(repo).resolve()) if repo else None,
         "model": model if isinstance(model, str) else None,
     }
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    _write_whole(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write `path` so that a reader, or a run killed mid-write, sees all of it or none of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / MANIFEST
     if not path.exists():
         return {}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not a run manifest ({exc})") from None
     return data
 
 

@@ -116,6 +116,16 @@ async def test_a_finished_run_or_a_stranger_directory_is_not_resumed(tmp_path: P
         await run(one, model=FunctionModel(lambda r: "ok"), durability="sometimes")  # type: ignore[arg-type]
 
 
+def test_a_paused_runs_manifest_is_whole_and_a_torn_one_is_named(tmp_path: Path) -> None:
+    paused = paused_run(make_repo(tmp_path / "repo"), tmp_path / "runs")
+    manifest = paused.run_dir / "run.json"
+    assert manifest.read_text().endswith("}\n")
+    assert not list(paused.run_dir.glob(".run.json*"))  # no temporary file left behind
+    manifest.write_text("")  # what a kill mid-write used to leave
+    with pytest.raises(ConfigError, match=r"run\.json: not a run manifest"):
+        anyio.run(lambda: run(code_then_ask, model=coding_model(), resume=paused.run_dir))
+
+
 async def test_every_record_is_in_the_files_before_the_next_model_call(tmp_path: Path) -> None:
     @flow(team=Team([Agent("w")]))
     async def chain() -> object:
