@@ -3,7 +3,7 @@ still refuses a smuggled product and still frees what the flow gave the agent.""
 
 from __future__ import annotations
 
-from swarmflow import Agent, TopologyError, agent, agent_session
+from swarmflow import Agent, AgentOutput, TopologyError, agent, agent_session
 from swarmflow.core.messages import ModelRequest
 from swarmflow.testing import FunctionModel
 from tests.runtime.helpers import of_type, run_one
@@ -48,11 +48,7 @@ async def test_a_task_given_on_turn_1_and_echoed_on_turn_500_stays_free() -> Non
     still send the task to the arbiter, which has no edge from the reviewer's own words."""
 
     async def body() -> str:
-        async with agent_session("reviewer") as session:
-            await session.send(TASK)
-            for i in range(1, TURNS - 1):
-                await session.send(f"turn {i}: go on with the review of the next file")
-            echo = await session.send("the last turn: say what the task was")
+        echo = await _long_review()
         assert TASK in echo.text
         return (await agent("arbiter", f"Please do this: {TASK}")).text
 
@@ -66,13 +62,18 @@ async def test_the_reviewers_own_words_on_turn_500_are_still_its_own() -> None:
     reviewer's, so it is refused."""
 
     async def body() -> str:
-        async with agent_session("reviewer") as session:
-            await session.send(TASK)
-            for i in range(1, TURNS - 1):
-                await session.send(f"turn {i}: go on with the review of the next file")
-            echo = await session.send("the last turn: say what the task was")
+        echo = await _long_review()
         return (await agent("coder", f"From review: {echo.text}")).text
 
     result = await run_one(TEAM, body, FunctionModel(_policy), edges=[])
     assert isinstance(result.error, TopologyError), result.error
     assert (result.error.source, result.error.target) == ("reviewer", "coder")
+
+
+async def _long_review() -> AgentOutput:
+    """A reviewer session of TURNS turns whose last answer repeats the task of its first."""
+    async with agent_session("reviewer") as session:
+        await session.send(TASK)
+        for i in range(1, TURNS - 1):
+            await session.send(f"turn {i}: go on with the review of the next file")
+        return await session.send("the last turn: say what the task was")
