@@ -183,8 +183,8 @@ def serve_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"swarmflow board serve: {exc}", file=sys.stderr)
         return USAGE
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C is how a serving is meant to end: a normal exit
+        print("board: stopped (Ctrl-C); the run directory is free again", file=sys.stderr)
     return OK
 
 

@@ -163,7 +163,7 @@ class _Receiver(BaseHTTPRequestHandler):
         self.wfile.write(reply)
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass
+        """Keep the test's output free of the server's per-request log lines."""
 
 
 @pytest.fixture

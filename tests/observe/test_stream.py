@@ -84,7 +84,7 @@ async def test_leaving_early_cancels_the_run() -> None:
 async def test_a_bad_argument_is_raised_to_the_reader() -> None:
     with pytest.raises(ConfigError, match="has no input .nope."):
         async for _ in swarmflow.stream(two, nope=1, model=FunctionModel(lambda r: "x")):
-            pass
+            raise AssertionError("the stream yielded an item before refusing its input")
     with pytest.raises(ConfigError, match="needs a @flow"):
         swarmflow.stream(lambda: None)  # type: ignore[arg-type]
 
