@@ -111,6 +111,9 @@ class LogState:
     """What every model call so far cost (replayed calls made none)."""
     started: float = 0.0
     last: float = 0.0
+    elapsed: float = 0.0
+    """Seconds the run's processes ran so far, each from its first event to its last (the
+    time between a process's death and its resume is not counted)."""
 
 
 def read_log(run_dir: Path) -> LogState:
@@ -121,10 +124,14 @@ def read_log(run_dir: Path) -> LogState:
         return state
     truncate_torn_tail(path)
     tokens, cost, calls = 0, 0.0, 0
+    before, opened = 0.0, 0.0  # earlier processes' time; when this process's first event was
     for event in _lines(path):
         kind = event.get("type")
         state.next_seq = int(event.get("seq", -1)) + 1
         state.last = float(event.get("ts", 0.0))
+        if kind in ("run_started", "run_resumed"):
+            before, opened = state.elapsed, state.last
+        state.elapsed = before + max(0.0, state.last - opened)
         if kind == "run_started":
             state.run_id, state.flow = str(event["run_id"]), str(event.get("flow", ""))
             state.inputs, state.started = dict(event.get("inputs") or {}), state.last
@@ -223,7 +230,8 @@ def sync_sinks(sinks: list[EventSink], durability: Durability) -> list[EventSink
 
 
 def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
-    """Record the resume and charge the spend no record will replay (calls that were cut off)."""
+    """Record the resume and charge the spend no record will replay (calls that were cut off);
+    the wall clock goes on from the time the earlier processes ran."""
     ctx.log.emit(
         RunResumed,
         flow=flow,
@@ -231,6 +239,7 @@ def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
         strict=ctx.journal.strict if ctx.journal else False,
     )
     spend([ctx.ledger], interrupted.orphan_spend())
+    ctx.ledger.count_earlier_time(interrupted.log.elapsed)
 
 
 # -- liveness, listing, cleaning --------------------------------------------------------------
