@@ -139,12 +139,16 @@ def _key_of(record: dict[str, Any]) -> CallKey:
 def read_journal(path: Path) -> Recorded:
     """Index the records of `path`; a torn last line (a power cut mid-write) is cut off."""
     recorded = Recorded()
-    for record in _records(path):
-        recorded.add(record)
+    for number, record in _records(path):
+        try:
+            recorded.add(record)
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the record it says
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"{path}:{number}: not a journal record: {what}") from None
     return recorded
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return
     truncate_torn_tail(path)
@@ -156,12 +160,14 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                 record = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{number}: not a journal record: {exc}") from None
+            if not isinstance(record, dict):
+                raise ConfigError(f"{path}:{number}: not a journal record: not a JSON object")
             if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
                 raise ConfigError(
                     f"{path}:{number}: journal format version {record.get('version')} "
                     f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
                 )
-            yield record
+            yield number, record
 
 
 def truncate_torn_tail(path: Path) -> None:
