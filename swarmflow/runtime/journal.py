@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
-
 from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.jsonline import json_line
 
 JOURNAL_FILE = "journal.jsonl"
 JOURNAL_VERSION = 1
@@ -213,7 +212,7 @@ class Journal:
         """Hold one record until the next `flush`. Callers pass plain JSON types: serialising
         those is several times cheaper than letting the serialiser inspect dataclasses and str
         subclasses, and this runs once per agent call."""
-        self._held.append(to_json(record, fallback=str))
+        self._held.append(json_line(record))
 
     def flush(self) -> None:
         """Write every held record, in one write(2) (and sync it with `fsync`)."""
