@@ -126,13 +126,12 @@ def read_log(run_dir: Path) -> LogState:
         return state
     truncate_torn_tail(path)
     scan = _LogScan(state)
-    number = 0
-    try:
-        for number, event in _lines(path):
+    for number, event in _lines(path):
+        try:
             scan.take(event)
-    except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the event it says
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ConfigError(f"{path}:{number}: not an event: {what}") from None
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the event it says
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"{path}:{number}: not an event: {what}") from None
     state.spent = Charge(scan.tokens, scan.cost, scan.calls)
     return state
 

@@ -78,10 +78,14 @@ async def test_every_hostile_argument_is_an_observation(tmp_path: Path) -> None:
     ran = [i for i, e in enumerate(executed) if getattr(e, "ok", False)]
     assert ran == [11, 12, 13, 14]  # the harmless four; every other one was refused
     assert "caf" in executed[14].result  # a non-UTF-8 file is shown, not a crash
+    assert result.events_path is not None
+    assert_contained(root, outside, result.events_path)
+
+
+def assert_contained(root: Path, outside: Path, events: Path) -> None:
     assert not list(outside.iterdir()) and not Path("/tmp/escaped.txt").exists()
     assert (root / "notes.txt").read_text() == "needle\n"
-    assert result.events_path is not None
-    for line in result.events_path.read_bytes().splitlines():
+    for line in events.read_bytes().splitlines():
         json.loads(line)  # every line whole and valid
 
 
