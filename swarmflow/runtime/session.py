@@ -92,6 +92,7 @@ class AgentSession:
         "reason",
         "run",
         "scope",
+        "screen",
         "state",
         "steps",
         "system",
@@ -130,6 +131,9 @@ class AgentSession:
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self.board: BoardPort | None = None
         """The board its tools use (`open_session` gives an agent with board tools the run's)."""
+        self.screen: Callable[[Message], Message] | None = None
+        """The handoff check on what its tools return (`open_session` sets it): a result that
+        holds another agent's product without an edge to this agent is withheld."""
         self.hear: Callable[[], str] | None = None
         """Passive awareness (a Team run sets it): what teammates said since the last step,
         as text for the model, or "" when nothing; read at each step boundary."""
@@ -540,8 +544,9 @@ class AgentSession:
     async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
         """Run the calls and record their observations; a submission finishes the round."""
         done = await self._tools.run_all(calls)
+        screen = self.screen
         for observation in done.observations:
-            self._append(observation)
+            self._append(observation if screen is None else screen(observation))
         self._answer_open_calls("the turn ended before this call ran")
         if done.submitted is not None:
             return Finish(EndReason.SUBMITTED, done.submitted)
