@@ -12,8 +12,9 @@ from typing import Any
 import anyio
 
 from swarmflow import Agent, RunResult, Team, agent, agent_session, flow, run
+from swarmflow.core.errors import ModelError
 from swarmflow.core.messages import ModelRequest
-from swarmflow.testing import FunctionModel, tool_call
+from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.attacks.conftest import run_git
 
 
@@ -130,3 +131,40 @@ async def test_a_resumed_run_forks_new_worktrees_from_the_runs_own_base(
                       raise_on_failure=False)  # fmt: skip
     assert again.status == "ok", again.error
     assert again.output == [started_at, started_at]
+
+
+# -- a message_agent answer is not paid twice when its sender's call restarts -------------------
+
+MESSAGING = Team(
+    [Agent("lead", tools=["message_agent"]), Agent("helper")], edges=[("lead", "helper")]
+)
+
+
+@flow(team=MESSAGING)
+async def ask_helper() -> str:
+    return (await agent("lead", "ask the helper")).text
+
+
+def _messaging(lead_dies: bool) -> FunctionModel:
+    def answer(request: ModelRequest) -> object:
+        if request.agent == "helper":
+            return "the helper's answer"
+        results = _since_prompt(request)
+        if not results:
+            return tool_call("message_agent", to="helper", text="what is it?")
+        if lead_dies:
+            return Step(error=ModelError("the lead's model went away"))
+        return "lead heard: " + results[-1]
+
+    return FunctionModel(answer)
+
+
+async def test_a_restarted_sender_gets_the_answer_it_paid_for(tmp_path: Path) -> None:
+    first = await run(ask_helper, model=_messaging(lead_dies=True), runs_root=tmp_path,
+                      raise_on_failure=False)  # fmt: skip
+    assert first.status == "failed" and first.run_dir is not None
+    model = _messaging(lead_dies=False)
+    again = await run(ask_helper, model=model, resume=first.run_dir, raise_on_failure=False)
+    assert again.status == "ok", again.error
+    assert again.output == "lead heard: the helper's answer"
+    assert [r.agent for r in model.requests] == ["lead", "lead"]  # the helper was not asked again
