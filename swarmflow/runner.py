@@ -311,7 +311,9 @@ async def _within_wall_clock(
     ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], work: BranchWork
 ) -> Any:
     seconds = ctx.ledger.limits.seconds
-    with anyio.move_on_after(math.inf if seconds is None else seconds):
+    # A resumed run's ledger counts the time its earlier processes ran: only the rest is left.
+    left = math.inf if seconds is None else seconds - ctx.ledger.elapsed()
+    with anyio.move_on_after(left):
         async with serving(ctx, flow.team.agents):  # tool servers live as long as the flow
             output = await flow.fn(**inputs)
             await work.finish()
