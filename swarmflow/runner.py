@@ -158,7 +158,14 @@ async def run(
         keep_workspaces=keep_workspaces,
         goals={k: tuple(v) for k, v in (goals or {}).items()},
         context_tokens=context_tokens,
-        journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
+        journal=open_journal(
+            run_dir,
+            run_id,
+            interrupted,
+            durability=durability,
+            strict=strict,
+            scrub=log.redactor.scrub_bytes,
+        ),
     )
     claim(run_dir)  # from here on the run's end releases it
     result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)
