@@ -8,7 +8,6 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 from __future__ import annotations
 
 import difflib
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,7 @@ async def open_session(
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
-    session.screen = partial(screen_tool_result, run, name)
+    session.screen = screen_tool_result  # one function for every session: no closure each
     if borrowed is None and agent.workspace != "none":
         session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
