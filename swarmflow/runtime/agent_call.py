@@ -25,7 +25,6 @@ from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EXHAUSTED_REASONS, EndReason, SessionState
 from swarmflow.core.team import Agent
-from swarmflow.runtime.board import board_for
 from swarmflow.runtime.cards import render_card
 from swarmflow.runtime.context import (
     RunContext,
@@ -89,6 +88,8 @@ async def open_session(
     if "message_agent" in agent.tools:
         session.messenger = messenger_for(run, session, call_agent)
     if BOARD_TOOLS.intersection(agent.tools):
+        from swarmflow.runtime.board import board_for  # only agents with board tools need it
+
         session.board = board_for(run)
     return session
 
