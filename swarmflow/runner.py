@@ -306,7 +306,7 @@ def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextMana
     """The board served over HTTP for the flow's duration, when asked for."""
     if port is None:
         return contextlib.nullcontext()
-    from swarmflow.board_server import served_board  # only then: keeps `import swarmflow` cheap
+    from swarmflow.board.http import served_board  # only then: keeps `import swarmflow` cheap
 
     return served_board(ctx, port)
 

@@ -8,7 +8,7 @@
 
 The token comes from `--token`, else `SWARMFLOW_BOARD_TOKEN`, else the `board.json` of
 `--run-dir RUN_DIR` (which also gives the URL). Exit status: 0 done, 1 refused by the board,
-2 usage error or no board to talk to. The protocol is in `swarmflow.board_server`.
+2 usage error or no board to talk to. The protocol is in `swarmflow.board.http`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _where(args: argparse.Namespace) -> tuple[str, str]:
     """The board's URL and token from the options, the environment or the run directory."""
     url, token = args.url, args.token or os.environ.get(TOKEN_ENV)
     if args.run_dir:
-        from swarmflow.board_server import read_address
+        from swarmflow.board.http import read_address
         from swarmflow.core.errors import ConfigError
 
         try:
@@ -170,7 +170,7 @@ def serve_command(args: argparse.Namespace) -> int:
     """Serve RUN_DIR's board until interrupted (Ctrl-C)."""
     import anyio
 
-    from swarmflow.board_rundir import open_run_board
+    from swarmflow.board.run_dir import open_run_board
     from swarmflow.core.errors import ConfigError
 
     try:
@@ -191,7 +191,7 @@ def serve_command(args: argparse.Namespace) -> int:
 async def _serve(board_run: Any, port: int) -> None:
     import anyio
 
-    from swarmflow.board_server import serving_board
+    from swarmflow.board.http import serving_board
 
     async with board_run as ctx, serving_board(ctx, port) as address:
         announce(address.url, address.token, address.path)
@@ -214,7 +214,7 @@ class BoardAnnouncer:
     def write(self, event: Any, line: bytes) -> None:
         if event is None or getattr(event, "type", "") != "board_served":
             return
-        from swarmflow.board_server import read_address
+        from swarmflow.board.http import read_address
 
         address = read_address(Path(event.address_file).parent)
         print(f"board: {address.url}", file=sys.stderr, flush=True)

@@ -44,9 +44,8 @@ def _read(path: str) -> str | None:
 
 def check_command(args: argparse.Namespace) -> int:
     """Print diagnostics for each file; 0 clean, 1 diagnostics, 2 unreadable file."""
-    from swarmflow.dsl.checker import check_source
-    from swarmflow.dsl.diagnostics import render_all
-    from swarmflow.dsl.python_flows import looks_like_python_flow
+    from swarmflow.cli.python_flows import looks_like_python_flow
+    from swarmflow.dsl import check_source, render_all
 
     status = OK
     for path in args.files:
@@ -72,8 +71,8 @@ def check_command(args: argparse.Namespace) -> int:
 
 def _check_python(spec: str) -> tuple[Any, str]:
     """Diagnostics of a Python flow named `module:flow`, or None when it cannot be loaded."""
+    from swarmflow.cli.python_flows import check_python_flow, load_python_flow
     from swarmflow.dsl import DslError
-    from swarmflow.dsl.python_flows import check_python_flow, load_python_flow
 
     try:
         flow = load_python_flow(spec)

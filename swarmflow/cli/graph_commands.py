@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 def graph_command(args: argparse.Namespace) -> int:
     """Draw one diagram; see the module docstring for the exit statuses."""
-    from swarmflow.dsl.python_flows import looks_like_python_flow
+    from swarmflow.cli.python_flows import looks_like_python_flow
     from swarmflow.report.graphs import GraphError
     from swarmflow.report.log import LogError
 
@@ -79,8 +79,8 @@ def _of_run(run_dir: Path, which: str, fmt: str) -> str:
 
 def _of_python_flow(spec: str, which: str, fmt: str) -> tuple[str | None, int]:
     """The declared team of the Python flow `module:flow`, or None and the exit status."""
+    from swarmflow.cli.python_flows import load_python_flow
     from swarmflow.dsl import DslError
-    from swarmflow.dsl.python_flows import load_python_flow
     from swarmflow.report.graphs import team_diagram
 
     if which != "topology":

@@ -173,7 +173,7 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
     options: dict[str, Any] = {"sinks": [ProgressSink()]}  # the demo's live view, on stderr
     if args.demo:
-        from swarmflow.dsl.demo import demo_model
+        from swarmflow.demo_model import demo_model
 
         options["model"] = demo_model()
         options["human"] = _approve

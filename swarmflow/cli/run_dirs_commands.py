@@ -105,7 +105,7 @@ async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) 
     from swarmflow import run
 
     if args.demo:
-        from swarmflow.dsl.demo import demo_model
+        from swarmflow.demo_model import demo_model
 
         return await run(flow, model=demo_model(), **options)
     async with model_from_args(args) as model:

@@ -44,21 +44,21 @@ def check_source(
     base_dir: str | None = None,
 ) -> list[Diagnostic]:
     """Every located problem in `source`, errors and warnings, in source order."""
-    from swarmflow.dsl.checker import check_source as _check
+    from swarmflow.dsl.check import check_source as _check
 
     return _check(source, filename, resolve=resolve, base_dir=base_dir)
 
 
 def check_file(path: str | Path, *, resolve: bool = True) -> list[Diagnostic]:
     """Every located problem in a `.swarm` file (imports are found, not run)."""
-    from swarmflow.dsl.checker import check_file as _check
+    from swarmflow.dsl.check import check_file as _check
 
     return _check(path, resolve=resolve)
 
 
 def compile_source(source: str, filename: str = "<string>", *, base_dir: str | None = None) -> Any:
     """The graph IR (`swarmflow.dsl.ir.Program`); raises `DslError` if `check` finds errors."""
-    from swarmflow.dsl.checker import check_module
+    from swarmflow.dsl.check import check_module
     from swarmflow.dsl.compiler import compile_module
     from swarmflow.dsl.parser import parse_module
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import Literal, TypeGuard
 
 Dimension = Literal["count", "duration", "cost"]
 
@@ -153,7 +153,10 @@ class Lambda(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call(Node):
-    """`f(args, key: value) |x| { ... }`: an agent, a built-in, an operator or an import."""
+    """`f(args, key: value) |x| { ... }`: an agent, a built-in, an operator or an import.
+
+    `parallel(n) { ... }` and `budget()` are calls too (the body is a lambda with no names).
+    """
 
     func: Name
     args: list[Expr] = field(default_factory=list)
@@ -161,21 +164,9 @@ class Call(Node):
     lambdas: list[Lambda] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Parallel(Node):
-    """`parallel(n, limit: k) |i| { ... }`: n branches of the body, run concurrently."""
-
-    args: list[Expr] = field(default_factory=list)
-    keywords: list[Keyword] = field(default_factory=list)
-    body: Lambda
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BudgetCall(Node):
-    """`budget()`: what remains of the budget, as seen from here."""
-
-    args: list[Expr] = field(default_factory=list)
-    keywords: list[Keyword] = field(default_factory=list)
+def is_call(node: object, name: str) -> TypeGuard[Call]:
+    """Whether `node` is a call of `name` (`parallel(...)`, say)."""
+    return isinstance(node, Call) and node.func.id == name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,20 +186,7 @@ class Send(Node):
 
 
 Expr = (
-    Name
-    | Number
-    | Str
-    | Const
-    | ListExpr
-    | Attribute
-    | Index
-    | Unary
-    | Binary
-    | Call
-    | Parallel
-    | BudgetCall
-    | Ask
-    | Send
+    Name | Number | Str | Const | ListExpr | Attribute | Index | Unary | Binary | Call | Ask | Send
 )
 
 

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import options
-from swarmflow.dsl.check_context import HUMAN, OPERATORS, Context
-from swarmflow.dsl.check_scope import Scope, Spend
-from swarmflow.dsl.diagnostics import did_you_mean, suggest
+from swarmflow.dsl.check_context import HUMAN, Context, Scope, Spend
+from swarmflow.dsl.diagnostics import did_you_mean
 from swarmflow.dsl.units import show_quantity
-from swarmflow.dsl.values import (
-    LIST,
-    MODEL,
-    NOT_SEQUENCES,
-    NUMBER,
-    OUTCOMES,
-    OUTPUT,
-    STRING,
-    UNKNOWN,
-    Value,
-    number,
-    sources_of,
-)
+from swarmflow.dsl.values import NOT_SEQUENCES, T, Value, number, sources_of
 
 PARALLEL_KEYWORDS = options("parallel")
 PIPELINE_KEYWORDS = options("pipeline")
@@ -76,7 +62,7 @@ class CheckerBase(ABC):
 
     def raw_outcomes(self, value: Value, node: Any) -> None:
         """Outcomes handed to an agent as they are would include the failed ones."""
-        if value.type == OUTCOMES:
+        if value.type == T.OUTCOMES:
             self.ctx.warning(
                 "outcomes",
                 "these are outcomes (Ok, Failed, ...): pass them "
@@ -125,44 +111,7 @@ class CheckerBase(ABC):
 
 
 class CallChecker(CheckerBase):
-    """One method per kind of call."""
-
-    def call(self, node: ast.Call) -> Value:
-        name = node.func.id
-        if self.scope.lookup(name) is not None or name in self.ctx.params:
-            self.ctx.error("misuse", f"'{name}' is a value, not something to call", node.func)
-            return Value()
-        if name in self.ctx.agents:
-            return self.agent_call(node, name)
-        if name in self.ctx.imports:
-            return self.python_call(node)
-        handler = _BUILTINS.get(name)
-        if handler is not None:
-            return handler(self, node)
-        return self.unknown_call(node)
-
-    def unknown_call(self, node: ast.Call) -> Value:
-        name = node.func.id
-        candidates = {*self.ctx.agents, *self.ctx.imports, *_BUILTINS, *OPERATORS}
-        close = suggest(name, candidates)
-        if close in OPERATORS:
-            self.ctx.error(
-                "unknown-operator", f"unknown operator '{name}'; did you mean '{close}'?", node.func
-            )
-        elif close in self.ctx.agents:
-            self.ctx.error(
-                "unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?", node.func
-            )
-        else:
-            hint = f"; did you mean '{close}'?" if close else ""
-            self.ctx.error(
-                "unknown-name",
-                f"unknown function '{name}'{hint} (call an agent, "
-                "an operator, a built-in, or a Python callable imported with `use`)",
-                node.func,
-            )
-        self._infer_all(node)
-        return Value()
+    """One method per kind of call: agents, imports and the operators."""
 
     def _infer_all(self, node: ast.Call) -> frozenset[str]:
         values = [self.infer(a, callable_ok=True) for a in node.args]
@@ -192,7 +141,7 @@ class CallChecker(CheckerBase):
             self._agent_keyword(kw, agent)
         self.card_variables(agent, node.keywords, node.func)
         self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
-        return Value(OUTPUT, frozenset({agent}))
+        return Value(T.OUTPUT, frozenset({agent}))
 
     def _agent_keyword(self, kw: ast.Keyword, agent: str) -> None:
         if kw.name == "output":
@@ -203,7 +152,7 @@ class CallChecker(CheckerBase):
             self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
 
     def python_call(self, node: ast.Call) -> Value:
-        return Value(UNKNOWN, self._infer_all(node))
+        return Value(T.UNKNOWN, self._infer_all(node))
 
     def human_call(self, node: ast.Call) -> Value:
         self.no_lambdas(node, "human(...) takes no |x| { ... } body")
@@ -219,13 +168,13 @@ class CallChecker(CheckerBase):
             )
         for i, arg in enumerate(node.args):
             value = self.infer(arg)
-            if i == 0 and value.type in (NUMBER, "bool", "none", OUTCOMES, LIST):
+            if i == 0 and value.type in (T.NUMBER, "bool", "none", T.OUTCOMES, T.LIST):
                 self.ctx.error("misuse", f"the question must be text, not {value.describe()}", arg)
             self.handoff(value, HUMAN, arg, "question" if i == 0 else "payload")
         options = self.keywords(node, HUMAN_KEYWORDS, "human()")
         self._human_options(node)
         default = options.get("default", Value())
-        return Value(MODEL if "output" in options else UNKNOWN, default.sources)
+        return Value(T.MODEL if "output" in options else T.UNKNOWN, default.sources)
 
     def _human_options(self, node: ast.Call) -> None:
         given = {kw.name: kw.value for kw in node.keywords}
@@ -271,7 +220,7 @@ class CallChecker(CheckerBase):
             return Value()
         self.spends[-1].add_call(lead, self.ctx.agents[lead].allowance)
         self.spends[-1].unbounded_tokens = True  # the model decides how many turns a team takes
-        return Value(UNKNOWN, frozenset({lead}))
+        return Value(T.UNKNOWN, frozenset({lead}))
 
     def _team_member(self, node: Any, why: str) -> str | None:
         """The declared agent `node` names bare, or None after saying why not."""
@@ -307,7 +256,7 @@ class CallChecker(CheckerBase):
         )
         if len(node.args) != 1:
             self.ctx.error("misuse", "compact(outcomes) takes one list", node.func)
-            return Value(LIST)
+            return Value(T.LIST)
         source = self.sequence(node.args[0], "compact")
         self.keywords(node, ("keep",), "compact()")
         keep = next((k.value for k in node.keywords if k.name == "keep"), None)
@@ -315,7 +264,7 @@ class CallChecker(CheckerBase):
             self.ctx.error(
                 "misuse", "keep: takes a predicate or pydantic model imported with `use`", keep
             )
-        return Value(LIST, source.sources, item=source.element())
+        return Value(T.LIST, source.sources, item=source.element())
 
     def sequence(self, node: Any, operator: str) -> Value:
         """A value an operator iterates over; anything but a sequence is misuse."""
@@ -334,7 +283,7 @@ class CallChecker(CheckerBase):
             self.ctx.error(
                 "misuse", "pipeline needs a source: pipeline(items) |x| { ... }", node.func
             )
-            return Value(OUTCOMES)
+            return Value(T.OUTCOMES)
         source = self._pipeline_source(node.args[0])
         item = source.element()
         stages = [*node.args[1:], *node.lambdas]
@@ -348,10 +297,10 @@ class CallChecker(CheckerBase):
         for stage in stages:
             item = self._stage(stage, item)
         self.keywords(node, PIPELINE_KEYWORDS, "pipeline()")
-        return Value(OUTCOMES, item.sources, item=item)
+        return Value(T.OUTCOMES, item.sources, item=item)
 
     def _pipeline_source(self, node: Any) -> Value:
-        if isinstance(node, ast.Parallel) and any(k.name == "first" for k in node.keywords):
+        if ast.is_call(node, "parallel") and any(k.name == "first" for k in node.keywords):
             self.ctx.error(
                 "misuse",
                 "first: cannot be used when parallel feeds a pipeline "
@@ -369,9 +318,9 @@ class CallChecker(CheckerBase):
             self.ctx.used_agents.add(stage.id)
             self.handoff(item, stage.id, stage, "pipeline stage")
             self.spends[-1].add_call(stage.id, self.ctx.agents[stage.id].allowance)
-            return Value(OUTPUT, frozenset({stage.id}))
+            return Value(T.OUTPUT, frozenset({stage.id}))
         if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
-            return Value(UNKNOWN, item.sources)
+            return Value(T.UNKNOWN, item.sources)
         self.ctx.error(
             "misuse",
             "a pipeline stage is an agent, a Python callable imported with `use`, or |x| { ... }",
@@ -380,68 +329,49 @@ class CallChecker(CheckerBase):
         self.infer(stage)
         return Value()
 
-    def min_max(self, node: ast.Call) -> Value:
-        name = node.func.id
-        self._plain_builtin(node)
-        if not node.args:
-            self.ctx.error("misuse", f"{name}(...) needs at least one value", node.func)
-            return number()
-        values = [self._numeric(a, name) for a in node.args]
-        bounds = [v.bound for v in values if v.bound is not None]
-        exact = all(v.exact for v in values) and len(bounds) == len(values)
-        if name == "min":
-            return number(min(bounds) if bounds else None, exact)
-        return number(max(bounds) if len(bounds) == len(values) else None, exact)
-
-    def clamp(self, node: ast.Call) -> Value:
-        self._plain_builtin(node)
-        if len(node.args) != 3:
-            self.ctx.error("misuse", "clamp(value, low, high) takes three numbers", node.func)
-            return number()
-        x, low, high = (self._numeric(a, "clamp") for a in node.args)
-        if (
-            low.exact
-            and high.exact
-            and low.bound is not None
-            and high.bound is not None
-            and low.bound > high.bound
-        ):
-            self.ctx.error("misuse", "clamp's low is above its high", node.args[1])
-        if x.exact and low.exact and high.exact and None not in (x.bound, low.bound, high.bound):
-            return number(min(max(x.bound, low.bound), high.bound), True)  # type: ignore[type-var]
-        return number(high.bound)
-
-    def _numeric(self, node: Any, where: str) -> Value:
-        value = self.infer(node)
-        if value.type not in (NUMBER, UNKNOWN, LIST, OUTCOMES):
+    def parallel_call(self, node: ast.Call) -> Value:
+        n = self._branch_count(node)
+        self.keywords(node, PARALLEL_KEYWORDS, "parallel()")
+        if len(node.lambdas[0].params) > 1:
             self.ctx.error(
-                "misuse", f"{where}(...) works on numbers; this is {value.describe()}", node
+                "misuse",
+                "a parallel body takes at most one name, the branch index: |i| { ... }",
+                node.lambdas[0],
             )
-        return value
+        self.spends.append(Spend())
+        index = number(None if n.bound is None else max(n.bound - 1, 0))
+        body = self.lambda_value(node.lambdas[0], [index] * len(node.lambdas[0].params))
+        inner = self.spends.pop()
+        self.budget_feasible(node, n, inner, f"parallel({n.bound or 0:g})")
+        self.spends[-1].absorb(inner, n.bound)
+        return Value(T.OUTCOMES, body.sources, item=body)
 
-    def _plain_builtin(self, node: ast.Call) -> None:
-        self.no_lambdas(node, f"{node.func.id}(...) takes no |x| {{ ... }} body")
-        for kw in node.keywords:
-            self.ctx.error("misuse", f"{node.func.id}(...) takes no options", kw)
-
-    def one_arg(self, node: ast.Call) -> Value:
-        name = node.func.id
-        self._plain_builtin(node)
+    def _branch_count(self, node: ast.Call) -> Value:
         if len(node.args) != 1:
-            self.ctx.error("misuse", f"{name}(...) takes one value", node.func)
-            return Value(STRING if name == "str" else NUMBER)
-        value = self.infer(node.args[0])
-        if name == "str":
-            return Value(STRING, value.sources)
-        if name == "len":
-            if value.type in (NUMBER, "bool", "none", OUTPUT, "snapshot"):
-                self.ctx.error(
-                    "misuse",
-                    f"len(...) needs a list or text; this is {value.describe()}",
-                    node.args[0],
-                )
+            self.ctx.error(
+                "misuse", "parallel(n) takes the number of branches: parallel(3) { ... }", node
+            )
+            for arg in node.args:
+                self.infer(arg)
             return number()
-        return number(value.bound, value.exact)
+        n = self.infer(node.args[0])
+        if n.type not in (T.NUMBER, T.UNKNOWN):
+            self.ctx.error(
+                "misuse",
+                f"parallel(n) takes a number of branches; this is {n.describe()}",
+                node.args[0],
+            )
+            return number()
+        if n.exact and n.bound is not None and (n.bound < 0 or not float(n.bound).is_integer()):
+            self.ctx.error(
+                "misuse", "parallel(n) needs a whole number of branches, 0 or more", node.args[0]
+            )
+        return n
+
+    def budget_call(self, node: ast.Call) -> Value:
+        for extra in [*node.args, *node.keywords]:
+            self.ctx.error("misuse", "budget() takes nothing between its parentheses", extra)
+        return Value(T.SNAPSHOT)
 
     def budget_feasible(self, node: Any, n: Value, inner: Spend, label: str) -> None:
         """n branches (or rounds) of a body must fit the flow's budget, at the allowances."""
@@ -477,15 +407,3 @@ class CallChecker(CheckerBase):
             self.ctx.error("budget", message, node)
         else:
             self.ctx.warning("budget", f"{message} (n is at most {n.bound:g} here)", node)
-
-
-_BUILTINS: dict[str, Callable[[CallChecker, ast.Call], Value]] = {
-    "compact": CallChecker.compact_call,
-    "pipeline": CallChecker.pipeline_call,
-    "human": CallChecker.human_call,
-    "team": CallChecker.team_call,
-    "min": CallChecker.min_max,
-    "max": CallChecker.min_max,
-    "clamp": CallChecker.clamp,
-    **{name: CallChecker.one_arg for name in ("len", "str", "int", "float", "round")},
-}

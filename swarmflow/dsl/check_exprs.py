@@ -6,36 +6,24 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_calls import PARALLEL_KEYWORDS, CallChecker
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS
-from swarmflow.dsl.check_scope import Spend
-from swarmflow.dsl.diagnostics import did_you_mean
+from swarmflow.dsl.check_calls import CallChecker
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, OPERATORS
+from swarmflow.dsl.diagnostics import did_you_mean, suggest
 from swarmflow.dsl.values import (
-    AGENT,
-    BOOL,
-    CALLABLE,
-    LIST,
-    MODEL,
-    NONE,
-    NUMBER,
-    OUTCOMES,
-    OUTPUT,
     OUTPUT_CONTENT,
     OUTPUT_FIELDS,
-    SNAPSHOT,
     SNAPSHOT_FIELDS,
-    STRING,
-    UNKNOWN,
+    T,
     Value,
     merge,
     number,
     sources_of,
 )
 
-_PARAM_TYPES = {"str": STRING, "int": NUMBER, "float": NUMBER, "bool": BOOL, "list": LIST}
+_PARAM_TYPES = {"str": T.STRING, "int": T.NUMBER, "float": T.NUMBER, "bool": T.BOOL, "list": T.LIST}
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%"})
 _ORDERING = frozenset({"<", "<=", ">", ">="})
-_NOT_ARITHMETIC = frozenset({OUTPUT, SNAPSHOT, OUTCOMES, NONE, BOOL, MODEL})
+_NOT_ARITHMETIC = frozenset({T.OUTPUT, T.SNAPSHOT, T.OUTCOMES, T.NONE, T.BOOL, T.MODEL})
 
 
 class ExprChecker(CallChecker):
@@ -61,17 +49,17 @@ class ExprChecker(CallChecker):
             return found.value
         param = self.ctx.params.get(node.id)
         if param is not None:
-            return Value(_PARAM_TYPES.get(param.type.name, UNKNOWN))
+            return Value(_PARAM_TYPES.get(param.type.name, T.UNKNOWN))
         return self._global(node, callable_ok)
 
     def _global(self, node: ast.Name, callable_ok: bool) -> Value:
         name = node.id
         if name in self.ctx.imports:
-            return Value(CALLABLE)
+            return Value(T.CALLABLE)
         if name in self.ctx.agents:
             if callable_ok:
                 self.ctx.used_agents.add(name)
-                return Value(AGENT)
+                return Value(T.AGENT)
             self.ctx.error(
                 "misuse", f"agent '{name}' is called, not used as a value: {name}(prompt)", node
             )
@@ -79,7 +67,7 @@ class ExprChecker(CallChecker):
         if name in CALLABLE_BUILTINS:
             if not callable_ok:
                 self.ctx.error("misuse", f"'{name}' is a built-in; call it: {name}(...)", node)
-            return Value(CALLABLE)
+            return Value(T.CALLABLE)
         self._unknown_name(node)
         return Value()
 
@@ -103,34 +91,34 @@ class ExprChecker(CallChecker):
         return number(node.value, True)
 
     def string(self, node: ast.Str) -> Value:
-        return Value(STRING, sources_of(*(self.infer(v) for v in node.values)))
+        return Value(T.STRING, sources_of(*(self.infer(v) for v in node.values)))
 
     def const(self, node: ast.Const) -> Value:
-        return Value(NONE if node.value is None else BOOL)
+        return Value(T.NONE if node.value is None else T.BOOL)
 
     def list_(self, node: ast.ListExpr) -> Value:
         items = [self.infer(i) for i in node.items]
         item = items[0] if items else Value()
         for other in items[1:]:
             item = merge(item, other)
-        return Value(LIST, sources_of(*items), item=item, length=len(items))
+        return Value(T.LIST, sources_of(*items), item=item, length=len(items))
 
     def attribute(self, node: ast.Attribute) -> Value:
         base = self.infer(node.value)
         attr = node.attr
-        if base.type == SNAPSHOT:
+        if base.type == T.SNAPSHOT:
             return self._snapshot_field(node, attr)
-        if base.type == OUTPUT:
+        if base.type == T.OUTPUT:
             return self._output_field(node, base, attr)
-        if base.type in (LIST, OUTCOMES):
+        if base.type in (T.LIST, T.OUTCOMES):
             self.ctx.error(
                 "misuse",
                 f"{base.describe()} has no '.{attr}'; take one item first, e.g. items[0].{attr}",
                 node,
             )
-        elif base.type in (NUMBER, BOOL, NONE, STRING, AGENT, CALLABLE):
+        elif base.type in (T.NUMBER, T.BOOL, T.NONE, T.STRING, T.AGENT, T.CALLABLE):
             self.ctx.error("misuse", f"{base.describe()} has no attribute '{attr}'", node)
-        return Value(UNKNOWN, base.sources)
+        return Value(T.UNKNOWN, base.sources)
 
     def _snapshot_field(self, node: ast.Attribute, attr: str) -> Value:
         if attr not in SNAPSHOT_FIELDS:
@@ -157,24 +145,24 @@ class ExprChecker(CallChecker):
 
     def index(self, node: ast.Index) -> Value:
         base, key = self.infer(node.value), self.infer(node.index)
-        if key.type not in (NUMBER, STRING, UNKNOWN):
+        if key.type not in (T.NUMBER, T.STRING, T.UNKNOWN):
             self.ctx.error(
                 "misuse", f"an index is a number or a key, not {key.describe()}", node.index
             )
-        if base.type in (LIST, OUTCOMES):
+        if base.type in (T.LIST, T.OUTCOMES):
             return base.element()
-        if base.type == STRING:
-            return Value(STRING, base.sources)
-        if base.type in (NUMBER, BOOL, NONE, OUTPUT, SNAPSHOT, AGENT, CALLABLE):
-            hint = "; use .text or .value" if base.type == OUTPUT else ""
+        if base.type == T.STRING:
+            return Value(T.STRING, base.sources)
+        if base.type in (T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.AGENT, T.CALLABLE):
+            hint = "; use .text or .value" if base.type == T.OUTPUT else ""
             self.ctx.error("misuse", f"{base.describe()} cannot be indexed{hint}", node)
-        return Value(UNKNOWN, base.sources)
+        return Value(T.UNKNOWN, base.sources)
 
     def unary(self, node: ast.Unary) -> Value:
         value = self.infer(node.operand)
         if node.op == "not":
-            return Value(BOOL)
-        if value.type not in (NUMBER, UNKNOWN):
+            return Value(T.BOOL)
+        if value.type not in (T.NUMBER, T.UNKNOWN):
             self.ctx.error("misuse", f"'-' needs a number; this is {value.describe()}", node)
         return number(
             -value.bound if value.exact and value.bound is not None else None, value.exact
@@ -183,88 +171,41 @@ class ExprChecker(CallChecker):
     def binary(self, node: ast.Binary) -> Value:
         left, right = self.infer(node.left), self.infer(node.right)
         if node.op in ("and", "or"):
-            same = left.type if left.type == right.type else UNKNOWN
+            same = left.type if left.type == right.type else T.UNKNOWN
             return Value(same, left.sources | right.sources)
         if node.op in _ARITHMETIC:
             return self._arithmetic(node, left, right)
         if node.op in _ORDERING:
             for side, value in ((node.left, left), (node.right, right)):
-                if value.type in (OUTPUT, SNAPSHOT, LIST, OUTCOMES, NONE):
+                if value.type in (T.OUTPUT, T.SNAPSHOT, T.LIST, T.OUTCOMES, T.NONE):
                     self.ctx.error(
                         "misuse",
                         f"'{node.op}' compares numbers or text; this is {value.describe()}",
                         side,
                     )
-        return Value(BOOL)
+        return Value(T.BOOL)
 
     def _arithmetic(self, node: ast.Binary, left: Value, right: Value) -> Value:
         for side, value in ((node.left, left), (node.right, right)):
             if value.type in _NOT_ARITHMETIC:
-                hint = " (use .text for its text)" if value.type == OUTPUT else ""
+                hint = " (use .text for its text)" if value.type == T.OUTPUT else ""
                 self.ctx.error(
                     "misuse",
                     f"'{node.op}' needs numbers or text; this is {value.describe()}{hint}",
                     side,
                 )
                 return Value()
-        if node.op == "+" and STRING in (left.type, right.type):
-            if NUMBER in (left.type, right.type):
+        if node.op == "+" and T.STRING in (left.type, right.type):
+            if T.NUMBER in (left.type, right.type):
                 self.ctx.error(
                     "misuse",
                     'cannot add text and a number; write a template instead: "{a} {b}"',
                     node,
                 )
-            return Value(STRING, left.sources | right.sources)
-        if node.op == "+" and left.type == LIST:
-            return Value(LIST, left.sources | right.sources, item=left.item)
+            return Value(T.STRING, left.sources | right.sources)
+        if node.op == "+" and left.type == T.LIST:
+            return Value(T.LIST, left.sources | right.sources, item=left.item)
         return _arithmetic_bound(node.op, left, right)
-
-    def call(self, node: ast.Call) -> Value:
-        return CallChecker.call(self, node)
-
-    def parallel(self, node: ast.Parallel) -> Value:
-        n = self._branch_count(node)
-        self.keywords(node, PARALLEL_KEYWORDS, "parallel()")
-        if len(node.body.params) > 1:
-            self.ctx.error(
-                "misuse",
-                "a parallel body takes at most one name, the branch index: |i| { ... }",
-                node.body,
-            )
-        self.spends.append(Spend())
-        index = number(None if n.bound is None else max(n.bound - 1, 0))
-        body = self.lambda_value(node.body, [index] * len(node.body.params))
-        inner = self.spends.pop()
-        self.budget_feasible(node, n, inner, f"parallel({n.bound or 0:g})")
-        self.spends[-1].absorb(inner, n.bound)
-        return Value(OUTCOMES, body.sources, item=body)
-
-    def _branch_count(self, node: ast.Parallel) -> Value:
-        if len(node.args) != 1:
-            self.ctx.error(
-                "misuse", "parallel(n) takes the number of branches: parallel(3) { ... }", node
-            )
-            for arg in node.args:
-                self.infer(arg)
-            return number()
-        n = self.infer(node.args[0])
-        if n.type not in (NUMBER, UNKNOWN):
-            self.ctx.error(
-                "misuse",
-                f"parallel(n) takes a number of branches; this is {n.describe()}",
-                node.args[0],
-            )
-            return number()
-        if n.exact and n.bound is not None and (n.bound < 0 or not float(n.bound).is_integer()):
-            self.ctx.error(
-                "misuse", "parallel(n) needs a whole number of branches, 0 or more", node.args[0]
-            )
-        return n
-
-    def budget_call(self, node: ast.BudgetCall) -> Value:
-        for extra in [*node.args, *node.keywords]:
-            self.ctx.error("misuse", "budget() takes nothing between its parentheses", extra)
-        return Value(SNAPSHOT)
 
     def ask(self, node: ast.Ask) -> Value:
         agent = self._session_of(node, "ask")
@@ -275,7 +216,7 @@ class ExprChecker(CallChecker):
             return Value()
         self.handoff(prompt, agent, node.prompt, f"ask in the {agent} session")
         self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
-        return Value(MODEL if node.output is not None else OUTPUT, frozenset({agent}))
+        return Value(T.MODEL if node.output is not None else T.OUTPUT, frozenset({agent}))
 
     def send(self, node: ast.Send) -> Value:
         agent = self._session_of(node, "send")
@@ -286,7 +227,107 @@ class ExprChecker(CallChecker):
         shown = value.element() if node.each else value
         self.handoff(shown, agent, node.value, f"send in the {agent} session")
         self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
-        return Value(OUTPUT, frozenset({agent}))
+        return Value(T.OUTPUT, frozenset({agent}))
+
+    def call(self, node: ast.Call) -> Value:
+        name = node.func.id
+        if self.scope.lookup(name) is not None or name in self.ctx.params:
+            self.ctx.error("misuse", f"'{name}' is a value, not something to call", node.func)
+            return Value()
+        if name in self.ctx.agents:
+            return self.agent_call(node, name)
+        if name in self.ctx.imports:
+            return self.python_call(node)
+        handler = _CALLS.get(name)
+        if handler is not None:
+            return handler(self, node)
+        return self.unknown_call(node)
+
+    def unknown_call(self, node: ast.Call) -> Value:
+        name = node.func.id
+        candidates = {*self.ctx.agents, *self.ctx.imports, *_CALLS, *OPERATORS}
+        close = suggest(name, candidates)
+        if close in OPERATORS:
+            self.ctx.error(
+                "unknown-operator", f"unknown operator '{name}'; did you mean '{close}'?", node.func
+            )
+        elif close in self.ctx.agents:
+            self.ctx.error(
+                "unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?", node.func
+            )
+        else:
+            hint = f"; did you mean '{close}'?" if close else ""
+            self.ctx.error(
+                "unknown-name",
+                f"unknown function '{name}'{hint} (call an agent, "
+                "an operator, a built-in, or a Python callable imported with `use`)",
+                node.func,
+            )
+        self._infer_all(node)
+        return Value()
+
+    def min_max(self, node: ast.Call) -> Value:
+        name = node.func.id
+        self._plain_builtin(node)
+        if not node.args:
+            self.ctx.error("misuse", f"{name}(...) needs at least one value", node.func)
+            return number()
+        values = [self._numeric(a, name) for a in node.args]
+        bounds = [v.bound for v in values if v.bound is not None]
+        exact = all(v.exact for v in values) and len(bounds) == len(values)
+        if name == "min":
+            return number(min(bounds) if bounds else None, exact)
+        return number(max(bounds) if len(bounds) == len(values) else None, exact)
+
+    def clamp(self, node: ast.Call) -> Value:
+        self._plain_builtin(node)
+        if len(node.args) != 3:
+            self.ctx.error("misuse", "clamp(value, low, high) takes three numbers", node.func)
+            return number()
+        x, low, high = (self._numeric(a, "clamp") for a in node.args)
+        if (
+            low.exact
+            and high.exact
+            and low.bound is not None
+            and high.bound is not None
+            and low.bound > high.bound
+        ):
+            self.ctx.error("misuse", "clamp's low is above its high", node.args[1])
+        if x.exact and low.exact and high.exact and None not in (x.bound, low.bound, high.bound):
+            return number(min(max(x.bound, low.bound), high.bound), True)  # type: ignore[type-var]
+        return number(high.bound)
+
+    def _numeric(self, node: Any, where: str) -> Value:
+        value = self.infer(node)
+        if value.type not in (T.NUMBER, T.UNKNOWN, T.LIST, T.OUTCOMES):
+            self.ctx.error(
+                "misuse", f"{where}(...) works on numbers; this is {value.describe()}", node
+            )
+        return value
+
+    def _plain_builtin(self, node: ast.Call) -> None:
+        self.no_lambdas(node, f"{node.func.id}(...) takes no |x| {{ ... }} body")
+        for kw in node.keywords:
+            self.ctx.error("misuse", f"{node.func.id}(...) takes no options", kw)
+
+    def one_arg(self, node: ast.Call) -> Value:
+        name = node.func.id
+        self._plain_builtin(node)
+        if len(node.args) != 1:
+            self.ctx.error("misuse", f"{name}(...) takes one value", node.func)
+            return Value(T.STRING if name == "str" else T.NUMBER)
+        value = self.infer(node.args[0])
+        if name == "str":
+            return Value(T.STRING, value.sources)
+        if name == "len":
+            if value.type in (T.NUMBER, "bool", "none", T.OUTPUT, "snapshot"):
+                self.ctx.error(
+                    "misuse",
+                    f"len(...) needs a list or text; this is {value.describe()}",
+                    node.args[0],
+                )
+            return number()
+        return number(value.bound, value.exact)
 
     def _session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
@@ -329,8 +370,20 @@ _DISPATCH: dict[type, Callable[[ExprChecker, Any], Value]] = {
     ast.Unary: ExprChecker.unary,
     ast.Binary: ExprChecker.binary,
     ast.Call: ExprChecker.call,
-    ast.Parallel: ExprChecker.parallel,
-    ast.BudgetCall: ExprChecker.budget_call,
     ast.Ask: ExprChecker.ask,
     ast.Send: ExprChecker.send,
+}
+
+
+_CALLS: dict[str, Callable[[ExprChecker, ast.Call], Value]] = {
+    "compact": ExprChecker.compact_call,
+    "pipeline": ExprChecker.pipeline_call,
+    "human": ExprChecker.human_call,
+    "team": ExprChecker.team_call,
+    "parallel": ExprChecker.parallel_call,
+    "budget": ExprChecker.budget_call,
+    "min": ExprChecker.min_max,
+    "max": ExprChecker.min_max,
+    "clamp": ExprChecker.clamp,
+    **{name: ExprChecker.one_arg for name in ("len", "str", "int", "float", "round")},
 }

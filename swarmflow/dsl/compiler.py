@@ -26,7 +26,7 @@ from swarmflow.dsl.ir import (
     StepKind,
 )
 
-_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human", "team"})
+_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human", "team", "parallel", "budget"})
 
 
 def compile_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
@@ -161,7 +161,7 @@ class _Compiler:
 
     def __init__(self, source: str, agents: set[str], imports: set[str]) -> None:
         self.lines = source.splitlines()
-        self.globals = agents | imports | set(CALLABLE_BUILTINS) | {HUMAN}
+        self.globals = agents | imports | CALLABLE_BUILTINS | _OPERATOR_CALLS | {HUMAN}
         self.lambdas: dict[Position, StepGraph] = {}
         self.sessions: dict[Position, str] = {}
         self.open_sessions: list[str] = []
@@ -305,7 +305,7 @@ class _Compiler:
             if name in _OPERATOR_CALLS:
                 return "operator", None
             return ("call", None) if name not in CALLABLE_BUILTINS else ("expr", None)
-        if isinstance(value, ast.Parallel | ast.BudgetCall | ast.Ask | ast.Send):
+        if isinstance(value, ast.Ask | ast.Send):
             return "operator", None
         return "expr", None
 

@@ -1,19 +1,26 @@
-"""Evaluating expressions at run time, by calling the real operators in swarmflow.operators."""
+"""Evaluating expressions at run time, by calling the real operators in swarmflow.operators.
+
+Each call maps onto the Python API one to one (`coder(x)` is `await agent("coder", x)`,
+`parallel(n) |i| {...}` is `await parallel(factory, n=n)`, ...), so a DSL flow and its Python
+twin record the same events.
+"""
 
 from __future__ import annotations
 
 import functools
+import inspect
+import math
 import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from swarmflow.core.outcomes import Ok
-from swarmflow.dsl import ast, run_calls
+from swarmflow.dsl import ast
 from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.ir import Program, StepGraph
-from swarmflow.operators import agent, budget
+from swarmflow.operators import agent, budget, compact, human, parallel, pipeline, team
 from swarmflow.runtime.prompts import render_prompt
 
 
@@ -158,13 +165,111 @@ class Evaluator:
             ) from None
 
     async def call(self, node: ast.Call) -> Any:
-        return await run_calls.call(self, node)
+        name = node.func.id
+        if name in self.rt.agents:
+            prompt = await self.evaluate(node.args[0]) if node.args else ""
+            return await agent(name, prompt, **await self.options(node, imports=("output",)))
+        if name in self.rt.imports:
+            return await self.python_call(node)
+        return await _CALLS.get(name, Evaluator.builtin_call)(self, node)
 
-    async def parallel_(self, node: ast.Parallel) -> Any:
-        return await run_calls.run_parallel(self, node, stream=False)
+    async def options(
+        self, node: ast.Call, *, imports: tuple[str, ...] = (), agents: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """A call's `name: value` options; those in `imports` name an import (a model, a
+        predicate), those in `agents` name agents, bare: one agent or a list of them."""
+        found: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.name in imports and isinstance(kw.value, ast.Name):
+                found[kw.name] = self.rt.imports[kw.value.id]
+            elif kw.name in agents:
+                found[kw.name] = _agent_names(kw.value)
+            else:
+                found[kw.name] = await self.evaluate(kw.value)
+        return found
 
-    async def budget_(self, node: ast.BudgetCall) -> Any:
+    async def python_call(self, node: ast.Call) -> Any:
+        fn = self.rt.imports[node.func.id]
+        args = [await self.argument(a) for a in node.args]
+        args += [self.lambda_callable(lam) for lam in node.lambdas]
+        kwargs = {kw.name: await self.argument(kw.value) for kw in node.keywords}
+        return await _awaited(fn(*args, **kwargs))
+
+    async def argument(self, node: Any) -> Any:
+        """An argument's value; an agent named bare is passed as an async callable."""
+        if isinstance(node, ast.Name) and node.id not in self.values:
+            return self.callable_of(node)
+        return await self.evaluate(node)
+
+    async def compact_call(self, node: ast.Call) -> Any:
+        outcomes = await self.evaluate(node.args[0])
+        return compact(outcomes, **await self.options(node, imports=("keep",)))
+
+    async def human_call(self, node: ast.Call) -> Any:
+        args = [await self.evaluate(a) for a in node.args]
+        return await human(*args, **await self.options(node, imports=("output",)))
+
+    async def team_call(self, node: ast.Call) -> Any:
+        """`team(task, lead: agent, roles: [agents], ...)`: agents are named bare, as everywhere."""
+        task = await self.evaluate(node.args[0])
+        return await team(task, **await self.options(node, agents=("lead", "roles")))
+
+    async def budget_call(self, node: ast.Call) -> Any:
         return await budget()
+
+    async def pipeline_call(self, node: ast.Call) -> list[Any]:
+        """`pipeline(items, stages...) |x| {...}`: collected into a list of outcomes."""
+        first = node.args[0]
+        if ast.is_call(first, "parallel"):  # stream branches into the first stage as they finish
+            source = await self.parallel_call(first, stream=True)
+        else:
+            source = await self.evaluate(first)
+        stages = [self.stage(a) for a in node.args[1:]]
+        stages += [self.lambda_callable(lam) for lam in node.lambdas]
+        stream = pipeline(source, *stages, **await self.options(node))
+        try:
+            return await stream.collect()
+        finally:
+            await stream.aclose()
+
+    def stage(self, node: Any) -> Callable[[Any], Awaitable[Any]]:
+        """A pipeline stage: an agent or an imported callable, awaited when it is async."""
+        if node.id in self.rt.agents:
+            return functools.partial(agent, node.id)
+        fn = self.rt.imports[node.id]
+
+        async def run(item: Any) -> Any:
+            return await _awaited(fn(item))
+
+        return run
+
+    async def parallel_call(self, node: ast.Call, *, stream: bool = False) -> Any:
+        """`parallel(n) |i| { ... }`: n branches of the body, or the streaming form."""
+        n = await self.evaluate(node.args[0])
+        if isinstance(n, bool) or not isinstance(n, int | float) or math.isnan(n) or n < 0:
+            raise self.rt.fail(
+                node.args[0], f"parallel(n) needs a number of branches, 0 or more; got {n!r}"
+            )
+        given = await self.options(node)
+        body = node.lambdas[0]
+
+        def factory(i: int) -> Awaitable[Any]:
+            return self.run_lambda(body, [i] if body.params else [])
+
+        if stream:
+            given.pop("first", None)
+            return parallel.stream(factory, n=int(n), **given)
+        return await parallel(factory, n=int(n), **given)  # a fractional count rounds down
+
+    async def builtin_call(self, node: ast.Call) -> Any:
+        """A built-in function from the table, called with its arguments' values."""
+        fn = value_of(node.func.id)
+        assert fn is not None  # the checker passed only names in the table
+        values = [await self.evaluate(a) for a in node.args]
+        try:
+            return fn(*values)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise self.rt.fail(node, f"{node.func.id}(...) failed: {exc}") from None
 
     async def ask(self, node: ast.Ask) -> Any:
         handle = self.session_of(node)
@@ -214,6 +319,17 @@ class Evaluator:
         return body
 
 
+def _agent_names(node: Any) -> Any:
+    """`coder` is "coder", `[coder, reviewer]` is ["coder", "reviewer"] (check made sure)."""
+    if isinstance(node, ast.ListExpr):
+        return [item.id for item in node.items if isinstance(item, ast.Name)]
+    return node.id if isinstance(node, ast.Name) else None
+
+
+async def _awaited(result: Any) -> Any:
+    return await result if inspect.isawaitable(result) else result
+
+
 def _iterate(rt: Runtime, node: Any, value: Any, what: str) -> list[Any]:
     if isinstance(value, str | bytes | Mapping):
         raise rt.fail(node, f"{what} needs a list; this is {_describe(value)}")
@@ -251,8 +367,14 @@ _DISPATCH: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
     ast.Unary: Evaluator.unary,
     ast.Binary: Evaluator.binary,
     ast.Call: Evaluator.call,
-    ast.Parallel: Evaluator.parallel_,
-    ast.BudgetCall: Evaluator.budget_,
     ast.Ask: Evaluator.ask,
     ast.Send: Evaluator.send,
+}
+_CALLS: dict[str, Callable[[Evaluator, ast.Call], Awaitable[Any]]] = {
+    "compact": Evaluator.compact_call,
+    "human": Evaluator.human_call,
+    "pipeline": Evaluator.pipeline_call,
+    "team": Evaluator.team_call,
+    "parallel": Evaluator.parallel_call,
+    "budget": Evaluator.budget_call,
 }

@@ -271,8 +271,13 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.Index(value=c[0], index=c[2], **_at(c[0], c[2]))
 
     def call(self, c: list[Any]) -> ast.Call:
+        """`f(...) |x| { ... }`; `parallel(n) { ... }` (its block is a body with no names) and
+        `budget()` are calls too, so that every later stage has one form for them all."""
         args: _Args = c[1] or _NO_ARGS
-        lambdas = [x for x in c[3:] if isinstance(x, ast.Lambda)]
+        lambdas = [
+            ast.Lambda(params=[], body=x, **_at(x)) if isinstance(x, ast.Block) else x
+            for x in c[3:]
+        ]
         return ast.Call(
             func=self._name(c[0]),
             args=args.args,
@@ -280,17 +285,6 @@ class AstBuilder(Transformer[Token, Any]):
             lambdas=lambdas,
             **_at(c[0], lambdas[-1] if lambdas else c[2]),
         )
-
-    def parallel(self, c: list[Any]) -> ast.Parallel:
-        args: _Args = c[1] or _NO_ARGS
-        body = c[-1]
-        if isinstance(body, ast.Block):
-            body = ast.Lambda(params=[], body=body, **_at(body))
-        return ast.Parallel(args=args.args, keywords=args.keywords, body=body, **_at(c[0], body))
-
-    def budget_call(self, c: list[Any]) -> ast.BudgetCall:
-        args: _Args = c[1] or _NO_ARGS
-        return ast.BudgetCall(args=args.args, keywords=args.keywords, **_at(c[0], c[2]))
 
     def lambda_(self, c: list[Any]) -> ast.Lambda:
         params = [self._name(t) for t in c[1:-1] if isinstance(t, Token)]

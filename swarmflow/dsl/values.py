@@ -8,27 +8,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-# Coarse types: enough to catch operator misuse, not a type system.
-NUMBER, STRING, BOOL, NONE = "number", "string", "bool", "none"
-LIST, OUTCOMES = "list", "outcomes"
-OUTPUT, SNAPSHOT, MODEL = "output", "snapshot", "model"
-CALLABLE, AGENT, UNKNOWN = "callable", "agent", "unknown"
 
-NOT_SEQUENCES = frozenset({NUMBER, BOOL, NONE, OUTPUT, SNAPSHOT, STRING})
+class T:
+    """Coarse types: enough to catch operator misuse, not a type system."""
+
+    NUMBER, STRING, BOOL, NONE = "number", "string", "bool", "none"
+    LIST, OUTCOMES = "list", "outcomes"
+    OUTPUT, SNAPSHOT, MODEL = "output", "snapshot", "model"
+    CALLABLE, AGENT, UNKNOWN = "callable", "agent", "unknown"
+
+
+NOT_SEQUENCES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.STRING})
 
 DESCRIPTIONS = {
-    NUMBER: "a number",
-    STRING: "a string",
-    BOOL: "true or false",
-    NONE: "none",
-    LIST: "a list",
-    OUTCOMES: "a list of outcomes",
-    OUTPUT: "an agent's output",
-    SNAPSHOT: "a budget snapshot",
-    MODEL: "a structured answer",
-    CALLABLE: "a Python callable",
-    AGENT: "an agent",
-    UNKNOWN: "a value",
+    T.NUMBER: "a number",
+    T.STRING: "a string",
+    T.BOOL: "true or false",
+    T.NONE: "none",
+    T.LIST: "a list",
+    T.OUTCOMES: "a list of outcomes",
+    T.OUTPUT: "an agent's output",
+    T.SNAPSHOT: "a budget snapshot",
+    T.MODEL: "a structured answer",
+    T.CALLABLE: "a Python callable",
+    T.AGENT: "an agent",
+    T.UNKNOWN: "a value",
 }
 
 SNAPSHOT_FIELDS = {
@@ -41,16 +45,16 @@ SNAPSHOT_FIELDS = {
     "spent_calls": "",
 }
 OUTPUT_FIELDS = {
-    "text": STRING,
-    "value": UNKNOWN,
-    "patch": UNKNOWN,
-    "agent": STRING,
-    "session": STRING,
-    "state": STRING,
-    "reason": STRING,
-    "ok": BOOL,
-    "detail": STRING,
-    "usage": UNKNOWN,
+    "text": T.STRING,
+    "value": T.UNKNOWN,
+    "patch": T.UNKNOWN,
+    "agent": T.STRING,
+    "session": T.STRING,
+    "state": T.STRING,
+    "reason": T.STRING,
+    "ok": T.BOOL,
+    "detail": T.STRING,
+    "usage": T.UNKNOWN,
 }
 OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 """Fields of an agent output that carry what the agent wrote (and so its provenance)."""
@@ -60,7 +64,7 @@ OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 class Value:
     """A value as the checker sees it."""
 
-    type: str = UNKNOWN
+    type: str = T.UNKNOWN
     sources: frozenset[str] = frozenset()
     bound: float | None = None
     exact: bool = False
@@ -81,7 +85,7 @@ class Value:
 
 
 def number(bound: float | None = None, exact: bool = False) -> Value:
-    return Value(NUMBER, bound=bound, exact=exact)
+    return Value(T.NUMBER, bound=bound, exact=exact)
 
 
 def merge(a: Value, b: Value) -> Value:
@@ -89,7 +93,7 @@ def merge(a: Value, b: Value) -> Value:
     same = a.type == b.type
     bound = max(a.bound, b.bound) if a.bound is not None and b.bound is not None else None
     return Value(
-        a.type if same else UNKNOWN,
+        a.type if same else T.UNKNOWN,
         a.sources | b.sources,
         bound,
         same and a.exact and b.exact and a.bound == b.bound,

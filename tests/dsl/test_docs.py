@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from swarmflow import run
+from swarmflow.demo_model import demo_model
 from swarmflow.dsl import check_source, load_source
-from swarmflow.dsl.demo import demo_model
 from swarmflow.dsl.diagnostics import render_all
 
 from .helpers import DOCS, EXAMPLES

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from swarmflow.dsl.python_flows import check_python_flow, load_python_flow
+from swarmflow.cli.python_flows import check_python_flow, load_python_flow
 
 from .test_cli import main
 

@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from swarmflow import Agent, Team, agent, flow, run
-from swarmflow.board_server import read_address
+from swarmflow.board.http import read_address
 from swarmflow.core.events import parse_event
 from swarmflow.runtime.board import Board, board_for
 from swarmflow.runtime.context import current_run

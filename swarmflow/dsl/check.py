@@ -1,32 +1,28 @@
-"""Checks of the steps: statements, blocks, scopes, unreachable code and unused agents."""
+"""`check`: every located problem in a `.swarm` file, errors and warnings, in source order.
+
+The passes: syntax (parser.py), declarations (check_decls.py), then the steps in order (here,
+on the expression and call checks it builds on). Each pass is linear in the size of the file.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.callables import names
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Context
+from swarmflow.dsl.callables import names, tool_names
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Binding, Context, Scope, Spend
+from swarmflow.dsl.check_decls import check_declarations
 from swarmflow.dsl.check_exprs import ExprChecker
-from swarmflow.dsl.check_scope import Binding, Scope, Spend
-from swarmflow.dsl.diagnostics import NameIndex, did_you_mean
-from swarmflow.dsl.values import (
-    MODEL,
-    NONE,
-    NOT_SEQUENCES,
-    NUMBER,
-    OUTPUT,
-    STRING,
-    UNKNOWN,
-    Value,
-    merge,
-    number,
-)
+from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, did_you_mean, sort_key
+from swarmflow.dsl.parser import parse_module
+from swarmflow.dsl.values import NOT_SEQUENCES, T, Value, merge, number
 
-_EFFECTFUL = (ast.Call, ast.Parallel, ast.Send, ast.Ask)
+_EFFECTFUL = (ast.Call, ast.Send, ast.Ask)
 _RECHECKED_DEPTH = 3
 """Loops nested deeper than this are checked once per round, not twice (linear time)."""
-_PURE_CALLS = names("builtin")
+_PURE_CALLS = names("builtin") | {"budget"}
 
 
 @dataclass
@@ -75,7 +71,7 @@ class StepChecker(ExprChecker):
         elif isinstance(stmt, ast.ExprStmt):
             return BlockResult(self.expression_statement(stmt, gives_value))
         elif isinstance(stmt, ast.Return):
-            value = self.infer(stmt.value) if stmt.value is not None else Value(NONE)
+            value = self.infer(stmt.value) if stmt.value is not None else Value(T.NONE)
             return BlockResult(value, returns=True, has_return=True)
         elif isinstance(stmt, ast.If):
             return self.if_statement(stmt)
@@ -152,8 +148,8 @@ class StepChecker(ExprChecker):
 
     def match(self, stmt: ast.Match) -> BlockResult:
         subject = self.infer(stmt.subject)
-        if subject.type not in (STRING, UNKNOWN, MODEL):
-            hint = " (use .text for an agent's answer)" if subject.type == OUTPUT else ""
+        if subject.type not in (T.STRING, T.UNKNOWN, T.MODEL):
+            hint = " (use .text for an agent's answer)" if subject.type == T.OUTPUT else ""
             self.ctx.error(
                 "misuse", f"match compares text; this is {subject.describe()}{hint}", stmt.subject
             )
@@ -219,7 +215,7 @@ class StepChecker(ExprChecker):
             n = number(items.length, items.length is not None)
             return n, f"for over {items.length} items", items.element()
         n = self.infer(stmt.over)
-        if n.type not in (NUMBER, UNKNOWN):
+        if n.type not in (T.NUMBER, T.UNKNOWN):
             self.ctx.error(
                 "misuse", f"repeat takes a number of rounds; this is {n.describe()}", stmt.over
             )
@@ -276,7 +272,7 @@ class StepChecker(ExprChecker):
                 "this body gives no value; end it with an expression or `return value`",
                 lam.body,
             )
-            return Value(NONE)
+            return Value(T.NONE)
         return result.value
 
 
@@ -352,3 +348,44 @@ def _bound_names(block: ast.Block) -> set[str]:
         elif isinstance(item, ast.Loop) and item.var is not None:
             found.add(item.var.id)
     return found
+
+
+def check_module(
+    module: ast.Module,
+    filename: str = "<string>",
+    *,
+    resolve: bool = False,
+    base_dir: str | None = None,
+    tools: Sequence[str] | None = None,
+) -> list[Diagnostic]:
+    """Problems in a parsed module, sorted by place."""
+    ctx = Context(filename, base_dir=base_dir, tools=tuple(tools or tool_names()))
+    check_declarations(module, ctx, resolve=resolve)
+    checker = StepChecker(ctx)
+    for block in module.steps[:1]:
+        result = checker.check_steps(block)
+        check_returns(module, result, ctx)
+    check_agents_used(module, ctx)
+    return sorted(ctx.diagnostics, key=sort_key)
+
+
+def check_source(
+    source: str,
+    filename: str = "<string>",
+    *,
+    resolve: bool = False,
+    base_dir: str | None = None,
+) -> list[Diagnostic]:
+    """Every problem in `source`: a syntax error alone, or all the checks' findings."""
+    module, problems = parse_module(source, filename)
+    if module is None:
+        return problems
+    found = check_module(module, filename, resolve=resolve, base_dir=base_dir)
+    return sorted([*problems, *found], key=sort_key)
+
+
+def check_file(path: str | Path, *, resolve: bool = True) -> list[Diagnostic]:
+    """Check a `.swarm` file; imports are looked up (not run) unless `resolve=False`."""
+    file = Path(path)
+    source = file.read_text(encoding="utf-8")
+    return check_source(source, str(path), resolve=resolve, base_dir=str(file.parent))

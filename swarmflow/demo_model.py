@@ -1,4 +1,4 @@
-"""A scripted model for `swarmflow run --demo`: plausible answers, offline, for any flow.
+"""A scripted model for `swarmflow run --demo` of any flow: plausible answers, offline.
 
 Plain turns get a short canned answer; structured asks (`ask ... as Model`, `output:`) get a
 JSON object built from the schema in the prompt, so every flow runs to its end.
