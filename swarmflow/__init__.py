@@ -1,42 +1,90 @@
 """swarmflow: multi-agent LLM work, coding first, as declarative dataflow.
 
-Importing swarmflow has no side effects: no I/O, no event loop, no model client.
+Importing swarmflow has no side effects: no I/O, no event loop, no model client. Each public
+name is imported from its module when it is first read (`swarmflow.core.lazy`), so
+`import swarmflow` stays cheap and a script pays only for what it uses.
 """
 
-from swarmflow.batches import batch
-from swarmflow.core.budget import BudgetSnapshot, Limits
-from swarmflow.core.errors import (
-    AgentFailed,
-    BudgetExhausted,
-    ConfigError,
-    FlowFailed,
-    HumanTimeout,
-    ModelError,
-    RunPaused,
-    SwarmflowError,
-    TopologyError,
+from typing import TYPE_CHECKING
+
+from swarmflow.core.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from swarmflow._live import TextDelta
+    from swarmflow.batches.local import batch
+    from swarmflow.core.budget import BudgetSnapshot, Limits
+    from swarmflow.core.errors import (
+        AgentFailed,
+        BudgetExhausted,
+        ConfigError,
+        FlowFailed,
+        HumanTimeout,
+        ModelError,
+        RunPaused,
+        SwarmflowError,
+        TopologyError,
+    )
+    from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
+    from swarmflow.core.output import AgentOutput
+    from swarmflow.core.patch import Patch
+    from swarmflow.core.team import Agent, Team
+    from swarmflow.operators.agent import agent
+    from swarmflow.operators.agent_session import agent_session
+    from swarmflow.operators.budget import budget
+    from swarmflow.operators.compact import compact
+    from swarmflow.operators.human import human
+    from swarmflow.operators.parallel import parallel
+    from swarmflow.operators.pipeline import pipeline
+    from swarmflow.operators.team import team
+    from swarmflow.result import RunResult
+    from swarmflow.runner import run, run_sync
+    from swarmflow.runtime.flow import Flow, flow
+    from swarmflow.runtime.team_result import RoleReport, TeamResult
+    from swarmflow.stream import stream
+    from swarmflow.tools.function_tool import ToolCallContext, tool
+    from swarmflow.tools.mcp import mcp_http, mcp_stdio
+    from swarmflow.tools.policy import tool_policy
+
+# The same names and modules as the imports above (a test keeps the two in step).
+export_lazily(
+    __name__,
+    {
+        "swarmflow._live": ("TextDelta",),
+        "swarmflow.batches.local": ("batch",),
+        "swarmflow.core.budget": ("BudgetSnapshot", "Limits"),
+        "swarmflow.core.errors": (
+            "AgentFailed",
+            "BudgetExhausted",
+            "ConfigError",
+            "FlowFailed",
+            "HumanTimeout",
+            "ModelError",
+            "RunPaused",
+            "SwarmflowError",
+            "TopologyError",
+        ),
+        "swarmflow.core.outcomes": ("Cancelled", "Empty", "Failed", "Ok"),
+        "swarmflow.core.output": ("AgentOutput",),
+        "swarmflow.core.patch": ("Patch",),
+        "swarmflow.core.team": ("Agent", "Team"),
+        "swarmflow.operators.agent": ("agent",),
+        "swarmflow.operators.agent_session": ("agent_session",),
+        "swarmflow.operators.budget": ("budget",),
+        "swarmflow.operators.compact": ("compact",),
+        "swarmflow.operators.human": ("human",),
+        "swarmflow.operators.parallel": ("parallel",),
+        "swarmflow.operators.pipeline": ("pipeline",),
+        "swarmflow.operators.team": ("team",),
+        "swarmflow.result": ("RunResult",),
+        "swarmflow.runner": ("run", "run_sync"),
+        "swarmflow.runtime.flow": ("Flow", "flow"),
+        "swarmflow.runtime.team_result": ("RoleReport", "TeamResult"),
+        "swarmflow.stream": ("stream",),
+        "swarmflow.tools.function_tool": ("ToolCallContext", "tool"),
+        "swarmflow.tools.mcp": ("mcp_http", "mcp_stdio"),
+        "swarmflow.tools.policy": ("tool_policy",),
+    },
 )
-from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
-from swarmflow.core.output import AgentOutput
-from swarmflow.core.patch import Patch
-from swarmflow.core.team import Agent, Team
-from swarmflow.operators import (
-    agent,
-    agent_session,
-    budget,
-    compact,
-    human,
-    parallel,
-    pipeline,
-    team,
-)
-from swarmflow.runner import RunResult, run, run_sync
-from swarmflow.runtime.flow import Flow, flow
-from swarmflow.runtime.team_result import RoleReport, TeamResult
-from swarmflow.stream import TextDelta, stream
-from swarmflow.tools.function_tool import ToolCallContext, tool
-from swarmflow.tools.mcp import mcp_http, mcp_stdio
-from swarmflow.tools.policy import tool_policy
 
 __version__ = "0.1.0"
 

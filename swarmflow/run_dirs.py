@@ -91,9 +91,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not a run manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a run manifest (not a JSON object)")
     return data
 
 
@@ -111,6 +113,9 @@ class LogState:
     """What every model call so far cost (replayed calls made none)."""
     started: float = 0.0
     last: float = 0.0
+    elapsed: float = 0.0
+    """Seconds the run's processes ran so far, each from its first event to its last (the
+    time between a process's death and its resume is not counted)."""
 
 
 def read_log(run_dir: Path) -> LogState:
@@ -120,35 +125,60 @@ def read_log(run_dir: Path) -> LogState:
     if not path.exists():
         return state
     truncate_torn_tail(path)
-    tokens, cost, calls = 0, 0.0, 0
-    for event in _lines(path):
-        kind = event.get("type")
-        state.next_seq = int(event.get("seq", -1)) + 1
-        state.last = float(event.get("ts", 0.0))
-        if kind == "run_started":
-            state.run_id, state.flow = str(event["run_id"]), str(event.get("flow", ""))
-            state.inputs, state.started = dict(event.get("inputs") or {}), state.last
-            state.status = "running"
-        elif kind == "run_resumed":
-            state.status = "running"
-        elif kind == "run_finished":
-            state.status = str(event.get("status", ""))
-        elif kind == "model_called":
-            tokens += int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0))
-            cost += float(event.get("cost", 0.0))
-            calls += 1
-    state.spent = Charge(tokens, cost, calls)
+    scan = _LogScan(state)
+    for number, event in _lines(path):
+        try:
+            scan.take(event)
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the event it says
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"{path}:{number}: not an event: {what}") from None
+    state.spent = Charge(scan.tokens, scan.cost, scan.calls)
     return state
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
+@dataclass(slots=True)
+class _LogScan:
+    """`read_log`'s running totals."""
+
+    state: LogState
+    tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+    before: float = 0.0
+    """The time of the processes before the current one."""
+    opened: float = 0.0
+    """When the current process wrote its first event."""
+
+    def take(self, event: dict[str, Any]) -> None:
+        state, kind = self.state, event.get("type")
+        state.next_seq = int(event.get("seq", -1)) + 1
+        state.last = float(event.get("ts", 0.0))
+        if kind in ("run_started", "run_resumed"):
+            self.before, self.opened = state.elapsed, state.last
+            state.status = "running"
+        state.elapsed = self.before + max(0.0, state.last - self.opened)
+        if kind == "run_started":
+            state.run_id, state.flow = str(event["run_id"]), str(event.get("flow", ""))
+            state.inputs, state.started = dict(event.get("inputs") or {}), state.last
+        elif kind == "run_finished":
+            state.status = str(event.get("status", ""))
+        elif kind == "model_called":
+            self.tokens += int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0))
+            self.cost += float(event.get("cost", 0.0))
+            self.calls += 1
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, 1):
             if raw.strip():
                 try:
-                    yield json.loads(raw)
+                    event = json.loads(raw)
                 except json.JSONDecodeError as exc:
                     raise ConfigError(f"{path}:{number}: not an event: {exc}") from None
+                if not isinstance(event, dict):
+                    raise ConfigError(f"{path}:{number}: not an event: not a JSON object")
+                yield number, event
 
 
 @dataclass(slots=True)
@@ -223,7 +253,8 @@ def sync_sinks(sinks: list[EventSink], durability: Durability) -> list[EventSink
 
 
 def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
-    """Record the resume and charge the spend no record will replay (calls that were cut off)."""
+    """Record the resume and charge the spend no record will replay (calls that were cut off);
+    the wall clock goes on from the time the earlier processes ran."""
     ctx.log.emit(
         RunResumed,
         flow=flow,
@@ -231,6 +262,7 @@ def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
         strict=ctx.journal.strict if ctx.journal else False,
     )
     spend([ctx.ledger], interrupted.orphan_spend())
+    ctx.ledger.count_earlier_time(interrupted.log.elapsed)
 
 
 # -- liveness, listing, cleaning --------------------------------------------------------------

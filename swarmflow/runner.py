@@ -9,7 +9,6 @@ import contextlib
 import functools
 import inspect
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -62,6 +61,7 @@ from swarmflow.run_dirs import (
     sync_sinks,
     write_manifest,
 )
+from swarmflow.runs_root import DEFAULT_RUNS_ROOT, RUNS_ENV, resolve_runs_root
 from swarmflow.runtime.agent_call import call_agent
 from swarmflow.runtime.agent_tools import serving
 from swarmflow.runtime.background import BranchWork, owning
@@ -70,10 +70,6 @@ from swarmflow.runtime.eventlog import EventLog
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rail_registry import Rail, Rails
 from swarmflow.sinks import MemorySink
-
-DEFAULT_RUNS_ROOT = "runs"
-RUNS_ENV = "SWARMFLOW_RUNS"
-"""Environment variable naming the folder that holds run directories (default `runs`)."""
 
 __all__ = ["DEFAULT_RUNS_ROOT", "RUNS_ENV", "RunResult", "run", "run_sync"]
 
@@ -132,7 +128,7 @@ async def run(
         repo = repo or interrupted.manifest.get("repo")
     check_inputs(flow, inputs, options=RUN_OPTIONS)
     run_id = run_id or new_run_id()
-    root = Path(runs_root or os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT)
+    root = resolve_runs_root(runs_root)
     # Worktrees and tools must not depend on the cwd.
     run_dir = interrupted.run_dir if interrupted else (root / run_id).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -315,7 +311,9 @@ async def _within_wall_clock(
     ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], work: BranchWork
 ) -> Any:
     seconds = ctx.ledger.limits.seconds
-    with anyio.move_on_after(math.inf if seconds is None else seconds):
+    # A resumed run's ledger counts the time its earlier processes ran: only the rest is left.
+    left = math.inf if seconds is None else seconds - ctx.ledger.elapsed()
+    with anyio.move_on_after(left):
         async with serving(ctx, flow.team.agents):  # tool servers live as long as the flow
             output = await flow.fn(**inputs)
             await work.finish()

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmflow._failures import flow_line
 from swarmflow.cli.model_options import add_model_options, model_from_args
 from swarmflow.core.secrets import scrubbed
 
@@ -234,6 +233,7 @@ def _report(result: Any, *, as_json: bool = False) -> int:
 
 
 def _report_text(result: Any) -> str:
+    from swarmflow._failures import flow_line
     from swarmflow.cli.output_view import as_text
 
     lines = [f"status: {result.status}"]

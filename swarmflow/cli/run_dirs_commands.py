@@ -155,8 +155,9 @@ def _show(value: Any) -> str:
 def runs_command(args: argparse.Namespace) -> int:
     """One line per run directory: id, status, cost, age, flow."""
     from swarmflow.run_dirs import list_runs
+    from swarmflow.runs_root import resolve_runs_root
 
-    root = Path(args.root or _default_root())
+    root = resolve_runs_root(args.root)
     rows = list_runs(root)
     if not rows:
         print(f"no runs in {root}")
@@ -170,14 +171,6 @@ def runs_command(args: argparse.Namespace) -> int:
             f"{'$' + format(row.log.spent.cost, '.4f'):>9} {age:>6}  {row.log.flow}"
         )
     return OK
-
-
-def _default_root() -> str:
-    import os
-
-    from swarmflow.runner import DEFAULT_RUNS_ROOT, RUNS_ENV
-
-    return os.environ.get(RUNS_ENV) or DEFAULT_RUNS_ROOT
 
 
 def _age(seconds: float) -> str:

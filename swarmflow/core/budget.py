@@ -126,6 +126,10 @@ class Ledger:
     def elapsed(self) -> float:
         return self._clock() - self._started
 
+    def count_earlier_time(self, seconds: float) -> None:
+        """Count `seconds` run before this process (a resumed run's) as already elapsed."""
+        self._started -= seconds
+
     def snapshot(self) -> BudgetSnapshot:
         """The remaining budget, the tightest figure over the chain for each dimension."""
         chain = self.chain()

@@ -1,5 +1,17 @@
 """Model adapters. The `openai` package itself is imported only when a client is first built."""
 
-from swarmflow.models.openai_compat import OpenAIModel
+from typing import TYPE_CHECKING
+
+from swarmflow.core.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from swarmflow.models.openai_compat import OpenAIModel
+
+export_lazily(
+    __name__,
+    {
+        "swarmflow.models.openai_compat": ("OpenAIModel",),
+    },
+)
 
 __all__ = ["OpenAIModel"]

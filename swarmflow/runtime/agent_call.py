@@ -8,6 +8,7 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 from __future__ import annotations
 
 import difflib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,12 @@ from swarmflow.runtime.context import (
     reset_scope,
     set_scope,
 )
-from swarmflow.runtime.handoff import check_outgoing, given_to, remember_output
+from swarmflow.runtime.handoff import (
+    check_outgoing,
+    given_to,
+    remember_output,
+    screen_tool_result,
+)
 from swarmflow.runtime.journal import CallKey, digest_of
 from swarmflow.runtime.messaging import messenger_for
 from swarmflow.runtime.prompts import render_prompt
@@ -77,6 +83,7 @@ async def open_session(
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
+    session.screen = partial(screen_tool_result, run, name)
     if borrowed is None and agent.workspace != "none":
         session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace

@@ -82,6 +82,8 @@ class Board:
         self.seq = 0
         """The last message number handed out."""
         self._pending: dict[str, deque[Mention]] = {}
+        self._cut_off: dict[tuple[str, str, str, tuple[str, ...]], deque[Post]] = {}
+        """An earlier process's posts whose call never finished, by what a repeat would send."""
         self._signals: dict[str, anyio.Event] = {}
         self._agents = frozenset(run.team.names)
         previous = run.journal.previous if run.journal is not None else None
@@ -156,11 +158,15 @@ class Board:
     def adopt_thread(self, thread: Thread) -> None:
         self.threads[thread_key(thread.name)] = thread
 
-    def adopt_post(self, post: Post, pending: Sequence[str]) -> None:
-        """Put back a journaled message; `pending`: mentioned agents it has not reached yet."""
+    def adopt_post(self, post: Post, pending: Sequence[str], *, cut_off: bool = False) -> None:
+        """Put back a journaled message; `pending`: mentioned agents it has not reached yet;
+        `cut_off`: the call that posted it never finished, so its restart will post it again."""
         found = self.threads.get(thread_key(post.thread))
         if found is not None:
             found.posts.append(post)
+        if cut_off:
+            key = _repeat_key(post.sender, post.thread, post.content, post.mentions)
+            self._cut_off.setdefault(key, deque()).append(post)
         self.seq = max(self.seq, post.seq)
         self.run.fingerprints.add(post.sender, post.content)
         for name in pending:
@@ -219,9 +225,12 @@ class Board:
             self._check_mention(sender, target, thread)
         reached = tuple(p for p in thread.participants if p == sender or self._reaches(sender, p))
         self._check_text(sender, content, [p for p in reached if p != sender])
+        repeat = self._cut_off.get(_repeat_key(sender, thread.name, content, named))
+        if repeat:  # a restarted call posts again what its first run posted: it is there once
+            return self._confirmation(repeat.popleft(), thread)
         self.seq += 1
         post = Post(self.seq, thread.name, sender, content, tuple(named), reached)
-        self._journal(message_record(post))
+        self._journal(message_record(post, _session_id(sender)))
         thread.posts.append(post)
         self._remember(sender, content)
         self._emit(BoardMessagePosted, sender, thread=thread.name, sender=sender,
@@ -233,11 +242,17 @@ class Board:
 
     def _posted(self, post: Post, thread: Thread) -> str:
         """The confirmation; participants the sender has no edge to are named and recorded."""
+        for target in thread.participants:
+            if target not in post.recipients:
+                reason = f"no edge {post.sender} -> {target}"
+                self._emit(BoardRefused, post.sender, route="message", source=post.sender,
+                           target=target, thread=thread.name, reason=reason)  # fmt: skip
+        return self._confirmation(post, thread)
+
+    @staticmethod
+    def _confirmation(post: Post, thread: Thread) -> str:
+        """What the sender is told about its post."""
         missed = [p for p in thread.participants if p not in post.recipients]
-        for target in missed:
-            reason = f"no edge {post.sender} -> {target}"
-            self._emit(BoardRefused, post.sender, route="message", source=post.sender,
-                       target=target, thread=thread.name, reason=reason)  # fmt: skip
         others = [p for p in post.recipients if p != post.sender]
         seen = ", ".join(others) or "you only"
         text = f"posted message {post.seq} to #{thread.name}; seen by {seen}"
@@ -360,6 +375,12 @@ class Board:
             raise ToolError(f"refused: {error.message}") from None
         except TopologyError as error:  # the handoff check recorded it already
             raise ToolError(f"refused: {error.message} (nothing was posted)") from None
+
+
+def _repeat_key(
+    sender: str, thread: str, content: str, mentions: Sequence[str]
+) -> tuple[str, str, str, tuple[str, ...]]:
+    return sender, thread_key(thread), content, tuple(mentions)
 
 
 def _is_session_of(session: object, agent: str) -> bool:

@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic_core import to_json
-
 from swarmflow.core.events import EventBase
+from swarmflow.core.jsonline import json_line
 from swarmflow.core.ports import EventSink
 from swarmflow.core.secrets import Redactor
 
@@ -99,7 +98,7 @@ def _everything() -> set[str]:
 
 def _dumps(data: Any, **_kw: Any) -> bytes:
     """The JSON renderer's serializer: compact bytes, anything unknown as its `str`."""
-    return to_json(data, fallback=str)
+    return json_line(data)
 
 
 def processors(redactor: Redactor) -> tuple[Processor, ...]:

@@ -16,7 +16,7 @@ A refusal sends nothing: it records an event and raises `TopologyError` naming t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
@@ -65,6 +65,26 @@ def check_outgoing(
     unreached = run.fingerprints.unreached(shown, lambda owner: run.team.allows(owner, target))
     if unreached:
         _refuse(run, unreached[0], target, via, agent)
+
+
+_ROUTED_TOOLS = frozenset(
+    {"message_agent", "create_thread", "send_message", "wait_for_mention", "submit"}
+)
+"""Tools whose results the team's routes already checked (a `message_agent` answer comes back
+along the edge it was asked on; the board delivers only along edges) or that echo nothing."""
+
+
+def screen_tool_result(run: RunContext, agent: str, observation: Message) -> Message:
+    """`observation` as `agent`'s model may see it: a tool result holding another agent's
+    product without an edge to `agent` (a tool of the flow's that hands it over, a file the
+    flow wrote it to) is withheld, and the refusal recorded (via "tool result")."""
+    if observation.name in _ROUTED_TOOLS or not observation.content:
+        return observation
+    try:
+        check_outgoing(run, agent, observation.content, via="tool result", agent=agent)
+    except TopologyError as exc:
+        return replace(observation, content=f"{exc.message}; the result was withheld")
+    return observation
 
 
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:

@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
-
 from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.jsonline import json_line
 
 JOURNAL_FILE = "journal.jsonl"
 JOURNAL_VERSION = 1
@@ -139,12 +138,16 @@ def _key_of(record: dict[str, Any]) -> CallKey:
 def read_journal(path: Path) -> Recorded:
     """Index the records of `path`; a torn last line (a power cut mid-write) is cut off."""
     recorded = Recorded()
-    for record in _records(path):
-        recorded.add(record)
+    for number, record in _records(path):
+        try:
+            recorded.add(record)
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the record it says
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"{path}:{number}: not a journal record: {what}") from None
     return recorded
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return
     truncate_torn_tail(path)
@@ -156,12 +159,14 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                 record = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{number}: not a journal record: {exc}") from None
+            if not isinstance(record, dict):
+                raise ConfigError(f"{path}:{number}: not a journal record: not a JSON object")
             if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
                 raise ConfigError(
                     f"{path}:{number}: journal format version {record.get('version')} "
                     f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
                 )
-            yield record
+            yield number, record
 
 
 def truncate_torn_tail(path: Path) -> None:
@@ -207,7 +212,7 @@ class Journal:
         """Hold one record until the next `flush`. Callers pass plain JSON types: serialising
         those is several times cheaper than letting the serialiser inspect dataclasses and str
         subclasses, and this runs once per agent call."""
-        self._held.append(to_json(record, fallback=str))
+        self._held.append(json_line(record))
 
     def flush(self) -> None:
         """Write every held record, in one write(2) (and sync it with `fsync`)."""

@@ -149,6 +149,7 @@ async def journaled_turn(
     key = journal.key(session.scope.branch, session.agent.name, digest)
     record = match(run, journal, key) if journal.previous is not None else None
     if record is not None:
+        await _work_on_in_recorded_worktree(session, record.data.get("workspace"))
         return _replay_turn(session, key, record, output)
     before, count = session.history, len(session.history)
     steps, usage, cost = session.steps, session.usage, session.cost
@@ -169,8 +170,22 @@ async def journaled_turn(
             "replace_history": compacted,
             "usage": _usage_dict(spent),
             "spend": _spend(spent, session.cost - cost, session.steps - steps),
+            "workspace": workspace_info(session.workspace),
         })  # fmt: skip
     return value
+
+
+async def _work_on_in_recorded_worktree(session: AgentSession, info: Any) -> None:
+    """A session whose turns replay takes over the worktree those turns edited (its own,
+    opened afresh in this process, holds none of their work)."""
+    own = session.workspace
+    if not info or own is None or session.agent.workspace != "worktree":
+        return
+    if str(getattr(own, "root", "")) == str(info.get("root")):
+        return
+    run = session.run
+    session.workspace = await reattach(run, session.agent, session.id, info, restart=False)
+    run.workspace_of[session.id] = session.workspace
 
 
 async def _turn(

@@ -93,6 +93,7 @@ class AgentSession:
         "reason",
         "run",
         "scope",
+        "screen",
         "state",
         "steps",
         "system",
@@ -133,6 +134,9 @@ class AgentSession:
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self.board: BoardPort | None = None
         """The board its tools use (`open_session` gives an agent with board tools the run's)."""
+        self.screen: Callable[[Message], Message] | None = None
+        """The handoff check on what its tools return (`open_session` sets it): a result that
+        holds another agent's product without an edge to this agent is withheld."""
         self.hear: Callable[[], str] | None = None
         """Passive awareness (a Team run sets it): what teammates said since the last step,
         as text for the model, or "" when nothing; read at each step boundary."""
@@ -198,6 +202,21 @@ class AgentSession:
     def _append(self, message: Message) -> None:
         self.history.append(message)
         self._history_units += message_units(message)
+
+    def _answer_open_calls(self, why: str) -> None:
+        """Answer each tool call of the last model response that has no observation (the turn
+        ended before it ran): servers refuse a conversation holding an unanswered call, so the
+        session's next turn would fail."""
+        index = len(self.history) - 1
+        while index >= 0 and self.history[index].role == "tool":
+            index -= 1
+        if index < 0 or not self.history[index].tool_calls:
+            return
+        answered = {m.tool_call_id for m in self.history[index + 1 :]}
+        for call in self.history[index].tool_calls:
+            if call.id not in answered:
+                self._append(Message("tool", f"not run: {why}", tool_call_id=call.id,
+                                     name=call.name))  # fmt: skip
 
     def tool_context(self) -> ToolContext:
         """What this session's tools see: who calls, the workspace, the event recorder."""
@@ -283,8 +302,10 @@ class AgentSession:
             await self._finish_turn(await self._round_trip(content))
         except anyio.get_cancelled_exc_class():
             self._end(self._cancel_reason(), "cancelled from outside the session")
+            self._answer_open_calls("the turn was cancelled before this call finished")
             raise
         except Exception as exc:  # an unhandled fault ends the session in error
+            self._answer_open_calls("the turn failed before this call finished")
             await self._fault(exc)
         finally:
             current_session.reset(token)
@@ -531,8 +552,10 @@ class AgentSession:
     async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
         """Run the calls and record their observations; a submission finishes the round."""
         done = await self._tools.run_all(calls)
+        screen = self.screen
         for observation in done.observations:
-            self._append(observation)
+            self._append(observation if screen is None else screen(observation))
+        self._answer_open_calls("the turn ended before this call ran")
         if done.submitted is not None:
             return Finish(EndReason.SUBMITTED, done.submitted)
         if done.loop is not None:

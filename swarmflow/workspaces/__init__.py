@@ -1,9 +1,24 @@
 """Workspace adapters: the directories agent tools act in (`local`, `worktree`, `shared`)."""
 
-from swarmflow.workspaces.local import LocalWorkspace
-from swarmflow.workspaces.provider import DefaultWorkspaces
-from swarmflow.workspaces.shared import SharedWorkspace, StaleWrite
-from swarmflow.workspaces.worktree import OnCommit, WorktreeWorkspace, apply_patch
+from typing import TYPE_CHECKING
+
+from swarmflow.core.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from swarmflow.workspaces.local import LocalWorkspace
+    from swarmflow.workspaces.provider import DefaultWorkspaces
+    from swarmflow.workspaces.shared import SharedWorkspace, StaleWrite
+    from swarmflow.workspaces.worktree import OnCommit, WorktreeWorkspace, apply_patch
+
+export_lazily(
+    __name__,
+    {
+        "swarmflow.workspaces.local": ("LocalWorkspace",),
+        "swarmflow.workspaces.provider": ("DefaultWorkspaces",),
+        "swarmflow.workspaces.shared": ("SharedWorkspace", "StaleWrite"),
+        "swarmflow.workspaces.worktree": ("OnCommit", "WorktreeWorkspace", "apply_patch"),
+    },
+)
 
 __all__ = [
     "DefaultWorkspaces",
