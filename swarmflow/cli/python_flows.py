@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.dsl.diagnostics import Diagnostic, DslError, Severity, Spot
-from swarmflow.dsl.units import show_quantity
+from swarmflow.dsl.literals import show_quantity
 
 
 def looks_like_python_flow(spec: str) -> bool:

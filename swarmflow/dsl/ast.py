@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Literal, TypeGuard
 
-Dimension = Literal["count", "duration", "cost"]
+from swarmflow.dsl.literals import Dimension
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,8 +38,8 @@ class StepChecker(ExprChecker):
     """Walks `steps { ... }` in order, keeping a scope of the names assigned so far."""
 
     def check_steps(self, block: ast.Block) -> BlockResult:
-        self.ctx.assigned_at = _assignments(block)
-        self.ctx.name_index = NameIndex([*_bound_names(block), *self.ctx.known_names()])
+        self.ctx.assigned_at, bound = _bindings(block)
+        self.ctx.name_index = NameIndex([*bound, *self.ctx.known_names()])
         result = self.block(block, lambda_body=False)
         self.spends.clear()
         return result
@@ -328,26 +328,26 @@ def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None
         )
 
 
-def _assignments(block: ast.Block) -> dict[str, int]:
-    """Every name assigned in the steps (not in |x| bodies), with the first line assigning it."""
-    found: dict[str, int] = {}
-    for item in ast.walk(block, prune=ast.Lambda):
+def _bindings(block: ast.Block) -> tuple[dict[str, int], set[str]]:
+    """Every name the steps assign (not in |x| bodies), with the first line assigning it; and
+    every name they bind anywhere: assignments, loop names and |x| parameters."""
+    assigned: dict[str, int] = {}
+    bound: set[str] = set()
+    stack: list[tuple[ast.Node, bool]] = [(block, False)]
+    while stack:
+        item, in_body = stack.pop()
         if isinstance(item, ast.Assign):
-            found[item.target.id] = min(found.get(item.target.id, item.line), item.line)
-    return found
-
-
-def _bound_names(block: ast.Block) -> set[str]:
-    """Every name the steps bind anywhere: assignments, loop names and |x| parameters."""
-    found: set[str] = set()
-    for item in ast.walk(block):
-        if isinstance(item, ast.Assign):
-            found.add(item.target.id)
+            bound.add(item.target.id)
+            if not in_body:
+                line = assigned.get(item.target.id, item.line)
+                assigned[item.target.id] = min(line, item.line)
         elif isinstance(item, ast.Lambda):
-            found.update(p.id for p in item.params)
+            bound.update(p.id for p in item.params)
         elif isinstance(item, ast.Loop) and item.var is not None:
-            found.add(item.var.id)
-    return found
+            bound.add(item.var.id)
+        inside = in_body or isinstance(item, ast.Lambda)
+        stack.extend((child, inside) for child in ast.children(item))
+    return assigned, bound
 
 
 def check_module(

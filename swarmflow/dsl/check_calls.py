@@ -9,7 +9,7 @@ from swarmflow.dsl import ast
 from swarmflow.dsl.callables import options
 from swarmflow.dsl.check_context import HUMAN, Context, Scope, Spend
 from swarmflow.dsl.diagnostics import did_you_mean
-from swarmflow.dsl.units import show_quantity
+from swarmflow.dsl.literals import show_quantity
 from swarmflow.dsl.values import NOT_SEQUENCES, T, Value, number, sources_of
 
 PARALLEL_KEYWORDS = options("parallel")

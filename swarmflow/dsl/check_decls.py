@@ -15,20 +15,21 @@ from swarmflow.dsl.check_context import (
     Context,
 )
 from swarmflow.dsl.diagnostics import Spot, did_you_mean, listing
-from swarmflow.dsl.units import show_quantity
+from swarmflow.dsl.literals import show_quantity
 from swarmflow.runtime.cards import is_card_path
 
 BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
-AGENT_FIELDS = (
-    "card",
-    "model",
-    "tools",
-    "workspace",
-    "allowance",
-    "steps",
-    "description",
-    "output_tokens",
-)
+AGENT_FIELDS = {
+    "card": "card",
+    "model": "model",
+    "tools": "tools",
+    "workspace": "workspace",
+    "allowance": "allowance",
+    "steps": "max_steps",
+    "description": "description",
+    "output_tokens": "max_output_tokens",
+}
+"""Each field of an agent block, with the `Agent(...)` option it sets."""
 WORKSPACES = ("none", "local", "worktree", "shared")
 
 

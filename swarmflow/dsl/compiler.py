@@ -14,6 +14,7 @@ from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN
+from swarmflow.dsl.check_decls import AGENT_FIELDS
 from swarmflow.dsl.ir import (
     VALUE,
     AgentSpec,
@@ -86,30 +87,16 @@ def literal_value(node: Any) -> Any:
 
 
 def _agent_spec(decl: ast.AgentDecl) -> AgentSpec:
-    fields: dict[str, Any] = {}
-    for fld in decl.fields:
-        value = fld.value
-        if isinstance(value, ast.NameList):
-            fields[fld.key.id] = tuple(n.id for n in value.items)
-        elif isinstance(value, ast.Str):
-            fields[fld.key.id] = "".join(value.texts)
-        elif isinstance(value, ast.Name):
-            fields[fld.key.id] = value.id
-        elif isinstance(value, ast.Number):
-            fields[fld.key.id] = int(value.value)
-        else:
-            fields[fld.key.id] = "none"
-    return AgentSpec(
-        name=decl.name.id,
-        card=fields.get("card"),
-        model=fields.get("model"),
-        tools=fields.get("tools", ()),
-        workspace=fields.get("workspace", "none"),
-        allowance=fields.get("allowance"),
-        max_steps=fields.get("steps"),
-        output_tokens=fields.get("output_tokens"),
-        description=fields.get("description", ""),
-    )
+    options = {AGENT_FIELDS[f.key.id]: _field_value(f.value) for f in decl.fields}
+    return AgentSpec(decl.name.id, options)
+
+
+def _field_value(value: ast.FieldValue) -> Any:
+    if isinstance(value, ast.NameList):
+        return tuple(n.id for n in value.items)
+    if isinstance(value, ast.Name):
+        return value.id
+    return "none" if isinstance(value, ast.Const) else literal_value(value)  # `workspace none`
 
 
 class _Builder:

@@ -95,17 +95,10 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent as declared."""
+    """One agent as declared: its name, and the `Agent(...)` options its fields give."""
 
     name: str
-    card: str | None = None
-    model: str | None = None
-    tools: tuple[str, ...] = ()
-    workspace: str = "none"
-    allowance: int | None = None
-    max_steps: int | None = None
-    output_tokens: int | None = None
-    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

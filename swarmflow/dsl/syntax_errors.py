@@ -10,7 +10,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, Spot, did_you_mean, suggest
-from swarmflow.dsl.lexer import LexError, Origin, bad_character
+from swarmflow.dsl.parser import LexError, Origin, get_parser, tokens
 
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
 _NAMED = {
@@ -44,8 +44,6 @@ _PYTHON_HABITS = {
 @cache
 def _starts(rule: str) -> frozenset[str]:
     """The tokens that may begin `rule` (`start` or `expr`), read from the parse table."""
-    from swarmflow.dsl.parser import get_parser
-
     table = get_parser().parser.parser.parser.parse_table
     found = table.states[table.start_states[rule]]
     return frozenset(t for t in found if t.isupper() and t not in ("_NL", "$END"))
@@ -53,8 +51,6 @@ def _starts(rule: str) -> frozenset[str]:
 
 @cache
 def _literals() -> dict[str, str]:
-    from swarmflow.dsl.parser import get_parser
-
     return {t.name: t.pattern.value for t in get_parser().terminals if t.pattern.type == "str"}
 
 
@@ -177,8 +173,6 @@ def _diag(filename: str, line: int, column: int, width: int, message: str) -> Di
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
-    from swarmflow.dsl.parser import tokens
-
     stop = token.start_pos if token.type != "$END" else None
     found = tokens(source, where)
     if stop is None:
@@ -358,3 +352,20 @@ def _describe_terminal(name: str) -> str:
     if name in _NAMED:
         return _NAMED[name]
     return f"'{_literals().get(name, name.lower())}'"
+
+
+def bad_character(text: str, pos: int) -> str:
+    """What is wrong where the lexer found no token."""
+    if text.startswith('"""', pos):
+        return 'this """ string is never closed; end it with """'
+    char = text[pos] if pos < len(text) else ""
+    if char == '"':
+        return (
+            'this string is not closed before the end of the line; end it with " '
+            'or use """ for text over several lines'
+        )
+    if char == "'":
+        return "strings use double quotes: write \"text\", not 'text'"
+    if char == "$":
+        return "a cost is written $ followed by digits, such as $5 or $0.50"
+    return f"unexpected character {char!r}; it has no meaning in a .swarm file"

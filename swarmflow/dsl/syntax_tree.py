@@ -1,4 +1,4 @@
-"""From lark's parse tree to the pydantic syntax tree in ast.py.
+"""The rule callbacks lark calls while it parses: each builds one node of ast.py's tree.
 
 Problems found while building (an unknown unit, a broken string template) are collected as
 diagnostics instead of stopping, so that one run reports them all.
@@ -12,12 +12,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from lark import Token, Transformer, Tree
+from lark import Token, Transformer
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.diagnostics import Diagnostic, Spot
-from swarmflow.dsl.templates import plain_text, split_template
-from swarmflow.dsl.units import UnitError, parse_quantity
+from swarmflow.dsl.literals import UnitError, parse_quantity, plain_text, split_template
 
 HoleParser = Callable[[str, int, int], Any]
 
@@ -296,9 +295,6 @@ class AstBuilder(Transformer[Token, Any]):
 
     def keyword(self, c: list[Any]) -> ast.Keyword:
         return ast.Keyword(name=str(c[0]), value=c[1], **_at(c[0], c[1]))
-
-    def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
-        return Tree(data, children, meta)  # helper rules that lark inlines itself
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
 from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
 from swarmflow.dsl.executor import execute
-from swarmflow.dsl.ir import ImportSpec, ParamSpec, Program
+from swarmflow.dsl.ir import AgentSpec, ImportSpec, ParamSpec, Program
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
@@ -42,19 +42,10 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     return made
 
 
-def _agent(spec: Any, imports: dict[str, Any]) -> Agent:
-    options: dict[str, Any] = {
-        "card": spec.card,
-        "model": spec.model,
-        "tools": [python_tool(imports[name]) if name in imports else name for name in spec.tools],
-        "workspace": spec.workspace,
-        "allowance": spec.allowance,
-        "max_steps": spec.max_steps,
-        "description": spec.description,
-    }
-    if spec.output_tokens is not None:
-        options["max_output_tokens"] = spec.output_tokens
-    return Agent(spec.name, **options)
+def _agent(spec: AgentSpec, imports: dict[str, Any]) -> Agent:
+    tools = spec.options.get("tools", ())
+    tools = [python_tool(imports[name]) if name in imports else name for name in tools]
+    return Agent(spec.name, **{**spec.options, "tools": tools})
 
 
 def python_tool(value: Any) -> Any:
@@ -127,28 +118,18 @@ def _misused(program: Program, found: dict[str, Any]) -> list[Diagnostic]:
     neither a function nor a tool nor a tool server."""
     problems: list[Diagnostic] = []
     for name, line, column in program.models:
-        model = found.get(name)
-        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        model = found.get(name, BaseModel)  # an import that failed is reported already
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            why = "it cannot validate an answer; import a BaseModel subclass"
             problems.append(
-                _diag(
-                    program,
-                    line,
-                    column,
-                    f"'{name}' is not a pydantic model, so "
-                    "it cannot validate an answer; import a BaseModel subclass",
-                )
+                _diag(program, line, column, f"'{name}' is not a pydantic model, so {why}")
             )
     for name, line, column in program.tool_refs:
         value = found.get(name)
         if name in found and not _toolish(value):
+            why = "list a function, an @tool function or a tool server here"
             problems.append(
-                _diag(
-                    program,
-                    line,
-                    column,
-                    f"'{name}' is not a tool but {_what(value)}; list a function, "
-                    "an @tool function or a tool server here",
-                )
+                _diag(program, line, column, f"'{name}' is not a tool but {_what(value)}; {why}")
             )
     return problems
 

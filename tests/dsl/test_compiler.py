@@ -31,7 +31,12 @@ def test_compile_needs_only_the_syntax_tree():
     prog = compile_module(parse(source), source, "x.swarm")
     assert prog.name == "parallel_coder_arbiter"
     assert [a.name for a in prog.agents] == ["coder", "reviewer", "arbiter"]
-    assert prog.agents[0].allowance == 400_000 and prog.agents[0].max_steps == 30
+    assert prog.agents[0].options == {
+        "card": "You are a coder. Make one small, tested change.",
+        "tools": ("read_file", "edit", "run_shell", "submit"),
+        "allowance": 400_000,
+        "max_steps": 30,
+    }
     assert prog.edges == [
         ("coder", "reviewer"),
         ("reviewer", "arbiter"),

@@ -258,8 +258,7 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
 
     from lark import Lark, logger
 
-    from swarmflow.dsl.lexer import Newlines
-    from swarmflow.dsl.parser import _GRAMMAR
+    from swarmflow.dsl.parser import _GRAMMAR, Newlines
 
     old = logger.level
     logger.setLevel(logging.DEBUG)
