@@ -199,6 +199,15 @@ class Interrupted:
         recorded = self.manifest.get("inputs")
         return dict(recorded) if isinstance(recorded, dict) else dict(self.log.inputs)
 
+    def worktree_base(self) -> str | None:
+        """The commit the interrupted run's worktrees forked from, if it made any."""
+        records = [*(r.data for r in self.recorded.at.values()), *self.recorded.started.values()]
+        for data in records:
+            workspace = data.get("workspace")
+            if isinstance(workspace, dict) and workspace.get("base"):
+                return str(workspace["base"])
+        return None
+
     def orphan_spend(self) -> Charge:
         """Spend of model calls whose agent call never finished (so no record replays it)."""
         done = self.recorded.spent()
@@ -254,7 +263,8 @@ def sync_sinks(sinks: list[EventSink], durability: Durability) -> list[EventSink
 
 def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
     """Record the resume and charge the spend no record will replay (calls that were cut off);
-    the wall clock goes on from the time the earlier processes ran."""
+    the wall clock goes on from the time the earlier processes ran, and new worktrees fork
+    from the commit the earlier ones did."""
     ctx.log.emit(
         RunResumed,
         flow=flow,
@@ -263,6 +273,10 @@ def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
     )
     spend([ctx.ledger], interrupted.orphan_spend())
     ctx.ledger.count_earlier_time(interrupted.log.elapsed)
+    fork_from = getattr(ctx.workspaces, "fork_from", None)
+    base = interrupted.worktree_base()
+    if fork_from is not None and base is not None:
+        fork_from(base)
 
 
 # -- liveness, listing, cleaning --------------------------------------------------------------

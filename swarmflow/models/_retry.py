@@ -5,6 +5,7 @@ The SDK is imported lazily here too: this module is only loaded when a call fail
 
 from __future__ import annotations
 
+import math
 import random
 import socket
 import time
@@ -71,25 +72,34 @@ def backoff_delay(attempt: int, base: float, retry_after: float | None) -> float
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """The server's requested wait, from retry-after-ms or Retry-After (seconds or a date)."""
-    millis = headers.get("retry-after-ms")
+    millis = _number(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass  # malformed: fall back to Retry-After
+        return millis / 1000  # malformed (not a finite number): fall back to Retry-After
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass  # not seconds: an HTTP date, parsed below
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    if _number(value, finite=False) is not None:
+        return None  # "nan", "inf": a number, but no wait anyone can keep
     from email.utils import parsedate_to_datetime  # rarely needed; keeps import time down
 
     try:
         return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
     except (TypeError, ValueError):
         return None
+
+
+def _number(text: str | None, *, finite: bool = True) -> float | None:
+    """`text` as a number (a finite one unless `finite=False`), else None."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) or not finite else None
 
 
 def server_message(body: object, fallback: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from swarmflow.core.events import HumanAnswered, HumanRequested
 from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import HUMAN
 from swarmflow.runtime.context import RunContext, current_run, current_scope
-from swarmflow.runtime.handoff import check_outgoing
+from swarmflow.runtime.handoff import check_outgoing, shown_text
 
 _NO_DEFAULT: Any = object()
 
@@ -67,6 +67,7 @@ async def human(
             )
         else:
             answer = _convert(answer, output, question)
+            _remember_answer(run, answer, given=f"{question}\n{shown_text(payload)}")
         if run.journal is not None and recorded is None:
             run.journal.write({"kind": "human_answered", "token": token, "branch": scope.branch,
                                "question": question, "answer": _jsonable(answer),
@@ -108,6 +109,16 @@ async def _ask(
     if answer is None:
         raise HumanError(f"human channel {channel.name!r} gave no answer to {question!r}")
     return answer, who, False
+
+
+def _remember_answer(run: RunContext, answer: Any, *, given: str) -> None:
+    """A person's answer is the product of the `human` node: handing it on to an agent needs
+    the edge `human -> agent`, as for any agent's product (what the person was shown and
+    echoed back stays its own agents')."""
+    tagged = not isinstance(answer, str | int | float | bool) and run.product_sources(answer)
+    if not tagged and not isinstance(answer, str | int | float | bool):  # not a payload echoed
+        run.remember_product(answer, frozenset({HUMAN}))
+    run.fingerprints.add(HUMAN, shown_text(answer), given)
 
 
 def _on_timeout(

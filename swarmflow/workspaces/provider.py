@@ -39,6 +39,10 @@ class DefaultWorkspaces:
         self._shared: SharedWorkspace | None = None
         self._shared_lock = anyio.Lock()
         self._slugs: set[str] = set()
+        self.base: str | None = None
+        """The commit every worktree of this run forks from: the repository's HEAD when the
+        first one was made (a resumed run's from its journal), so that a commit made to the
+        repository meanwhile does not give one run's candidates different bases."""
         self.notes: set[str] = set()
         """Notices already given in this run; every workspace made here shares the set."""
 
@@ -72,11 +76,17 @@ class DefaultWorkspaces:
             self.repo,
             f"swarmflow/{slug(self.run_dir.name)}/{name}",
             self.run_dir / "worktrees" / name,
+            self.base or "HEAD",
             on_commit=self.on_commit,
             lock=self._git_lock,
         )
+        self.base = self.base or ws.base
         self._worktrees.append(ws)
         return ws
+
+    def fork_from(self, base: str) -> None:
+        """Make this run's new worktrees at `base` (a resumed run: its first process's base)."""
+        self.base = base
 
     async def reattach(
         self, agent: str, session: str, *, root: str, branch: str, base: str, restart: bool

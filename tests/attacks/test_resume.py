@@ -12,8 +12,10 @@ from typing import Any
 import anyio
 
 from swarmflow import Agent, RunResult, Team, agent, agent_session, flow, run
+from swarmflow.core.errors import ModelError
 from swarmflow.core.messages import ModelRequest
-from swarmflow.testing import FunctionModel, tool_call
+from swarmflow.testing import FunctionModel, Step, tool_call
+from tests.attacks.conftest import run_git
 
 
 def of_type(result: RunResult, kind: str) -> list[Any]:
@@ -90,3 +92,79 @@ async def test_a_resumed_session_works_on_in_the_worktree_its_turns_edited(
     assert again.status == "ok", again.error
     assert "kept" in again.output  # the note the replayed turn wrote is still there
     assert len(of_type(again, "call_replayed")) == 1
+
+
+# -- every worktree of a run forks from the commit the run started from ------------------------
+
+CODERS = Team([Agent("coder", tools=["write_file"], workspace="worktree")])
+
+
+@flow(team=CODERS)
+async def two_coders() -> list[str]:
+    first = await agent("coder", "write one.txt")
+    if broken[0]:
+        raise RuntimeError("the flow's own code failed between the calls")
+    second = await agent("coder", "write two.txt")
+    assert first.patch is not None and second.patch is not None
+    return [first.patch.base, second.patch.base]
+
+
+def _writer(request: ModelRequest) -> object:
+    if _since_prompt(request):
+        return "written"
+    return tool_call("write_file", path=request.prompt.split()[-1], content="x\n")
+
+
+async def test_a_resumed_run_forks_new_worktrees_from_the_runs_own_base(
+    tmp_path: Path, repo: Path
+) -> None:
+    broken[0] = True
+    first = await run(two_coders, model=FunctionModel(_writer), runs_root=tmp_path, repo=repo,
+                      raise_on_failure=False)  # fmt: skip
+    assert first.status == "failed" and first.run_dir is not None
+    started_at = run_git(repo, "rev-parse", "HEAD").strip()
+    (repo / "later.txt").write_text("someone committed while the run was down\n")
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "later")
+    broken[0] = False
+    again = await run(two_coders, model=FunctionModel(_writer), resume=first.run_dir, repo=repo,
+                      raise_on_failure=False)  # fmt: skip
+    assert again.status == "ok", again.error
+    assert again.output == [started_at, started_at]
+
+
+# -- a message_agent answer is not paid twice when its sender's call restarts -------------------
+
+MESSAGING = Team(
+    [Agent("lead", tools=["message_agent"]), Agent("helper")], edges=[("lead", "helper")]
+)
+
+
+@flow(team=MESSAGING)
+async def ask_helper() -> str:
+    return (await agent("lead", "ask the helper")).text
+
+
+def _messaging(lead_dies: bool) -> FunctionModel:
+    def answer(request: ModelRequest) -> object:
+        if request.agent == "helper":
+            return "the helper's answer"
+        results = _since_prompt(request)
+        if not results:
+            return tool_call("message_agent", to="helper", text="what is it?")
+        if lead_dies:
+            return Step(error=ModelError("the lead's model went away"))
+        return "lead heard: " + results[-1]
+
+    return FunctionModel(answer)
+
+
+async def test_a_restarted_sender_gets_the_answer_it_paid_for(tmp_path: Path) -> None:
+    first = await run(ask_helper, model=_messaging(lead_dies=True), runs_root=tmp_path,
+                      raise_on_failure=False)  # fmt: skip
+    assert first.status == "failed" and first.run_dir is not None
+    model = _messaging(lead_dies=False)
+    again = await run(ask_helper, model=model, resume=first.run_dir, raise_on_failure=False)
+    assert again.status == "ok", again.error
+    assert again.output == "lead heard: the helper's answer"
+    assert [r.agent for r in model.requests] == ["lead", "lead"]  # the helper was not asked again

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarmflow import Agent, RunResult, Team, agent, flow, run, tool
+from swarmflow import Agent, RunResult, Team, agent, flow, human, run, tool
 from swarmflow.core.messages import ModelRequest
 from swarmflow.testing import FunctionModel, tool_call
 
@@ -103,3 +103,35 @@ async def test_an_agent_reads_back_its_own_product(tmp_path: Path) -> None:
 
     result = await run(own_work, model=FunctionModel(answer), repo=tmp_path)
     assert PRODUCT in result.output and refusals(result) == []
+
+
+# -- a person's answer is the `human` node's product ---------------------------------------------
+
+ANSWER = "a person's long original answer 9c8b7a6f5e4d with plenty of words in it"
+
+
+def asks_then_hands_on(edges: list[tuple[str, str]]) -> Any:
+    @flow(team=Team([Agent("b")], edges=edges))
+    async def asks() -> str:
+        said = await human("what should b do?")
+        return (await agent("b", f"do: {said}")).text
+
+    return asks
+
+
+def echo(request: ModelRequest) -> str:
+    return "b saw: " + request.prompt
+
+
+async def test_a_persons_answer_reaches_an_agent_only_along_an_edge_from_human() -> None:
+    result = await run(asks_then_hands_on([]), model=FunctionModel(echo),
+                       human=lambda q, p: ANSWER, raise_on_failure=False)  # fmt: skip
+    assert result.status == "failed" and "no edge human -> b" in str(result.error)
+    (refused,) = refusals(result)
+    assert (refused.source, refused.target, refused.via) == ("human", "b", "prompt")
+
+
+async def test_with_the_edge_from_human_the_answer_passes() -> None:
+    result = await run(asks_then_hands_on([("human", "b")]), model=FunctionModel(echo),
+                       human=lambda q, p: ANSWER)  # fmt: skip
+    assert result.output == "b saw: do: " + ANSWER
