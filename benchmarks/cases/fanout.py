@@ -15,6 +15,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import anyio
+
 from benchmarks._harness import (
     Paired,
     Probe,
@@ -94,6 +96,20 @@ def memory_per_branch(n: int, root: Path) -> tuple[float, float]:
     return peak_bytes(ours) / n, peak_bytes(theirs) / n
 
 
+def anyio_task_bytes(n: int) -> float:
+    """Peak bytes per task of the baseline's gated calls run in an anyio task group instead:
+    what the task-group primitive itself costs a branch, before any of swarmflow's work."""
+
+    async def tasks() -> Timings:
+        gate = Gate(n)
+        async with anyio.create_task_group() as group:
+            for i in range(n):
+                group.start_soon(gated_call, gate, f"task {i}")
+        return {}
+
+    return peak_bytes(tasks) / n
+
+
 def _timing_rows(n: int, paired: Paired) -> list[Row]:
     us = 1e6 / n
     ours, theirs = paired.swarmflow, paired.baseline
@@ -136,6 +152,7 @@ def _memory_rows(settings: Settings, root: Path) -> list[Row]:
     rows = []
     for n in settings.memory_sizes:
         ours, theirs = memory_per_branch(n, root)
+        in_anyio = anyio_task_bytes(n)
         rows.append(
             Row(
                 f"{CASE} N={n:,}",
@@ -144,6 +161,7 @@ def _memory_rows(settings: Settings, root: Path) -> list[Row]:
                 ours / 1024,
                 theirs / 1024,
                 Target(MEMORY_TARGET_KB),
+                note=f"the same calls as anyio tasks: {in_anyio / 1024:.2f} KB",
             )
         )
     return rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -73,7 +74,7 @@ def _close_unawaited(item: Any) -> None:
 
 
 def _bind(factory: Callable[[int], Awaitable[Any]], i: int) -> Maker:
-    return lambda: factory(i)
+    return partial(factory, i)  # smaller than a closure: one per branch in flight
 
 
 def _starter(item: Any, operator: str) -> Maker:

@@ -8,7 +8,6 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 from __future__ import annotations
 
 import difflib
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EXHAUSTED_REASONS, EndReason, SessionState
 from swarmflow.core.team import Agent
-from swarmflow.runtime.board import board_for
 from swarmflow.runtime.cards import render_card
 from swarmflow.runtime.context import (
     RunContext,
@@ -83,13 +81,15 @@ async def open_session(
     scope = scope or current_scope()
     borrowed = _borrowed_workspace(run, workspace)
     session = AgentSession(run, agent, scope=scope, system=system, workspace=borrowed)
-    session.screen = partial(screen_tool_result, run, name)
+    session.screen = screen_tool_result  # one function for every session: no closure each
     if borrowed is None and agent.workspace != "none":
         session.workspace = adopted or await _acquire(run, agent, session.id)
         run.workspace_of[session.id] = session.workspace
     if "message_agent" in agent.tools:
         session.messenger = messenger_for(run, session, call_agent)
     if BOARD_TOOLS.intersection(agent.tools):
+        from swarmflow.runtime.board import board_for  # only agents with board tools need it
+
         session.board = board_for(run)
     return session
 

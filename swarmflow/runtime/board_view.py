@@ -54,7 +54,7 @@ class Thread:
 class MessageView(BaseModel):
     """One message as a snapshot shows it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built at the first snapshot
 
     seq: int
     sender: str
@@ -65,7 +65,7 @@ class MessageView(BaseModel):
 class ThreadView(BaseModel):
     """One thread as a snapshot shows it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built at the first snapshot
 
     name: str
     creator: str
@@ -76,7 +76,7 @@ class ThreadView(BaseModel):
 class BoardSnapshot(BaseModel):
     """The threads an agent can see (or all of them), JSON-able."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built at the first snapshot
 
     agent: str | None = None
     threads: list[ThreadView] = []

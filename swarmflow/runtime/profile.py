@@ -34,6 +34,8 @@ class AgentProfile:
     goals: tuple[Any, ...]
     source: ToolSource
     """Where its tool calls find their tools: its own tool objects, then the run's."""
+    provenance: frozenset[str]
+    """What a new session of it has produced from: its own agent (one set for all of them)."""
 
 
 def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
@@ -56,6 +58,7 @@ def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
             tools=names,
             goals=run.goals.get(agent.name, ()),
             source=source,
+            provenance=frozenset((agent.name,)),
         )
         found = run.profiles[id(agent)] = (agent, profile)
     return found[1]

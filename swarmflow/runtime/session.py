@@ -116,7 +116,7 @@ class AgentSession:
         self.scope = scope
         self.workspace = workspace
         self.model = profile.model
-        self.provenance = frozenset((agent.name,))  # what this session produces is its agent's
+        self.provenance = profile.provenance  # what this session produces is its agent's
         self._envelope = (agent.name, self.id, scope.branch)
         self.state = SessionState.IDLE
         self.reason: EndReason | None = None
@@ -131,9 +131,10 @@ class AgentSession:
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
         self.board: BoardPort | None = None
         """The board its tools use (`open_session` gives an agent with board tools the run's)."""
-        self.screen: Callable[[Message], Message] | None = None
-        """The handoff check on what its tools return (`open_session` sets it): a result that
-        holds another agent's product without an edge to this agent is withheld."""
+        self.screen: Callable[[RunContext, str, Message], Message] | None = None
+        """The handoff check on what its tools return, called with the run and this agent's
+        name (`open_session` sets it): a result that holds another agent's product without
+        an edge to this agent is withheld."""
         self.hear: Callable[[], str] | None = None
         """Passive awareness (a Team run sets it): what teammates said since the last step,
         as text for the model, or "" when nothing; read at each step boundary."""
@@ -284,9 +285,6 @@ class AgentSession:
 
     async def turn_unlocked(self, content: str) -> str:
         """Run one turn; the caller holds `turn_lock` or owns the session alone."""
-        return await self._take_turn(content)
-
-    async def _take_turn(self, content: str) -> str:
         if self.state.is_end:
             self._to(SessionState.IDLE)
         self.error = None
@@ -545,8 +543,9 @@ class AgentSession:
         """Run the calls and record their observations; a submission finishes the round."""
         done = await self._tools.run_all(calls)
         screen = self.screen
+        run, name = self.run, self.agent.name
         for observation in done.observations:
-            self._append(observation if screen is None else screen(observation))
+            self._append(observation if screen is None else screen(run, name, observation))
         self._answer_open_calls("the turn ended before this call ran")
         if done.submitted is not None:
             return Finish(EndReason.SUBMITTED, done.submitted)
