@@ -333,21 +333,25 @@ def _bindings(block: ast.Block) -> tuple[dict[str, int], set[str]]:
     every name they bind anywhere: assignments, loop names and |x| parameters."""
     assigned: dict[str, int] = {}
     bound: set[str] = set()
-    stack: list[tuple[ast.Node, bool]] = [(block, False)]
-    while stack:
-        item, in_body = stack.pop()
+    bodies: list[ast.Node] = []
+    for item in ast.walk(block, prune=ast.Lambda):
         if isinstance(item, ast.Assign):
-            bound.add(item.target.id)
-            if not in_body:
-                line = assigned.get(item.target.id, item.line)
-                assigned[item.target.id] = min(line, item.line)
-        elif isinstance(item, ast.Lambda):
-            bound.update(p.id for p in item.params)
-        elif isinstance(item, ast.Loop) and item.var is not None:
-            bound.add(item.var.id)
-        inside = in_body or isinstance(item, ast.Lambda)
-        stack.extend((child, inside) for child in ast.children(item))
+            assigned[item.target.id] = min(assigned.get(item.target.id, item.line), item.line)
+        _bind(item, bound, bodies)
+    for body in bodies:
+        for item in ast.walk(body):
+            _bind(item, bound, [])
     return assigned, bound
+
+
+def _bind(item: ast.Node, bound: set[str], bodies: list[ast.Node]) -> None:
+    if isinstance(item, ast.Assign):
+        bound.add(item.target.id)
+    elif isinstance(item, ast.Lambda):
+        bound.update(p.id for p in item.params)
+        bodies.append(item.body)
+    elif isinstance(item, ast.Loop) and item.var is not None:
+        bound.add(item.var.id)
 
 
 def check_module(

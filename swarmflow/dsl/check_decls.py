@@ -37,10 +37,10 @@ def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = Fals
     """Every check that needs no steps; fills `ctx` for the steps check."""
     _check_header(module, ctx)
     _check_uses(module, ctx, resolve)
-    _check_params(module, ctx)
     _check_budget(module, ctx)
     for decl in module.agents:
         _check_agent(decl, ctx)
+    _check_params(module, ctx)  # after the agents: an input may not take an agent's name
     _check_edges(module, ctx)
     if len(module.steps) > 1:
         ctx.error(

@@ -177,9 +177,7 @@ def parse_quantity(text: str) -> tuple[float, Dimension, str]:
 
 
 def _split(text: str) -> tuple[float, str]:
-    end = 0
-    while end < len(text) and (text[end].isdigit() or text[end] in "._"):
-        end += 1
+    end = len(text) - len(text.lstrip("0123456789._"))
     digits, unit = text[:end].replace("_", ""), text[end:]
     try:
         return float(digits), unit

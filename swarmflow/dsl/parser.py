@@ -133,8 +133,8 @@ class _Pass:
             )
         if inside != "LBRACE" or self.ended:
             return False
-        following = self.text[token.end_pos or 0 :]
-        return not (token.type == "_NL" and _CONTINUATION.match(following))
+        following = _CONTINUATION.match(self.text, token.end_pos or 0)  # no copy of the rest
+        return not (token.type == "_NL" and following)
 
     def _place(self, token: Token) -> None:
         """Shift a template expression's tokens to where the template sits in the file."""

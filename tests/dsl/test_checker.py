@@ -305,6 +305,13 @@ def test_duplicates_and_reserved_names():
         assert words in messages
 
 
+def test_an_input_named_like_an_agent_is_an_error_at_the_input():
+    source = "flow f(coder: str) -> str\nagent coder {}\nsteps { return coder(coder).text }\n"
+    [first, *_] = errors(source)
+    assert (first.line, first.column) == (1, 8)
+    assert first.message == "input 'coder' has the name of an agent or import; rename it"
+
+
 def test_missing_header_steps_and_return():
     assert "missing-flow" in codes("agent a {}\nsteps { return 1 }\n")
     assert "missing-steps" in codes("flow f() -> str\n")
