@@ -99,3 +99,16 @@ def test_a_function_keeps_its_name_when_its_module_is_imported_first() -> None:
         " swarmflow.parallel is parallel, sys.modules['swarmflow.stream'].RunStream is RunStream)"
     )
     assert out == "True True True True"
+
+
+def test_the_command_line_parser_loads_none_of_the_runtime() -> None:
+    """`swarmflow --help` (and every command's parsing) starts without a run's machinery; a
+    command imports what it runs when it runs."""
+    loaded = _python(
+        "import sys; from swarmflow.cli import build_parser; build_parser(); "
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'anyio', 'structlog', 'lark', 'jinja2') "
+        "or m.startswith(('swarmflow.runner', 'swarmflow.runtime', 'swarmflow.run_dirs', "
+        "'swarmflow.operators', 'swarmflow.flows'))))"
+    )
+    assert loaded == ""
