@@ -34,7 +34,11 @@ class HistoryView(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
         if isinstance(index, slice):  # reads only the messages in the slice
-            return tuple(self[i] for i in range(*index.indices(len(self))))
+            start, stop, step = index.indices(len(self))
+            if step != 1 or (self._head is not None and start == 0):
+                return tuple(self[i] for i in range(start, stop, step))
+            shift = self._head is not None  # past the head, index i is history[i - 1]
+            return tuple(self._history[start - shift : max(start, stop) - shift])
         size = len(self)
         if index < 0:
             index += size

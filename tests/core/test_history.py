@@ -25,3 +25,18 @@ def test_view_without_a_system_message() -> None:
     history = [Message("user", "only")]
     view = HistoryView(history, 1)
     assert list(view) == history and view[-1] is history[0] and len(view) == 1
+
+
+@pytest.mark.parametrize("head", [None, SYSTEM])
+def test_every_slice_reads_what_the_tuple_would(head: Message | None) -> None:
+    """Slices are read from the history list directly; each must equal the tuple's slice,
+    and none may reach the messages appended after the snapshot."""
+    history = [Message("user", str(i)) for i in range(6)]
+    for length in range(len(history) + 1):
+        view = HistoryView(history, length, head)
+        expected = tuple(view)
+        bounds = [None, *range(-9, 10)]
+        for start in bounds:
+            for stop in bounds:
+                for step in (None, 1, 2, -1, -3):
+                    assert view[start:stop:step] == expected[start:stop:step]
