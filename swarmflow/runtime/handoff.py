@@ -53,6 +53,8 @@ def check_outgoing(
     rendered from: their provenance is checked, and their plain rendering (bytes decoded, every
     string inside) is fingerprinted too.
     """
+    if type(values) is str and values == text:  # no provenance, and `text` shows it whole
+        values = _NOTHING
     tagged = collect(values, run.product_sources) if values is not _NOTHING else frozenset()
     for source in sorted(tagged):
         if not run.team.allows(source, target):

@@ -27,7 +27,6 @@ from swarmflow.core.team import Agent
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.runtime.handoff import remember_output
 from swarmflow.runtime.journal import CallKey, Journal, Record, digest_of
-from swarmflow.runtime.profile import agent_profile
 from swarmflow.runtime.session import AgentSession
 from swarmflow.runtime.structured import ask_structured
 
@@ -106,7 +105,7 @@ def record_call(
         "value": None if out.value is None else _dump(out.value),
         "patch": None if out.patch is None else _patch_dict(out.patch),
         "usage": _usage_dict(usage),
-        "spend": _spend(run, session.agent, usage, session.steps),
+        "spend": _spend(usage, session.cost, session.steps),
         "state": out.state,
         "reason": out.reason,
         "detail": out.detail,
@@ -153,7 +152,7 @@ async def journaled_turn(
         await _work_on_in_recorded_worktree(session, record.data.get("workspace"))
         return _replay_turn(session, key, record, output)
     before, count = session.history, len(session.history)
-    steps, usage = session.steps, session.usage
+    steps, usage, cost = session.steps, session.usage, session.cost
     value = await _turn(session, text, output)
     if session.state is SessionState.DONE:
         compacted = session.history is not before
@@ -170,7 +169,7 @@ async def journaled_turn(
             "messages": [_message_dict(m) for m in session.history[0 if compacted else count :]],
             "replace_history": compacted,
             "usage": _usage_dict(spent),
-            "spend": _spend(run, session.agent, spent, session.steps - steps),
+            "spend": _spend(spent, session.cost - cost, session.steps - steps),
             "workspace": workspace_info(session.workspace),
         })  # fmt: skip
     return value
@@ -209,6 +208,7 @@ def _replay_turn(
         replace=bool(data.get("replace_history")),
         text=str(data.get("text", "")),
         usage=Usage(**(data.get("usage") or {})),
+        cost=float(paid.get("cost", 0.0)),
         steps=int(paid.get("calls", 0)),
         submitted=data.get("reason") == EndReason.SUBMITTED.value,
     )
@@ -221,9 +221,9 @@ def _replay_turn(
 # -- spend, workspaces, values ----------------------------------------------------------------
 
 
-def _spend(run: RunContext, agent: Agent, usage: Usage, calls: int) -> dict[str, Any]:
-    price = agent_profile(run, agent).price
-    return {"tokens": usage.total, "cost": price.cost(usage), "calls": calls}
+def _spend(usage: Usage, cost: float, calls: int) -> dict[str, Any]:
+    """What a call spent, as its ledgers were charged (a replay charges it back)."""
+    return {"tokens": usage.total, "cost": cost, "calls": calls}
 
 
 def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: dict[str, Any]) -> None:

@@ -80,6 +80,7 @@ class AgentSession:
         "agent",
         "board",
         "closed",
+        "cost",
         "detail",
         "error",
         "hear",
@@ -126,6 +127,8 @@ class AgentSession:
         self.system = system
         self.steps = 0
         self.usage = Usage()
+        self.cost = 0.0
+        """What this session's model calls were charged, as settled on its ledgers."""
         self.last_text = ""
         self.closed = False
         self.messenger: Callable[[str, str], Awaitable[str]] | None = None
@@ -249,6 +252,7 @@ class AgentSession:
         replace: bool,
         text: str,
         usage: Usage,
+        cost: float,
         steps: int,
         submitted: bool = False,
     ) -> None:
@@ -261,6 +265,7 @@ class AgentSession:
         self.last_text = text
         self.steps += steps
         self.usage += usage
+        self.cost += cost
         # The recorded turn went precheck -> calling model -> done; the replay walks the same
         # legal path so the session's state is what it would have been.
         if self.state.is_end:
@@ -273,9 +278,14 @@ class AgentSession:
 
     @property
     def turn_lock(self) -> anyio.Lock:
-        """The session's one turn lock: `turn` takes it; hold it to run several turns in a row."""
+        """The session's one turn lock: `turn` takes it; hold it to run several turns in a row.
+
+        `fast_acquire`: a free lock is taken without yielding to the event loop (a cancelled
+        caller is still refused at once); a turn yields at its model call anyway, and the
+        extra loop pass cost about a fifth of a turn.
+        """
         if self._lock is None:
-            self._lock = anyio.Lock()
+            self._lock = anyio.Lock(fast_acquire=True)
         return self._lock
 
     async def turn(self, content: str) -> str:
@@ -523,6 +533,7 @@ class AgentSession:
         self.run.estimator.learn(self._model_name, self._sent_units, usage.input)
         self.steps += 1
         self.usage += usage
+        self.cost += cost
         self.emit(
             ModelCalled,
             model=response.model or request.model,
