@@ -8,6 +8,8 @@ raises `BudgetExhausted`; both carry the partial output, so nothing done is lost
 from __future__ import annotations
 
 import difflib
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +214,7 @@ async def _call(
     return result
 
 
-async def journaled_call(
+def journaled_call(
     run: RunContext,
     scope: Scope,
     name: str,
@@ -221,8 +223,12 @@ async def journaled_call(
     output: type[BaseModel] | None,
     workspace: Any,
     card_vars: dict[str, Any],
-) -> AgentOutput:
-    """`_call`, keyed in the journal: replayed when a finished record matches, else recorded."""
+) -> Coroutine[Any, Any, AgentOutput]:
+    """`_call`, keyed in the journal: replayed when a finished record matches, else recorded.
+
+    Not `async def`: it returns the coroutine that does the call (its lookup needs no await),
+    so a branch in flight keeps one frame fewer.
+    """
     assert run.journal is not None
     agent = run.team.get(name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else ""
@@ -231,18 +237,19 @@ async def journaled_call(
     resuming = run.journal.previous is not None
     record = match(run, run.journal, key) if resuming else None
     if record is not None:
-        return await replay_call(run, scope, agent, key, record, output=output)
-    restart = resuming and workspace is None and agent.workspace == "worktree"
-    adopted = await adopted_workspace(run, agent, key) if restart else None
-    return await _call(
-        run,
-        name,
-        text,
-        output=output,
-        workspace=workspace,
-        card_vars=card_vars,
-        journaled=(key, adopted),
-    )
+        return replay_call(run, scope, agent, key, record, output=output)
+    call = partial(_call, run, name, text, output=output, workspace=workspace, card_vars=card_vars)
+    if resuming and workspace is None and agent.workspace == "worktree":
+        return _adopting_call(run, agent, key, call)
+    return call(journaled=(key, None))
+
+
+async def _adopting_call(
+    run: RunContext, agent: Agent, key: CallKey, call: Callable[..., Awaitable[AgentOutput]]
+) -> AgentOutput:
+    """A restarted call takes over the worktree its interrupted run left, if there is one."""
+    adopted = await adopted_workspace(run, agent, key)
+    return await call(journaled=(key, adopted))
 
 
 async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
