@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -237,6 +237,7 @@ def open_journal(
     *,
     durability: Durability,
     strict: bool,
+    scrub: Callable[[bytes], bytes] | None = None,
 ) -> Journal:
     return Journal(
         run_id,
@@ -244,6 +245,7 @@ def open_journal(
         fsync=durability == "fsync",
         previous=interrupted.recorded if interrupted else None,
         strict=strict,
+        scrub=scrub,
     )
 
 

@@ -127,6 +127,11 @@ async def run(
         run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
         repo = repo or interrupted.manifest.get("repo")
     check_inputs(flow, inputs, options=RUN_OPTIONS)
+    # Options that can be wrong are read before the run directory exists: a mistake in one
+    # leaves no dead run behind.
+    limits = merge_limits(flow.limits, Limits.coerce(budget))
+    price_table, rail_set, channel = PriceTable(prices), Rails(rails), human_channel(human)
+    goal_map = {k: tuple(v) for k, v in (goals or {}).items()}
     run_id = run_id or new_run_id()
     root = resolve_runs_root(runs_root)
     # Worktrees and tools must not depend on the cwd.
@@ -145,20 +150,25 @@ async def run(
         run_dir=run_dir,
         team=flow.team,
         log=log,
-        ledger=Ledger(
-            "run", merge_limits(flow.limits, Limits.coerce(budget)), parent=parent_ledger
-        ),
+        ledger=Ledger("run", limits, parent=parent_ledger),
         model_for=ModelResolver(model),
         tools=tools or default_tools(),
-        human=human_channel(human),
+        human=channel,
         workspaces=workspaces_for(flow, run_dir, repo),
-        prices=PriceTable(prices),
-        rails=Rails(rails),
+        prices=price_table,
+        rails=rail_set,
         card_path=flow.card_path,
         keep_workspaces=keep_workspaces,
-        goals={k: tuple(v) for k, v in (goals or {}).items()},
+        goals=goal_map,
         context_tokens=context_tokens,
-        journal=open_journal(run_dir, run_id, interrupted, durability=durability, strict=strict),
+        journal=open_journal(
+            run_dir,
+            run_id,
+            interrupted,
+            durability=durability,
+            strict=strict,
+            scrub=log.redactor.scrub_bytes,
+        ),
     )
     claim(run_dir)  # from here on the run's end releases it
     result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)

@@ -148,9 +148,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _length(self) -> int:
         try:
-            return int(self.headers.get("Content-Length") or 0)
+            length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             raise _Request(HTTPStatus.BAD_REQUEST, "Content-Length is not a number") from None
+        if length < 0:  # read(-n) would wait for the client to close: a held server thread
+            self.close_connection = True
+            raise _Request(HTTPStatus.BAD_REQUEST, "Content-Length is negative")
+        return length
 
     def _post(self) -> dict[str, Any]:
         route = _ROUTES.get(urlsplit(self.path).path)

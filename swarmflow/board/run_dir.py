@@ -64,7 +64,8 @@ async def _opened(path: Path, team: Any) -> AsyncIterator[RunContext]:
     run_id = state.run_id or path.name
     log = EventLog(run_id, [JsonlSink(path / EVENTS)], secrets=secret_values(),
                    start_seq=state.next_seq)  # fmt: skip
-    journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded)
+    journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
+                      scrub=log.redactor.scrub_bytes)  # fmt: skip
     ctx = RunContext(run_id=run_id, run_dir=path, team=team, log=log,
                      ledger=Ledger("run", Limits()), model_for=_no_model, tools=_no_tools(),
                      human=None, workspaces=None, prices=PriceTable(), rails=Rails(),

@@ -7,8 +7,9 @@ settlement are synchronous, so under cooperative concurrency each is atomic acro
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,24 +29,56 @@ class Limits:
     seconds: float | None = None
 
     @classmethod
-    def coerce(cls, value: Limits | dict[str, float] | None) -> Limits:
-        """Accept `Limits`, a mapping such as `{"tokens": 2_000_000}`, or None."""
+    def coerce(cls, value: Limits | Mapping[str, float | None] | None) -> Limits:
+        """Accept `Limits`, a mapping such as `{"tokens": 2_000_000}`, or None; anything else,
+        or an amount that is negative, NaN or of the wrong type, is a `ConfigError`."""
         if value is None:
             return cls()
         if isinstance(value, Limits):
             return value
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"budget {value!r} is not a mapping such as {{'tokens': 2_000_000}} or a Limits"
+            )
         unknown = set(value) - {"tokens", "cost", "calls", "seconds"}
         if unknown:
             raise ConfigError(
-                f"unknown budget keys {sorted(unknown)}; use tokens, cost, calls, seconds"
+                f"unknown budget keys {sorted(unknown, key=str)}; use tokens, cost, calls, seconds"
             )
-        tokens, calls = value.get("tokens"), value.get("calls")
         return cls(
-            tokens=None if tokens is None else int(tokens),
-            cost=value.get("cost"),
-            calls=None if calls is None else int(calls),
-            seconds=value.get("seconds"),
+            tokens=_count(value, "tokens"),
+            cost=_amount(value, "cost"),
+            calls=_count(value, "calls"),
+            seconds=_amount(value, "seconds"),
         )
+
+    @classmethod
+    def of_tokens(cls, tokens: int) -> Limits:
+        """A token count alone (`team(limits=N)`, a `split` amount), checked as `coerce` does."""
+        return cls.coerce({"tokens": tokens})
+
+
+def _amount(given: Mapping[str, float | None], name: str) -> float | None:
+    """`given[name]` as a limit: None (no limit), or a number of 0 or more."""
+    value = given.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ConfigError(f"budget {name}={value!r}: use a number of 0 or more (None: no limit)")
+    return value
+
+
+def _count(given: Mapping[str, float | None], name: str) -> int | None:
+    """`given[name]` as a limit: None (no limit), or a whole number of 0 or more."""
+    value = given.get(name)
+    if value is None:
+        return None
+    whole = isinstance(value, int | float) and math.isfinite(value) and value == int(value)
+    if isinstance(value, bool) or not whole or value < 0:
+        raise ConfigError(
+            f"budget {name}={value!r}: use a whole number of 0 or more (None: no limit)"
+        )
+    return int(value)
 
 
 class Charge(NamedTuple):

@@ -156,7 +156,7 @@ def _explicit(split: Split, n: int) -> list[Limits]:
 
 
 def _limits(amount: Limits | dict[str, float] | int) -> Limits:
-    return Limits(tokens=amount) if isinstance(amount, int) else Limits.coerce(amount)
+    return Limits.of_tokens(amount) if isinstance(amount, int) else Limits.coerce(amount)
 
 
 async def settle(

@@ -125,4 +125,4 @@ def _limits(limits: Limits | dict[str, float] | int | None) -> Limits | None:
             "or a token count",
             operator="team",
         )
-    return Limits(tokens=limits) if isinstance(limits, int) else Limits.coerce(limits)
+    return Limits.of_tokens(limits) if isinstance(limits, int) else Limits.coerce(limits)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -188,8 +188,12 @@ class Journal:
         fsync: bool = False,
         previous: Recorded | None = None,
         strict: bool = False,
+        scrub: Callable[[bytes], bytes] | None = None,
     ) -> None:
+        """`scrub`: the run's secret redactor for a serialised line (the event log's own), so
+        that a secret a model or tool repeated never reaches the disk through the journal."""
         self.path = path
+        self._scrub = scrub
         self.previous = previous
         self.strict = strict
         self.diverged: CallKey | None = None
@@ -212,7 +216,8 @@ class Journal:
         """Hold one record until the next `flush`. Callers pass plain JSON types: serialising
         those is several times cheaper than letting the serialiser inspect dataclasses and str
         subclasses, and this runs once per agent call."""
-        self._held.append(json_line(record))
+        line = json_line(record)
+        self._held.append(line if self._scrub is None else self._scrub(line))
 
     def flush(self) -> None:
         """Write every held record, in one write(2) (and sync it with `fsync`)."""
