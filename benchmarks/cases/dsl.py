@@ -2,22 +2,18 @@
 
 The text is generated: a flow signature and budget, a team of agents, a long chain of edges,
 and a `steps` block of agent calls along those edges, with `parallel`, `compact`, `if` and a
-session mixed in. `parse` and `check` are timed separately (median of the runs); there is no
-baseline. When `swarmflow.dsl` is missing or offers neither entry point, the case reports
-"DSL not available" instead of failing.
+session mixed in. `parse` and parse + check (`check_source`) are timed separately (median of
+the runs); there is no baseline.
 """
 
 from __future__ import annotations
 
-import importlib
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import Row, Settings, Target, skipped
+from benchmarks._harness import Row, Settings, Target
 
 CASE = "dsl"
 CHECK_TARGET_MS = 200.0
@@ -97,39 +93,6 @@ def generate(lines: int) -> str:
     return "\n".join(head + body) + "\n"
 
 
-# -- wiring to swarmflow.dsl ----------------------------------------------------------------
-
-
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-def _entry_points() -> tuple[Callable[[str], Any] | None, Callable[[str, Path], Any] | None]:
-    """`parse(text)` and a `check(text, path)` adapter, whichever the DSL offers.
-
-    The public names on `swarmflow.dsl` come first; `swarmflow.dsl.parser.parse` and
-    `swarmflow.dsl.checker.check_source` are the fallbacks while the package's front door
-    (`swarmflow/dsl/__init__.py`) is still being written.
-    """
-    dsl = _module("swarmflow.dsl")
-    if dsl is None:
-        return None, None
-    parse = getattr(dsl, "parse", None)
-    if parse is None:
-        parse = getattr(_module("swarmflow.dsl.parser"), "parse", None)
-    front = dsl if hasattr(dsl, "check_source") or hasattr(dsl, "check_file") else None
-    front = front or _module("swarmflow.dsl.checker")
-    check: Callable[[str, Path], Any] | None = None
-    if hasattr(front, "check_source"):
-        check = lambda text, path: front.check_source(text, str(path))  # noqa: E731
-    elif hasattr(front, "check_file"):
-        check = lambda text, path: front.check_file(path)  # noqa: E731
-    return parse, check
-
-
 def _median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
     result = fn()  # warm-up (grammar construction and caches are one-off costs)
     samples = []
@@ -140,56 +103,30 @@ def _median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
     return statistics.median(samples) * 1000, result
 
 
-def _problems(report: Any) -> str:
-    """A short description of what the checker reported, whatever shape it has."""
-    items = getattr(report, "diagnostics", report)
-    if isinstance(items, list | tuple):
-        errors = [d for d in items if getattr(d, "severity", "error") == "error"]
-        if not errors:
-            return f"clean, {len(items)} warning(s)" if items else "clean"
-        first = errors[0]
-        where = f"line {getattr(first, 'line', '?')}: {getattr(first, 'message', first)}"
-        return f"{len(errors)} error(s), first {where}"[:140]
-    return "clean" if not getattr(report, "errors", None) else "errors reported"
+def _problems(found: list[Any]) -> str:
+    """A short description of what the checker reported."""
+    errors = [d for d in found if d.is_error]
+    if not errors:
+        return f"clean, {len(found)} warning(s)" if found else "clean"
+    first = errors[0]
+    return f"{len(errors)} error(s), first line {first.line}: {first.message}"[:140]
 
 
 def bench(settings: Settings) -> list[Row]:
-    parse, check = _entry_points()
-    if parse is None and check is None:
-        return [skipped(CASE, "DSL not available: swarmflow.dsl has no parse/check_source")]
+    from swarmflow.dsl import check_source, parse
+
     text = generate(settings.dsl_lines)
     case = f"{CASE} {text.count(chr(10)):,} lines"
-    rows: list[Row] = []
-    try:
-        if parse is not None:
-            ms, _ = _median_ms(lambda: parse(text), settings.runs)
-            rows.append(Row(case, "parse", "ms", ms))
-        if check is None:
-            rows.append(
-                Row(
-                    case,
-                    "parse + check",
-                    "ms",
-                    None,
-                    target=Target(CHECK_TARGET_MS),
-                    note="DSL check not available: no check_source/check_file",
-                )
-            )
-            return rows
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / FILENAME
-            path.write_text(text)
-            ms, report = _median_ms(lambda: check(text, path), settings.runs)
-        rows.append(
-            Row(
-                case,
-                "parse + check",
-                "ms",
-                ms,
-                target=Target(CHECK_TARGET_MS),
-                note=_problems(report),
-            )
-        )
-    except Exception as exc:  # a DSL still being written must not break the suite
-        rows.append(skipped(case, f"DSL not available: {type(exc).__name__}: {exc}"[:160]))
-    return rows
+    parse_ms, _ = _median_ms(lambda: parse(text), settings.runs)
+    check_ms, found = _median_ms(lambda: check_source(text, FILENAME), settings.runs)
+    return [
+        Row(case, "parse", "ms", parse_ms),
+        Row(
+            case,
+            "parse + check",
+            "ms",
+            check_ms,
+            target=Target(CHECK_TARGET_MS),
+            note=_problems(found),
+        ),
+    ]

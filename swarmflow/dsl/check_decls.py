@@ -92,7 +92,7 @@ def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
         found = importlib.util.find_spec(use.module) is not None
     except (ImportError, ValueError):
         found = False
-    if not found and (ctx.base_dir is None or not _next_to_flow(use.module, ctx.base_dir)):
+    if not found and sibling(use.module, ctx.base_dir) is None:
         ctx.error(
             "unknown-module",
             f"cannot find Python module '{use.module}'; check the spelling, and that its "
@@ -101,8 +101,12 @@ def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
         )
 
 
-def _next_to_flow(module: str, base_dir: str) -> bool:
-    return Path(base_dir, *module.split(".")).with_suffix(".py").is_file()
+def sibling(module: str, base_dir: str | Path | None) -> Path | None:
+    """The file `module` names next to the flow (`a.b` is `a/b.py`), if it exists."""
+    if base_dir is None:
+        return None
+    path = Path(base_dir, *module.split(".")).with_suffix(".py")
+    return path if path.is_file() else None
 
 
 def _check_params(module: ast.Module, ctx: Context) -> None:

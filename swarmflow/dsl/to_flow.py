@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
+from swarmflow.dsl.check_decls import sibling
 from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
 from swarmflow.dsl.executor import execute
 from swarmflow.dsl.ir import AgentSpec, ImportSpec, ParamSpec, Program
@@ -148,14 +149,6 @@ def _what(value: Any) -> str:
 
 class _ImportProblem(Exception):
     """An import that failed, with a message for people."""
-
-
-def sibling(module: str, base_dir: str | Path | None) -> Path | None:
-    """The file `module` names next to the flow (`a.b` is `a/b.py`), if it exists."""
-    if base_dir is None:
-        return None
-    path = Path(base_dir, *module.split(".")).with_suffix(".py")
-    return path if path.is_file() else None
 
 
 def _load(module: str, base_dir: str | Path | None) -> Any:
