@@ -300,6 +300,7 @@ def live_pid(run_dir: Path) -> int | None:
     """The pid of a process still running this run, if any (a killed one leaves a stale file)."""
     try:
         pid = int((run_dir / LOCK).read_text(encoding="utf-8").strip())
+        written = (run_dir / LOCK).stat().st_mtime
     except (OSError, ValueError):
         return None
     if pid == os.getpid():
@@ -309,8 +310,25 @@ def live_pid(run_dir: Path) -> int | None:
     except ProcessLookupError:
         return None
     except PermissionError:
-        return pid
-    return pid
+        pass
+    # A killed run's file outlives it, and its pid may since name another process.
+    return None if _started_after(pid, written) else pid
+
+
+def _started_after(pid: int, moment: float) -> bool:
+    """Whether process `pid` started after `moment` (so it did not write a file then); False
+    where /proc cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[19])  # starttime, field 22: clock ticks after boot
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+    return boot + ticks / os.sysconf("SC_CLK_TCK") > moment + 1.0  # btime is whole seconds
 
 
 @dataclass(slots=True)

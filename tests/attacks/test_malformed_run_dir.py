@@ -4,6 +4,10 @@ from deep inside the resume: records that are JSON but not records, fields of th
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +87,22 @@ async def test_a_valid_run_dir_still_resumes(tmp_path: Path) -> None:
     assert again.status == "ok" and again.output == "ok"
     lines = (run_dir / "events.jsonl").read_bytes().splitlines()
     assert [json.loads(x)["seq"] for x in lines] == list(range(len(lines)))
+
+
+async def test_a_stale_pid_file_naming_a_newer_process_does_not_block_resume(
+    tmp_path: Path,
+) -> None:
+    run_dir = await failed_run(tmp_path)
+    stranger = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                                stdin=subprocess.PIPE)  # fmt: skip
+    try:
+        # The killed run's pid file, written long before this process (its pid reused) began.
+        pid_file = run_dir / "run.pid"
+        pid_file.write_text(str(stranger.pid))
+        os.utime(pid_file, (time.time() - 3600, time.time() - 3600))
+        again = await resume(run_dir)
+    finally:
+        assert stranger.stdin is not None
+        stranger.stdin.close()
+        stranger.wait(timeout=30)
+    assert again.status == "ok"
