@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from swarmflow import Agent, ConfigError, RunResult, Team, agent, flow, run
@@ -93,16 +93,14 @@ async def test_a_stale_pid_file_naming_a_newer_process_does_not_block_resume(
     tmp_path: Path,
 ) -> None:
     run_dir = await failed_run(tmp_path)
-    stranger = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
-                                stdin=subprocess.PIPE)  # fmt: skip
-    try:
-        # The killed run's pid file, written long before this process (its pid reused) began.
+    # A process that started after the killed run wrote its pid file (its pid reused).
+    async with await anyio.open_process(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    ) as stranger:
         pid_file = run_dir / "run.pid"
         pid_file.write_text(str(stranger.pid))
         os.utime(pid_file, (time.time() - 3600, time.time() - 3600))
         again = await resume(run_dir)
-    finally:
         assert stranger.stdin is not None
-        stranger.stdin.close()
-        stranger.wait(timeout=30)
+        await stranger.stdin.aclose()
     assert again.status == "ok"
