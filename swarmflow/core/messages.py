@@ -71,7 +71,8 @@ class OutputSpec:
     """A structured answer the caller wants: the output type's name and its JSON schema.
 
     Adapters that can constrain decoding to a schema use it; the caller validates the answer
-    either way, so an adapter that cannot is free to ignore it.
+    either way, so an adapter that cannot is free to ignore it. The requests for one output
+    type share one spec and its schema: read it, never change it.
     """
 
     name: str

@@ -232,8 +232,7 @@ def journaled_call(
     assert run.journal is not None
     agent = run.team.get(name)
     system = render_card(agent.card, card_vars, run.card_path) if agent.card else ""
-    schema = "" if output is None else schema_of(output)
-    key = run.journal.key(scope.branch, name, digest_of(system, text, schema))
+    key = run.journal.key(scope.branch, name, digest_of(system, text, schema_of(output)))
     resuming = run.journal.previous is not None
     record = match(run, run.journal, key) if resuming else None
     if record is not None:

@@ -8,7 +8,6 @@ spend charged back to the ledgers so that budgets continue from what was spent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,11 +27,12 @@ from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.runtime.handoff import remember_output
 from swarmflow.runtime.journal import CallKey, Journal, Record, digest_of
 from swarmflow.runtime.session import AgentSession
-from swarmflow.runtime.structured import ask_structured
+from swarmflow.runtime.structured import ask_structured, output_schema
 
 
 def schema_of(output: type[BaseModel] | None) -> str:
-    return "" if output is None else json.dumps(output.model_json_schema(), sort_keys=True)
+    """What a call's key digests of its output type ("" for a plain text answer)."""
+    return "" if output is None else output_schema(output).canonical
 
 
 def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
@@ -144,8 +144,7 @@ async def journaled_turn(
     journal = run.journal
     if journal is None:
         return await _turn(session, text, output)
-    schema = "" if output is None else schema_of(output)
-    digest = digest_of(session.system or "", text, schema)
+    digest = digest_of(session.system or "", text, schema_of(output))
     key = journal.key(session.scope.branch, session.agent.name, digest)
     record = match(run, journal, key) if journal.previous is not None else None
     if record is not None:

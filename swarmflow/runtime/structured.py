@@ -13,6 +13,7 @@ import json
 import re
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 
@@ -57,9 +58,34 @@ class _OutputAware:
         return await self.inner.complete(request)
 
 
-def output_spec(output: type[BaseModel]) -> OutputSpec:
-    """The name and JSON schema a request carries for `output`."""
-    return OutputSpec(output.__name__, output.model_json_schema())
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """What a structured call sends for its output type, built once per type."""
+
+    spec: OutputSpec
+    """The name and JSON schema its requests carry (shared by them all: read, never change)."""
+    prompt: str
+    """The schema as the prompt states it."""
+    canonical: str
+    """The schema with sorted keys: the journal digests it into the call's key."""
+
+
+_SCHEMAS: WeakKeyDictionary[type[BaseModel], OutputSchema] = WeakKeyDictionary()
+"""By output type: pydantic builds a JSON schema afresh on every `model_json_schema()`, at
+hundreds of microseconds for a small model, and a structured call needs it twice."""
+
+
+def output_schema(output: type[BaseModel]) -> OutputSchema:
+    """The request spec and the texts of `output`'s JSON schema."""
+    found = _SCHEMAS.get(output)
+    if found is None:
+        schema = output.model_json_schema()
+        found = _SCHEMAS[output] = OutputSchema(
+            OutputSpec(output.__name__, schema),
+            json.dumps(schema),
+            json.dumps(schema, sort_keys=True),
+        )
+    return found
 
 
 async def ask_structured(
@@ -70,21 +96,21 @@ async def ask_structured(
     The caller holds the session's `turn_lock` (or owns the session alone), so that a re-ask
     follows its own question and no other sender's turn comes between them.
     """
-    spec = output_spec(output)
+    schema = output_schema(output)
     if not isinstance(session.model, _OutputAware):
         session.model = _OutputAware(session.model)
-    token = _asking.set(_Asking(session, spec))
+    token = _asking.set(_Asking(session, schema.spec))
     try:
-        return await _ask_until_valid(session, prompt, output, spec, retries)
+        return await _ask_until_valid(session, prompt, output, schema, retries)
     finally:
         _asking.reset(token)
 
 
 async def _ask_until_valid(
-    session: AgentSession, prompt: str, output: type[BaseModel], spec: OutputSpec, retries: int
+    session: AgentSession, prompt: str, output: type[BaseModel], schema: OutputSchema, retries: int
 ) -> BaseModel | None:
     text = f"{prompt}\n\nAnswer with one JSON object that matches this JSON schema:\n"
-    text += json.dumps(spec.schema)
+    text += schema.prompt
     for _attempt in range(retries):
         answer = await session.turn_unlocked(text)
         if session.state is not SessionState.DONE:

@@ -5,7 +5,7 @@ rejects it, and what a run records."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
@@ -398,6 +398,42 @@ async def test_a_teammate_messaged_during_a_structured_ask_gets_no_schema() -> N
         ("reviewer", True),
     ]
     assert seen[0][1] == OutputSpec("Review", Review.model_json_schema())
+
+
+class CountedReview(Review):
+    """`Review` counting how often its JSON schema is built."""
+
+    builds: ClassVar[int] = 0
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        cls.builds += 1
+        return super().model_json_schema(*args, **kwargs)
+
+
+async def test_an_output_types_schema_is_built_once_for_every_call_that_asks_for_it() -> None:
+    from swarmflow.testing import FunctionModel
+
+    seen: list[ModelRequest] = []
+
+    def policy(request: ModelRequest) -> str:
+        seen.append(request)
+        return REVIEW
+
+    @flow(team=Team([Agent("reviewer")]))
+    async def three_reviews(draft: str) -> None:
+        for _ in range(2):
+            await agent("reviewer", draft, output=CountedReview)
+        async with agent_session("reviewer") as session:
+            await session.ask(draft, CountedReview)
+
+    CountedReview.builds = 0
+    result = await run(three_reviews, model=FunctionModel(policy), draft="x")
+    result.raise_for_status()
+    assert CountedReview.builds == 1  # journal keys, requests and prompts share it
+    schema = CountedReview.model_json_schema()
+    assert [r.output for r in seen] == [OutputSpec("CountedReview", schema)] * 3
+    assert all(json.dumps(schema) in (r.messages[-1].content or "") for r in seen)
 
 
 async def test_force_first_forces_only_the_first_call_of_a_turn(
