@@ -68,14 +68,16 @@ async def open_session(
     card_vars: dict[str, Any] | None = None,
     workspace: Any = None,
     adopted: Workspace | None = None,
+    card: str | None = None,
 ) -> AgentSession:
     """Check the card variables' handoff, render the card, acquire the workspace.
 
-    `adopted` is this session's own workspace taken over from an interrupted run.
+    `adopted` is this session's own workspace taken over from an interrupted run; `card` the
+    role card already rendered from `card_vars` (a journaled call renders it for its key).
     """
     agent = declared_agent(run, name)
     card_vars = card_vars or {}
-    system = render_card(agent.card, card_vars, run.card_path) if agent.card else None
+    system = card if card is not None else _rendered_card(run, agent, card_vars)
     if card_vars or system:
         check_outgoing(
             run, name, system or "", values=card_vars, via="template variable", agent=name
@@ -94,6 +96,10 @@ async def open_session(
 
         session.board = board_for(run)
     return session
+
+
+def _rendered_card(run: RunContext, agent: Agent, card_vars: dict[str, Any]) -> str | None:
+    return render_card(agent.card, card_vars, run.card_path) if agent.card else None
 
 
 def declared_agent(run: RunContext, name: str) -> Agent:
@@ -190,11 +196,12 @@ async def _call(
     output: type[BaseModel] | None,
     workspace: Any,
     card_vars: dict[str, Any],
+    card: str | None = None,
     journaled: tuple[CallKey, Workspace | None] | None = None,
 ) -> AgentOutput:
     adopted = journaled[1] if journaled else None
     session = await open_session(
-        run, name, card_vars=card_vars, workspace=workspace, adopted=adopted
+        run, name, card_vars=card_vars, workspace=workspace, adopted=adopted, card=card
     )
     try:
         if journaled is not None:
@@ -231,13 +238,16 @@ def journaled_call(
     """
     assert run.journal is not None
     agent = run.team.get(name)
-    system = render_card(agent.card, card_vars, run.card_path) if agent.card else ""
-    key = run.journal.key(scope.branch, name, digest_of(system, text, schema_of(output)))
+    system = _rendered_card(run, agent, card_vars)
+    key = run.journal.key(scope.branch, name, digest_of(system or "", text, schema_of(output)))
     resuming = run.journal.previous is not None
     record = match(run, run.journal, key) if resuming else None
     if record is not None:
         return replay_call(run, scope, agent, key, record, output=output)
-    call = partial(_call, run, name, text, output=output, workspace=workspace, card_vars=card_vars)
+    call = partial(
+        _call, run, name, text, output=output, workspace=workspace, card_vars=card_vars,
+        card=system,
+    )  # fmt: skip
     if resuming and workspace is None and agent.workspace == "worktree":
         return _adopting_call(run, agent, key, call)
     return call(journaled=(key, None))

@@ -27,6 +27,13 @@ def _environment(search_path: tuple[str, ...]) -> jinja2.Environment:
     )
 
 
+@lru_cache(maxsize=256)
+def _inline_template(search_path: tuple[str, ...], card: str) -> jinja2.Template:
+    """An inline card compiled once: Jinja compiles a template string to Python code on every
+    `from_string`, about a millisecond for a short card (the loader caches only files)."""
+    return _environment(search_path).from_string(card)
+
+
 def is_card_path(card: str) -> bool:
     return "\n" not in card and card.endswith(_CARD_SUFFIXES)
 
@@ -39,10 +46,14 @@ def render_card(card: str, variables: dict[str, Any], search_path: tuple[str, ..
     """
     import jinja2
 
-    env = _environment(search_path)
-    label = card if is_card_path(card) else "<inline card>"
+    is_path = is_card_path(card)
+    label = card if is_path else "<inline card>"
     try:
-        template = env.get_template(card) if is_card_path(card) else env.from_string(card)
+        template = (
+            _environment(search_path).get_template(card)
+            if is_path
+            else _inline_template(search_path, card)
+        )
         return template.render(**variables)
     except jinja2.UndefinedError as exc:
         hint = _closest_variable(exc.message or "", variables)

@@ -148,6 +148,39 @@ async def test_card_renders_with_variables() -> None:
     assert model.requests[0].messages[0].content == "You fix calc. Be brief."
 
 
+async def test_an_inline_card_is_compiled_once_and_rendered_once_per_call(monkeypatch) -> None:
+    import jinja2
+
+    compiled: list[str] = []
+    rendered: list[dict[str, object]] = []
+    compile_source, render = jinja2.Environment.compile, jinja2.Template.render
+
+    def counting_compile(self: jinja2.Environment, source: str, *args: object, **kw: object):
+        compiled.append(source)
+        return compile_source(self, source, *args, **kw)
+
+    def counting_render(self: jinja2.Template, *args: object, **kw: object) -> str:
+        rendered.append(kw)
+        return render(self, *args, **kw)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting_compile)
+    monkeypatch.setattr(jinja2.Template, "render", counting_render)
+    model = ScriptedModel(["ok", "ok", "ok"])
+    card = Agent("a", card="You fix {{ repo }} (a compiled-once card).")
+
+    async def three_calls() -> None:
+        for repo in ("calc", "cli", "calc"):
+            await agent("a", "go", repo=repo)
+
+    result = await run_one([card], three_calls, model)
+    assert result.status == "ok"
+    assert [r.messages[0].content for r in model.requests] == [
+        f"You fix {repo} (a compiled-once card)." for repo in ("calc", "cli", "calc")
+    ]
+    assert compiled == ["You fix {{ repo }} (a compiled-once card)."]
+    assert rendered == [{"repo": "calc"}, {"repo": "cli"}, {"repo": "calc"}]
+
+
 async def test_card_missing_variable_names_template_and_variable(tmp_path) -> None:
     (tmp_path / "coder.md.j2").write_text("Fix {{ task }} in {{ repo }}")
     model = ScriptedModel([])
