@@ -13,6 +13,10 @@ against the first fifth: a turn must not cost more as the conversation grows.
 `tool loop`: one `agent()` turn whose model calls a trivial registered tool `calls - 1` times
 and then answers: the inner loop's per-call cost, tool execution included (informational).
 
+`carded agent()`: `calls` one-call `agent()` sessions of an agent with an inline role card
+(one card variable) that asks for a structured answer (`output=`): the shape of most real
+calls, and the one that shows a cost per role card or per output type.
+
 `operators`: `calls` steps in sequence, cycling `agent()` / `compact()` / `budget()`.
 Baseline: the same loop in plain asyncio (an awaited fake call, a list filter, a dict).
 """
@@ -101,6 +105,31 @@ async def agent_chain(steps: int) -> float:
     started = time.perf_counter()
     for i in range(steps):
         await agent(WORKER, f"step {i}")
+    return time.perf_counter() - started
+
+
+REVIEWER = "reviewer"
+REVIEW_TEAM = Team(
+    [Agent(REVIEWER, card="You review {{ project }}'s changes: approve or not, and score them.")]
+)
+
+
+class Review(BaseModel):
+    """The carded chain's structured answer."""
+
+    approved: bool
+    score: int
+
+
+REVIEW = reply('{"approved": true, "score": 3}')
+
+
+@flow(team=REVIEW_TEAM)
+async def carded_chain(steps: int) -> float:
+    """`steps` structured `agent()` calls of a carded agent; returns the seconds they took."""
+    started = time.perf_counter()
+    for i in range(steps):
+        await agent(REVIEWER, f"change {i}", output=Review, project="calc")
     return time.perf_counter() - started
 
 
@@ -203,11 +232,16 @@ def _long_session_probe(calls: int, root: Path) -> Probe:
     return probe
 
 
-def steps_probe(target: Flow[..., float], steps: int, root: Path) -> Probe:
+def steps_probe(
+    target: Flow[..., float],
+    steps: int,
+    root: Path,
+    model: Callable[[], FunctionModel] = zero_latency_model,
+) -> Probe:
     """Times one run of a chain flow; `inner` is the chain alone, without the run's set-up."""
 
     async def probe() -> Timings:
-        wall, result = await run_flow(target, zero_latency_model(), root, steps=steps)
+        wall, result = await run_flow(target, model(), root, steps=steps)
         return {"wall": wall, "inner": float(result.output)}
 
     return probe
@@ -277,6 +311,11 @@ def bench(settings: Settings) -> list[Row]:
             _long_session_probe(calls, root), _baseline(_sequential_calls, calls), settings
         )
         agents = agent_steps(calls, settings, root)
+        carded = alternate(
+            steps_probe(carded_chain, calls, root, lambda: function_model(lambda _r: REVIEW)),
+            _baseline(_sequential_calls, calls),
+            settings,
+        )
         ops = alternate(
             steps_probe(operator_chain, calls, root), _baseline(_operator_loop, calls), settings
         )
@@ -292,6 +331,16 @@ def bench(settings: Settings) -> list[Row]:
             agents.swarmflow["inner"] * us,
             agents.baseline["wall"] * us,
             note="a fresh one-call session each step",
+        )
+    )
+    rows.append(
+        Row(
+            f"{CASE} carded agent() x{calls:,}",
+            "per step",
+            "us",
+            carded.swarmflow["inner"] * us,
+            carded.baseline["wall"] * us,
+            note="an inline role card and a structured answer each step",
         )
     )
     rows.append(
