@@ -13,17 +13,19 @@ from swarmflow.dsl.diagnostics import Diagnostic, Spot, did_you_mean, suggest
 from swarmflow.dsl.parser import LexError, Origin, get_parser, tokens
 
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
+# How a message names a kind of token: when it is expected, and when it is found (`{}`: its text).
+# Other tokens are named by their literal text.
 _NAMED = {
-    "NAME": "a name",
-    "EDGE_LIST": "an edge such as a -> b",
-    "NUMBER": "a number",
-    "COST": "a cost such as $5",
-    "STRING": "a string",
-    "LONG_STRING": "a string",
-    "_NL": "a new line",
-    "$END": "the end of the file",
-    "COMP_OP": "a comparison",
-    "MUL_OP": "'*', '/', '//' or '%'",
+    "NAME": ("a name", "name '{}'"),
+    "EDGE_LIST": ("an edge such as a -> b", "edges '{}'"),
+    "NUMBER": ("a number", "number {}"),
+    "COST": ("a cost such as $5", "number {}"),
+    "STRING": ("a string", "string"),
+    "LONG_STRING": ("a string", "string"),
+    "_NL": ("a new line", "end of line"),
+    "$END": ("the end of the file", "end of the file"),
+    "COMP_OP": ("a comparison", "comparison"),
+    "MUL_OP": ("'*', '/', '//' or '%'", "'*', '/', '//' or '%'"),
 }
 _BLOCK_HEADS = frozenset({"IF", "FOR", "REPEAT", "MATCH", "ELSE"})
 
@@ -311,20 +313,9 @@ _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
 
 def describe_token(token: Token) -> str:
     """How to name a token in a message."""
-    kind = token.type
-    if kind == "NAME":
-        return f"name '{token}'"
-    if kind == "EDGE_LIST":
-        return f"edges '{token}'"
-    if kind in ("STRING", "LONG_STRING"):
-        return "string"
-    if kind in ("NUMBER", "COST"):
-        return f"number {token}"
-    if kind == "_NL":
-        return "end of line"
-    if kind in _NAMED:
-        return _NAMED[kind].removeprefix("a ").removeprefix("the ")
-    literal = _literals().get(kind, str(token))
+    if token.type in _NAMED:
+        return _NAMED[token.type][1].format(token)
+    literal = _literals().get(token.type, str(token))
     return f"keyword '{literal}'" if literal.isidentifier() else f"'{literal}'"
 
 
@@ -350,7 +341,7 @@ def _expected(expected: Iterable[str]) -> str:
 
 def _describe_terminal(name: str) -> str:
     if name in _NAMED:
-        return _NAMED[name]
+        return _NAMED[name][0]
     return f"'{_literals().get(name, name.lower())}'"
 
 
