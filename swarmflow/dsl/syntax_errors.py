@@ -66,13 +66,11 @@ def describe_unexpected(
 ) -> Diagnostic:
     """A parser error as a diagnostic with the most useful message we can give."""
     if not isinstance(exc, UnexpectedToken):
-        line, column = exc.line, exc.column
-        if line == 1:
-            column += where.column - 1
+        line, column = where.offset(source, exc.pos_in_stream or 0)
         message = bad_character(source, exc.pos_in_stream or 0)
         width = 3 if message.startswith('this """') else 1
-        return _diag(filename, line + where.line - 1, column, width, message)
-    token: Token = exc.token
+        return _diag(filename, line, column, width, message)
+    token: Token = where.place(source, exc.token)  # a token the lexer refused is not placed yet
     before = _tokens_before(source, where, token)
     if token.type == "$END":
         return _at_end(exc, source, filename, where, before)
