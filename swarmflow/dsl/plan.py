@@ -79,17 +79,6 @@ class AgentSpec:
     options: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class ImportSpec:
-    """`use name as local from module`, with where it was written."""
-
-    local: str
-    name: str
-    module: str
-    line: int
-    column: int
-
-
 @dataclass
 class Program:
     """A checked flow, planned: everything needed to build a `swarmflow.Flow` and run it."""
@@ -102,7 +91,6 @@ class Program:
     agents: list[AgentSpec]
     edges: list[tuple[str, str]]
     limits: dict[str, float]
-    imports: list[ImportSpec]
     module: ast.Module
     steps: Block
     lambdas: dict[Position, Block]
@@ -120,16 +108,13 @@ class Program:
 def plan_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
     """The plan of a checked module (plan only what `check` passed: it assumes no errors)."""
     flow = module.flows[0]
-    imports = [
-        ImportSpec(n.local.id, n.name.id, use.module, n.line, n.column)
-        for use in module.uses
-        for n in use.names
-    ]
     agents = [
         AgentSpec(a.name.id, {AGENT_FIELDS[f.key.id]: _field_value(f.value) for f in a.fields})
         for a in module.agents
     ]
-    planner = _Planner(source, {a.name for a in agents}, {i.local for i in imports})
+    planner = _Planner(
+        source, {a.name for a in agents}, {n.local.id for u in module.uses for n in u.names}
+    )
     return Program(
         name=flow.name.id,
         filename=filename,
@@ -142,7 +127,6 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
         agents=agents,
         edges=[(a.id, b.id) for chain in module.edges for a, b in chain.pairs()],
         limits={_LIMIT_KEYS[i.key.id]: i.value.value for i in module.budget},
-        imports=imports,
         module=module,
         steps=planner.block(module.steps[0].stmts if module.steps else [], "s"),
         lambdas=planner.lambdas,

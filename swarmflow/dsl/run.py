@@ -33,19 +33,10 @@ from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.plan import SESSION, VALUE, Block, Program, Step
 from swarmflow.operators import agent, agent_session, budget, parallel, pipeline
-from swarmflow.operators.agent_session import SessionHandle
 from swarmflow.runtime.prompts import render_prompt
 
-
-class _Unset:
-    """A name with no value on this path (assigned in a branch or a loop that did not run)."""
-
-    def __repr__(self) -> str:
-        return "<unset>"
-
-
-UNSET: Any = _Unset()
-_MISSING: Any = object()
+UNSET: Any = object()
+"""The value of a name with none on this path (assigned in a branch or loop that did not run)."""
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
@@ -228,14 +219,16 @@ class Evaluator:
         return await _EXPRESSIONS[type(node)](self, node)
 
     async def name(self, node: ast.Name) -> Any:
-        value = self.values.get(node.id, _MISSING)
+        if node.id not in self.values:
+            return self.callable_of(node)
+        value = self.values[node.id]
         if value is UNSET:
             raise self.fail(
                 node,
                 f"'{node.id}' has no value here: it is assigned only in a branch "
                 "of an if or match, or a loop, that did not run",
             )
-        return self.callable_of(node) if value is _MISSING else value
+        return value
 
     def callable_of(self, node: ast.Name) -> Any:
         """An agent, import or built-in named as a value (a pipeline stage, say)."""
@@ -243,10 +236,7 @@ class Evaluator:
             return functools.partial(agent, node.id)
         if node.id in self.imports:
             return self.imports[node.id]
-        value = value_of(node.id)
-        if value is None:
-            raise self.fail(node, f"'{node.id}' has no value here")
-        return value
+        return value_of(node.id)  # the checker let through only names that are one of these
 
     async def string(self, node: ast.Str) -> str:
         parts = [node.texts[0]]
@@ -303,12 +293,12 @@ class Evaluator:
             return await (self.parallel if name == "parallel" else self.pipeline)(node)
         fn = budget if name == "budget" else self.callable_of(node.func)
         args = [await self.evaluate(a) for a in node.args]
-        args += [self.body_callable(lam) for lam in node.lambdas]
+        args += [functools.partial(self.run_body, lam) for lam in node.lambdas]
         options = await self.options(node)
         if name in self.agents:
             return await fn(*(args or [""]), **options)
         if name in self.imports or name in ("budget", "compact", "human", "team"):
-            return await _awaited(fn(*args, **options))
+            return await _call(fn, *args, **options)
         try:
             return fn(*args)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -331,8 +321,8 @@ class Evaluator:
             source = await self.parallel(first, stream=True)
         else:
             source = await self.evaluate(first)
-        stages = [_stage(await self.evaluate(a)) for a in node.args[1:]]
-        stages += [self.body_callable(lam) for lam in node.lambdas]
+        stages = [functools.partial(_call, await self.evaluate(a)) for a in node.args[1:]]
+        stages += [functools.partial(self.run_body, lam) for lam in node.lambdas]
         stream = pipeline(source, *stages, **await self.options(node))
         try:
             return await stream.collect()
@@ -346,35 +336,26 @@ class Evaluator:
             raise self.fail(
                 node.args[0], f"parallel(n) needs a number of branches, 0 or more; got {n!r}"
             )
-        given, body = await self.options(node), node.lambdas[0]
-
-        def factory(i: int) -> Awaitable[Any]:
-            return self.run_body(body, [i] if body.params else [])
-
+        given = await self.options(node)
+        factory = functools.partial(self.run_body, node.lambdas[0])  # `|i|` is the branch index
         if stream:
             given.pop("first", None)
             return parallel.stream(factory, n=int(n), **given)
         return await parallel(factory, n=int(n), **given)  # a fractional count rounds down
 
     async def ask(self, node: ast.Ask) -> Any:
-        handle, prompt = self.session_of(node), await self.evaluate(node.prompt)
+        prompt = await self.evaluate(node.prompt)
         output = self.imports[node.output.id] if node.output is not None else None
-        return await handle.ask(prompt, output=output)
+        return await self.values[SESSION].ask(prompt, output=output)
 
     async def send(self, node: ast.Send) -> Any:
-        handle, value = self.session_of(node), await self.evaluate(node.value)
+        handle, value = self.values[SESSION], await self.evaluate(node.value)
         if not node.each:
             return await handle.send(value)
         answer = None
         for item in self.items(node.value, value, "send each"):
             answer = await handle.send(item.value if isinstance(item, Ok) else item)
         return answer
-
-    def session_of(self, node: ast.Ask | ast.Send) -> SessionHandle:
-        handle = self.values.get(SESSION)
-        if not isinstance(handle, SessionHandle):
-            raise self.fail(node, "this turn has no open session")
-        return handle
 
     async def rounds(self, loop: ast.Loop) -> list[Any]:
         """The items of a `for`, or `range(n)` for `repeat n`."""
@@ -393,17 +374,11 @@ class Evaluator:
                 pass
         raise self.fail(node, f"{what} needs a list; this is {_describe(value)}")
 
-    async def run_body(self, lam: ast.Lambda, args: list[Any]) -> Any:
+    async def run_body(self, lam: ast.Lambda, *args: Any) -> Any:
         """Run a `|x| { ... }` body with `args` bound to its names; its value."""
         env = {**self.values, **dict(zip((p.id for p in lam.params), args, strict=False))}
         ended = await run_block(self.within(env), self.program.lambdas[(lam.line, lam.column)])
         return ended.value if isinstance(ended, Returned) else ended[VALUE]
-
-    def body_callable(self, lam: ast.Lambda) -> Callable[..., Awaitable[Any]]:
-        async def body(*args: Any) -> Any:
-            return await self.run_body(lam, list(args))
-
-        return body
 
 
 async def _constant(ev: Evaluator, node: ast.Number | ast.Const) -> Any:
@@ -439,16 +414,9 @@ def _agent_names(node: ast.Expr) -> Any:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _stage(fn: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
-    """A pipeline stage: an agent or an imported callable, awaited when it is async."""
-
-    async def stage(item: Any) -> Any:
-        return await _awaited(fn(item))
-
-    return stage
-
-
-async def _awaited(result: Any) -> Any:
+async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(...)`, awaited when it is async (an import may be either)."""
+    result = fn(*args, **kwargs)
     return await result if inspect.isawaitable(result) else result
 
 

@@ -16,7 +16,7 @@ from swarmflow.core.team import Agent, Team
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
 from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
-from swarmflow.dsl.plan import ImportSpec, ParamSpec, Program
+from swarmflow.dsl.plan import ParamSpec, Program
 from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
@@ -98,11 +98,12 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
     `.py` file next to the flow."""
     found: dict[str, Any] = {}
     problems: list[tuple[int, int, str]] = []
-    for spec in program.imports:
-        try:
-            found[spec.local] = _import(spec, base_dir)
-        except ImportError as exc:
-            problems.append((spec.line, spec.column, str(exc)))
+    for use in program.module.uses:
+        for name in use.names:
+            try:
+                found[name.local.id] = _import(use.module, name.name.id, base_dir)
+            except ImportError as exc:
+                problems.append((name.line, name.column, str(exc)))
     problems += _misused(program.module, found)
     if problems:
         diagnostics = [
@@ -177,17 +178,15 @@ def _load(module: str, base_dir: str | Path | None) -> Any:
     return loaded
 
 
-def _import(spec: ImportSpec, base_dir: str | Path | None) -> Any:
-    """The imported value; ImportError with a message for people if there is none."""
+def _import(module: str, name: str, base_dir: str | Path | None) -> Any:
+    """`name` from `module`; ImportError with a message for people if there is none."""
     try:
-        module = _load(spec.module, base_dir)
+        loaded = _load(module, base_dir)
     except ModuleNotFoundError as exc:
-        raise ImportError(f"cannot import module '{spec.module}': {exc}") from None
+        raise ImportError(f"cannot import module '{module}': {exc}") from None
     except Exception as exc:  # the module itself failed while loading; say how
-        raise ImportError(
-            f"importing '{spec.module}' failed: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ImportError(f"importing '{module}' failed: {type(exc).__name__}: {exc}") from None
     try:
-        return getattr(module, spec.name)
+        return getattr(loaded, name)
     except AttributeError:
-        raise ImportError(f"module '{spec.module}' has no '{spec.name}'") from None
+        raise ImportError(f"module '{module}' has no '{name}'") from None

@@ -43,7 +43,7 @@ def test_planning_needs_only_the_syntax_tree():
         ("coder", "arbiter"),
     ]
     assert prog.limits == {"tokens": 2e6, "calls": 400, "cost": 5.0, "seconds": 1800.0}
-    assert [(i.local, i.module) for i in prog.imports] == [
+    assert [(n.local.id, u.module) for u in prog.module.uses for n in u.names] == [
         ("Verdict", "swarm_examples")
     ]
 
