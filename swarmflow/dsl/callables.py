@@ -24,6 +24,25 @@ def clamp(x: Any, low: Any, high: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Params:
+    """What a built-in function takes: how many values, and of which kind."""
+
+    least: int
+    most: int | None
+    kind: Literal["number", "sized", "any"]
+    usage: str = ""
+    """How to call it, when the count alone does not say (`(value, low, high)`)."""
+
+    def wrong_count(self, name: str) -> str:
+        """The message for a call with the wrong number of values."""
+        if self.usage:
+            return f"{name}{self.usage}"
+        return f"{name}(...) " + (
+            "takes one value" if self.most == 1 else "needs at least one value"
+        )
+
+
+@dataclass(frozen=True)
 class Entry:
     """One name a flow can use."""
 
@@ -38,6 +57,8 @@ class Entry:
     call: bool = False
     """Written as an ordinary call, `name(...)` (budget, parallel and session have forms
     of their own in the grammar)."""
+    params: Params | None = None
+    """For a built-in function: the values it takes."""
 
 
 def _options(fn: Callable[..., Any], *supplied: str) -> tuple[str, ...]:
@@ -46,15 +67,19 @@ def _options(fn: Callable[..., Any], *supplied: str) -> tuple[str, ...]:
     return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in supplied)
 
 
-_BUILTIN_FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
-    "min": (min, "min(3, 4)"),
-    "max": (max, "max([3, 4])"),
-    "clamp": (clamp, "clamp(7, 1, 4)"),
-    "len": (len, 'len("four")'),
-    "str": (str, "str(4)"),
-    "int": (int, 'int("4")'),
-    "float": (float, "float(4)"),
-    "round": (round, "round(3.6)"),
+_BUILTIN_FUNCTIONS: dict[str, tuple[Callable[..., Any], str, Params]] = {
+    "min": (min, "min(3, 4)", Params(1, None, "number")),
+    "max": (max, "max([3, 4])", Params(1, None, "number")),
+    "clamp": (
+        clamp,
+        "clamp(7, 1, 4)",
+        Params(3, 3, "number", "(value, low, high) takes three numbers"),
+    ),
+    "len": (len, 'len("four")', Params(1, 1, "sized")),
+    "str": (str, "str(4)", Params(1, 1, "any")),
+    "int": (int, 'int("4")', Params(1, 1, "any")),
+    "float": (float, "float(4)", Params(1, 1, "any")),
+    "round": (round, "round(3.6)", Params(1, 1, "any")),
 }
 
 
@@ -72,8 +97,8 @@ def table() -> dict[str, Entry]:
         Entry("team", "operator", team, _options(team), "team(task, lead: a)", True),
         Entry("session", "operator"),
         *(
-            Entry(name, "builtin", fn, (), example, True)
-            for name, (fn, example) in _BUILTIN_FUNCTIONS.items()
+            Entry(name, "builtin", fn, (), example, True, params)
+            for name, (fn, example, params) in _BUILTIN_FUNCTIONS.items()
         ),
         *(Entry(word, "keyword") for word in keywords()),
         *(Entry(name, "tool") for name in tool_names()),

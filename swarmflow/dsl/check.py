@@ -1,23 +1,34 @@
 """`check`: every located problem in a `.swarm` file, errors and warnings, in source order.
 
 The passes: syntax (parser.py), declarations (check_decls.py), then the steps in order (here,
-on the expression and call checks it builds on). Each pass is linear in the size of the file.
+on the expression checks of check_exprs.py). Each pass is linear in the size of the file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import names, tool_names
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, Binding, Context, Scope, Spend
+from swarmflow.dsl.check_context import (
+    CALLABLE_BUILTINS,
+    NOT_SEQUENCES,
+    Binding,
+    Context,
+    Scope,
+    Spend,
+    T,
+    Value,
+    merge,
+    number,
+)
 from swarmflow.dsl.check_decls import check_declarations
 from swarmflow.dsl.check_exprs import ExprChecker
 from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, did_you_mean, sort_key
 from swarmflow.dsl.parser import parse_module
-from swarmflow.dsl.values import NOT_SEQUENCES, T, Value, merge, number
 
 _EFFECTFUL = (ast.Call, ast.Send, ast.Ask)
 _RECHECKED_DEPTH = 3
@@ -37,63 +48,42 @@ class BlockResult:
 class StepChecker(ExprChecker):
     """Walks `steps { ... }` in order, keeping a scope of the names assigned so far."""
 
+    loop_depth = 0
+
     def check_steps(self, block: ast.Block) -> BlockResult:
         self.ctx.assigned_at, bound = _bindings(block)
         self.ctx.name_index = NameIndex([*bound, *self.ctx.known_names()])
-        result = self.block(block, lambda_body=False)
-        self.spends.clear()
-        return result
+        return self.block(block)
 
-    def block(self, block: ast.Block, *, lambda_body: bool) -> BlockResult:
+    def block(self, block: ast.Block, *, lambda_body: bool = False) -> BlockResult:
         result = BlockResult()
-        ended_at: int | None = None
         for i, stmt in enumerate(block.stmts):
-            if ended_at is not None:
+            if result.returns:
                 self.ctx.error(
                     "unreachable",
-                    f"this step can never run: it comes after the "
-                    f"return on line {ended_at}; remove it or move it before",
+                    f"this step can never run: it comes after the return on line "
+                    f"{block.stmts[i - 1].line}; remove it or move it before",
                     stmt,
                 )
                 break
             last = i == len(block.stmts) - 1
-            outcome = self.statement(stmt, last and lambda_body)
+            outcome = _STATEMENTS[type(stmt)](self, stmt, last and lambda_body)
             result.has_return |= outcome.has_return
-            if outcome.returns:
-                result.value, result.returns, ended_at = outcome.value, True, stmt.line
-            elif last and isinstance(stmt, ast.ExprStmt):
-                result.value = outcome.value
+            if outcome.returns or (last and isinstance(stmt, ast.ExprStmt)):
+                result.value, result.returns = outcome.value, outcome.returns
         return result
 
-    def statement(self, stmt: ast.Stmt, gives_value: bool) -> BlockResult:
-        if isinstance(stmt, ast.Assign):
-            self.assign(stmt)
-        elif isinstance(stmt, ast.ExprStmt):
-            return BlockResult(self.expression_statement(stmt, gives_value))
-        elif isinstance(stmt, ast.Return):
-            value = self.infer(stmt.value) if stmt.value is not None else Value(T.NONE)
-            return BlockResult(value, returns=True, has_return=True)
-        elif isinstance(stmt, ast.If):
-            return self.if_statement(stmt)
-        elif isinstance(stmt, ast.Loop):
-            return self.loop(stmt)
-        elif isinstance(stmt, ast.Match):
-            return self.match(stmt)
-        else:
-            return self.session(stmt)
+    def assign(self, stmt: ast.Assign, _: bool) -> BlockResult:
+        value = self.infer(stmt.value)
+        if self.own_name(stmt.target):
+            self.scope.names[stmt.target.id] = Binding(value, stmt.line)
         return BlockResult()
 
-    def assign(self, stmt: ast.Assign) -> None:
-        value = self.infer(stmt.value)
-        if self._own_name(stmt.target):
-            self.scope.names[stmt.target.id] = Binding(value, stmt.line)
-
-    def _own_name(self, target: ast.Name) -> bool:
+    def own_name(self, target: ast.Name) -> bool:
         """A name a step gives a value to must not hide an agent, import or built-in."""
         name = target.id
         if name in self.ctx.agents or name in self.ctx.imports or name in CALLABLE_BUILTINS:
-            self.ctx.error(
-                "misuse",
+            self.ctx.misuse(
                 f"'{name}' is already an agent, an import or a built-in; "
                 "choose another name for this value",
                 target,
@@ -101,9 +91,8 @@ class StepChecker(ExprChecker):
             return False
         return True
 
-    def expression_statement(self, stmt: ast.ExprStmt, gives_value: bool) -> Value:
-        value = self.infer(stmt.value)
-        node = stmt.value
+    def expression(self, stmt: ast.ExprStmt, gives_value: bool) -> BlockResult:
+        value, node = self.infer(stmt.value), stmt.value
         pure = isinstance(node, ast.Call) and node.func.id in _PURE_CALLS
         if not gives_value and (pure or not isinstance(node, _EFFECTFUL)):
             self.ctx.warning(
@@ -111,9 +100,13 @@ class StepChecker(ExprChecker):
                 "this expression has no effect; assign it to a name (x = ...) or remove it",
                 stmt,
             )
-        return value
+        return BlockResult(value)
 
-    def if_statement(self, stmt: ast.If) -> BlockResult:
+    def return_(self, stmt: ast.Return, _: bool) -> BlockResult:
+        value = self.infer(stmt.value) if stmt.value is not None else Value(T.NONE)
+        return BlockResult(value, returns=True, has_return=True)
+
+    def if_(self, stmt: ast.If, _: bool) -> BlockResult:
         self.infer(stmt.cond)
         return self.branches([stmt.then, stmt.orelse], f"one branch of the if on line {stmt.line}")
 
@@ -124,16 +117,15 @@ class StepChecker(ExprChecker):
         results: list[BlockResult] = []
         for block in blocks:
             self.scope = before.child()
-            results.append(self.block(block, lambda_body=False) if block else BlockResult())
+            results.append(self.block(block) if block else BlockResult())
             scopes.append(self.scope)
         self.scope = before
-        self._join([s for s, r in zip(scopes, results, strict=True) if not r.returns], where)
+        self.join([s for s, r in zip(scopes, results, strict=True) if not r.returns], where)
         returns = all(r.returns for r in results)
         value = next((r.value for r in results if r.value is not None), None)
-        has_return = any(r.has_return for r in results)
-        return BlockResult(value if returns else None, returns, has_return)
+        return BlockResult(value if returns else None, returns, any(r.has_return for r in results))
 
-    def _join(self, falling: list[Scope], where: str) -> None:
+    def join(self, falling: list[Scope], where: str) -> None:
         """Names after alternatives: each from every path that falls through, or partial."""
         for name in {n for scope in falling for n in scope.names}:
             found = [s.names.get(name) or self.scope.lookup(name) for s in falling]
@@ -146,12 +138,12 @@ class StepChecker(ExprChecker):
                 partial = partial or where
             self.scope.names[name] = Binding(value, known[0].line, partial)
 
-    def match(self, stmt: ast.Match) -> BlockResult:
+    def match(self, stmt: ast.Match, _: bool) -> BlockResult:
         subject = self.infer(stmt.subject)
         if subject.type not in (T.STRING, T.UNKNOWN, T.MODEL):
             hint = " (use .text for an agent's answer)" if subject.type == T.OUTPUT else ""
-            self.ctx.error(
-                "misuse", f"match compares text; this is {subject.describe()}{hint}", stmt.subject
+            self.ctx.misuse(
+                f"match compares text; this is {subject.describe()}{hint}", stmt.subject
             )
         seen: set[str | None] = set()
         for arm in stmt.arms:  # the grammar puts `else` last, once
@@ -159,101 +151,88 @@ class StepChecker(ExprChecker):
                 self.ctx.error("duplicate", f'"{arm.pattern}" => is given twice in this match', arm)
             seen.add(arm.pattern)
         if not stmt.arms:
-            self.ctx.error("misuse", 'a match needs at least one arm: "value" => ...', stmt)
+            self.ctx.misuse('a match needs at least one arm: "value" => ...', stmt)
         blocks: list[ast.Block | None] = [a.body for a in stmt.arms]
         if None not in seen:
             blocks.append(None)  # no else: a value no arm names runs nothing
         return self.branches(blocks, f"some arms of the match on line {stmt.line}")
 
-    loop_depth = 0
-
-    def loop(self, stmt: ast.Loop) -> BlockResult:
+    def loop(self, stmt: ast.Loop, _: bool) -> BlockResult:
         """Rounds of a body: checked once for a round's spend, again for what carries over."""
-        bound, label, item = self._loop_bound(stmt)
+        bound, label, item = self.loop_bound(stmt)
         before = self.scope
         self.spends.append(Spend())
-        body = self._round(stmt, before.child(), item)
-        inner = self.spends.pop()
-        self.budget_feasible(stmt, bound, inner, label)
-        self.spends[-1].absorb(inner, bound.bound)
+        body = self.round(stmt, before.child(), item)
+        self.fan_out(stmt, bound, self.spends.pop(), label)
         if self.loop_depth < _RECHECKED_DEPTH and body.names:
             # names a round assigns are what the next round reads: check it again with them
             self.spends.append(Spend())
-            body = self._round(stmt, _carried(before, body), item)
+            body = self.round(stmt, _carried(before, body), item)
             self.spends.pop()
         self.scope = before
         certain = stmt.var is None and bound.exact and (bound.bound or 0) >= 1
-        falling = [body] if certain else [body, before.child()]
-        where = f"the loop on line {stmt.line}, which may run no rounds"
         if stmt.var is not None:
             body.names.pop(stmt.var.id, None)
-        self._join(falling, where)
+        falling = [body] if certain else [body, before.child()]
+        self.join(falling, f"the loop on line {stmt.line}, which may run no rounds")
         return BlockResult()
 
-    def _round(self, stmt: ast.Loop, scope: Scope, item: Value) -> Scope:
+    def round(self, stmt: ast.Loop, scope: Scope, item: Value) -> Scope:
         self.scope = scope
         if stmt.var is not None:
             scope.names[stmt.var.id] = Binding(item, stmt.var.line)
         self.loop_depth += 1
         try:
-            self.block(stmt.body, lambda_body=False)
+            self.block(stmt.body)
             if stmt.until is not None:
                 self.infer(stmt.until)
         finally:
             self.loop_depth -= 1
         return scope
 
-    def _loop_bound(self, stmt: ast.Loop) -> tuple[Value, str, Value]:
+    def loop_bound(self, stmt: ast.Loop) -> tuple[Value, str, Value]:
         """The most rounds the loop can run (a `for` runs one per item), a label, an item."""
         if stmt.var is not None:
-            self._own_name(stmt.var)
+            self.own_name(stmt.var)
             items = self.infer(stmt.over)
             if items.type in NOT_SEQUENCES:
-                self.ctx.error(
-                    "misuse", f"for ... in needs a list; this is {items.describe()}", stmt.over
-                )
+                self.ctx.misuse(f"for ... in needs a list; this is {items.describe()}", stmt.over)
             n = number(items.length, items.length is not None)
             return n, f"for over {items.length} items", items.element()
-        n = self.infer(stmt.over)
-        if n.type not in (T.NUMBER, T.UNKNOWN):
-            self.ctx.error(
-                "misuse", f"repeat takes a number of rounds; this is {n.describe()}", stmt.over
-            )
-        elif n.bound is None:
+        counted = self.count(stmt.over, "repeat", "rounds")
+        if counted is not None and counted.bound is None:
             self.ctx.error(
                 "loop-bound",
                 "repeat needs a bound that check can see: a number such as 3, or "
                 "min(n, 5) or clamp(n, 1, 5) for a number known only at run time",
                 stmt.over,
             )
-        elif n.exact and (n.bound < 0 or not float(n.bound).is_integer()):
-            self.ctx.error("misuse", "repeat needs a whole number of rounds, 0 or more", stmt.over)
+        n = counted or number()
         return n, f"repeat {n.bound:g}" if n.bound is not None else "repeat", Value()
 
-    def session(self, stmt: ast.Session) -> BlockResult:
+    def session(self, stmt: ast.Session, _: bool) -> BlockResult:
         agent = stmt.agent.id
         known = agent in self.ctx.agents
         if not known:
             self.ctx.error(
                 "unknown-agent",
-                f"unknown agent '{agent}' (a session is held with "
-                f"a declared agent){did_you_mean(agent, self.ctx.agents)}",
+                f"unknown agent '{agent}' (a session is held with a declared agent)"
+                f"{did_you_mean(agent, self.ctx.agents)}",
                 stmt.agent,
             )
-        else:
-            self.ctx.used_agents.add(agent)
         for arg in stmt.args:
-            self.ctx.error("misuse", "a session takes card variables as name: value", arg)
+            self.ctx.misuse("a session takes card variables as name: value", arg)
         for kw in stmt.keywords:
             value = self.infer(kw.value)
             if known:
                 self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
-        if known:
-            self.card_variables(agent, stmt.keywords, stmt.agent)
         sessions = self.scope.sessions
-        self.scope.sessions = (*sessions, agent) if known else sessions
+        if known:
+            self.ctx.used_agents.add(agent)
+            self.card_variables(agent, stmt.keywords, stmt.agent)
+            self.scope.sessions = (*sessions, agent)
         try:
-            return self.block(stmt.body, lambda_body=False)
+            return self.block(stmt.body)
         finally:
             self.scope.sessions = sessions
 
@@ -276,6 +255,17 @@ class StepChecker(ExprChecker):
         return result.value
 
 
+_STATEMENTS: dict[type, Callable[[StepChecker, Any, bool], BlockResult]] = {
+    ast.Assign: StepChecker.assign,
+    ast.ExprStmt: StepChecker.expression,
+    ast.Return: StepChecker.return_,
+    ast.If: StepChecker.if_,
+    ast.Loop: StepChecker.loop,
+    ast.Match: StepChecker.match,
+    ast.Session: StepChecker.session,
+}
+
+
 def _carried(before: Scope, body: Scope) -> Scope:
     """A scope for a second round: what the first assigned, merged with what came before."""
     scope = before.child()
@@ -288,20 +278,17 @@ def _carried(before: Scope, body: Scope) -> Scope:
 
 def check_agents_used(module: ast.Module, ctx: Context) -> None:
     """Warn about agents no step uses (nor any used agent can message)."""
-    targets: dict[str, list[str]] = {}
+    targets: dict[str, set[str]] = {}
     for a, b in ctx.edges:
-        targets.setdefault(a, []).append(b)
+        targets.setdefault(a, set()).add(b)
     reachable = set(ctx.used_agents)
     frontier = list(reachable)
     while frontier:
-        agent = frontier.pop()
-        info = ctx.agents.get(agent)
-        if info is None or "message_agent" not in info.tools:
-            continue
-        for b in targets.get(agent, ()):
-            if b not in reachable:
-                reachable.add(b)
-                frontier.append(b)
+        info = ctx.agents.get(agent := frontier.pop())
+        if info is not None and "message_agent" in info.tools:
+            found = targets.get(agent, set()) - reachable
+            reachable |= found
+            frontier += found
     for decl in module.agents:
         name = decl.name.id
         if name in ctx.agents and ctx.agents[name].decl is decl and name not in reachable:
@@ -321,9 +308,8 @@ def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None
     if not result.has_return:
         ctx.warning(
             "no-return",
-            f"flow '{flow.name.id}' declares it returns "
-            f"{flow.returns.show()} but no step returns a value; end the steps with "
-            "`return value`",
+            f"flow '{flow.name.id}' declares it returns {flow.returns.show()} but no step "
+            "returns a value; end the steps with `return value`",
             flow.returns,
         )
 
@@ -332,26 +318,18 @@ def _bindings(block: ast.Block) -> tuple[dict[str, int], set[str]]:
     """Every name the steps assign (not in |x| bodies), with the first line assigning it; and
     every name they bind anywhere: assignments, loop names and |x| parameters."""
     assigned: dict[str, int] = {}
-    bound: set[str] = set()
-    bodies: list[ast.Node] = []
     for item in ast.walk(block, prune=ast.Lambda):
         if isinstance(item, ast.Assign):
             assigned[item.target.id] = min(assigned.get(item.target.id, item.line), item.line)
-        _bind(item, bound, bodies)
-    for body in bodies:
-        for item in ast.walk(body):
-            _bind(item, bound, [])
+    bound: set[str] = set()
+    for item in ast.walk(block):
+        if isinstance(item, ast.Assign):
+            bound.add(item.target.id)
+        elif isinstance(item, ast.Lambda):
+            bound.update(p.id for p in item.params)
+        elif isinstance(item, ast.Loop) and item.var is not None:
+            bound.add(item.var.id)
     return assigned, bound
-
-
-def _bind(item: ast.Node, bound: set[str], bodies: list[ast.Node]) -> None:
-    if isinstance(item, ast.Assign):
-        bound.add(item.target.id)
-    elif isinstance(item, ast.Lambda):
-        bound.update(p.id for p in item.params)
-        bodies.append(item.body)
-    elif isinstance(item, ast.Loop) and item.var is not None:
-        bound.add(item.var.id)
 
 
 def check_module(
@@ -365,10 +343,8 @@ def check_module(
     """Problems in a parsed module, sorted by place."""
     ctx = Context(filename, base_dir=base_dir, tools=tuple(tools or tool_names()))
     check_declarations(module, ctx, resolve=resolve)
-    checker = StepChecker(ctx)
     for block in module.steps[:1]:
-        result = checker.check_steps(block)
-        check_returns(module, result, ctx)
+        check_returns(module, StepChecker(ctx).check_steps(block), ctx)
     check_agents_used(module, ctx)
     return sorted(ctx.diagnostics, key=sort_key)
 

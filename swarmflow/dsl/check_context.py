@@ -1,21 +1,78 @@
-"""What the checker's passes share: declarations, the diagnostics so far, reporting, the scopes
-of names, and the spend tally for the budget check."""
+"""What the checker knows without running the flow: values, scopes of names, the spend tally
+for the budget check, and the declarations and diagnostics of one check."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import callable_names, names, tool_names
 from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, Severity, listing
-from swarmflow.dsl.values import Value
 
 HUMAN = "human"
 OPERATORS = tuple(sorted(names("operator")))
-"""The six operators, as the language spells them."""
+"""The operators, as the language spells them."""
 CALLABLE_BUILTINS = callable_names()
 BUILTIN_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
+
+
+class T:
+    """Coarse types, each named by how a message describes it: enough to catch operator
+    misuse, not a type system."""
+
+    NUMBER, STRING, BOOL, NONE = "a number", "a string", "true or false", "none"
+    LIST, OUTCOMES, OUTPUT = "a list", "a list of outcomes", "an agent's output"
+    SNAPSHOT, MODEL, CALLABLE = "a budget snapshot", "a structured answer", "a Python callable"
+    AGENT, UNKNOWN = "an agent", "a value"
+
+
+NOT_SEQUENCES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.STRING})
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A value as the checker sees it: a coarse type, the agents it came from (its static
+    provenance, for the handoff rule) and, for numbers, an upper bound when one is known (for
+    the budget check); `exact` when the bound is the value itself."""
+
+    type: str = T.UNKNOWN
+    sources: frozenset[str] = frozenset()
+    bound: float | None = None
+    exact: bool = False
+    item: Value | None = None
+    length: int | None = None
+    """For a list written out in place: how many items it has."""
+
+    def describe(self) -> str:
+        return self.type
+
+    def element(self) -> Value:
+        """What one item of this sequence is (its provenance included)."""
+        base = self.item or Value()
+        return replace(base, sources=base.sources | self.sources)
+
+
+def number(bound: float | None = None, exact: bool = False) -> Value:
+    return Value(T.NUMBER, bound=bound, exact=exact)
+
+
+def merge(a: Value, b: Value) -> Value:
+    """A value that is either `a` or `b` (a name after an `if`, the items of a list)."""
+    same = a.type == b.type
+    bound = max(a.bound, b.bound) if a.bound is not None and b.bound is not None else None
+    return Value(
+        a.type if same else T.UNKNOWN,
+        a.sources | b.sources,
+        bound,
+        same and a.exact and b.exact and a.bound == b.bound,
+        a.item if same else None,
+        a.length if a.length == b.length else None,
+    )
+
+
+def sources_of(values: list[Value]) -> frozenset[str]:
+    return frozenset().union(*(v.sources for v in values))
 
 
 @dataclass
@@ -31,7 +88,7 @@ class AgentInfo:
 
 @dataclass
 class Context:
-    """Shared state of one check."""
+    """Shared state of one check: what the declarations say, and the diagnostics so far."""
 
     filename: str
     base_dir: str | None = None
@@ -51,16 +108,19 @@ class Context:
     def report(self, severity: Severity, code: str, message: str, node: Any) -> None:
         """Record a diagnostic at `node` (anything with line/column), once per place."""
         key = (code, message, node.line, node.column)
-        if key in self.reported:
-            return
-        self.reported.add(key)
-        self.diagnostics.append(Diagnostic.at(node, code, message, self.filename, severity))
+        if key not in self.reported:
+            self.reported.add(key)
+            self.diagnostics.append(Diagnostic.at(node, code, message, self.filename, severity))
 
     def error(self, code: str, message: str, node: Any) -> None:
         self.report("error", code, message, node)
 
     def warning(self, code: str, message: str, node: Any) -> None:
         self.report("warning", code, message, node)
+
+    def misuse(self, message: str, node: Any) -> None:
+        """The commonest error: a name used in a way the language does not allow."""
+        self.report("error", "misuse", message, node)
 
     def allows(self, source: str, target: str) -> bool:
         return source == target or (source, target) in self.edges
@@ -103,36 +163,23 @@ class Scope:
             scope = scope.parent
         return None
 
-    def visible(self) -> set[str]:
-        out: set[str] = set()
-        scope: Scope | None = self
-        while scope is not None:
-            out.update(scope.names)
-            scope = scope.parent
-        return out
-
     def child(self) -> Scope:
-        """A scope inside this one (a body, a branch, a round): reads see this one, writes
-        stay apart."""
+        """A scope inside this one: reads see this one, writes stay apart."""
         return Scope(parent=self, sessions=self.sessions)
 
 
 @dataclass
 class Spend:
-    """Agent calls made inside one `parallel` body (or the whole flow), for the budget check."""
+    """Agent calls made inside one `parallel` body or loop (or the whole flow), for the
+    budget check."""
 
     tokens: float = 0.0
     calls: float = 0.0
     unbounded_tokens: bool = False
     agents: dict[str, float] = field(default_factory=dict)
 
-    def add_call(self, agent: str, allowance: float | None, times: float = 1.0) -> None:
-        self.calls += times
-        self.agents[agent] = self.agents.get(agent, 0.0) + times
-        if allowance is None:
-            self.unbounded_tokens = True
-        else:
-            self.tokens += allowance * times
+    def add_call(self, agent: str, allowance: float | None) -> None:
+        self.absorb(Spend(allowance or 0.0, 1.0, allowance is None, {agent: 1.0}), 1.0)
 
     def absorb(self, inner: Spend, times: float | None) -> None:
         """Count a nested fan-out `times` over (or as unbounded when its size is unknown)."""

@@ -19,6 +19,8 @@ from swarmflow.dsl.literals import show_quantity
 from swarmflow.runtime.cards import is_card_path
 
 BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
+_DIMENSIONS = {"count": "a count such as 2M or 400", "cost": "a cost such as $5"}
+_DIMENSIONS["duration"] = "a duration such as 30m or 90s"
 AGENT_FIELDS = {
     "card": "card",
     "model": "model",
@@ -35,45 +37,38 @@ WORKSPACES = ("none", "local", "worktree", "shared")
 
 def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = False) -> None:
     """Every check that needs no steps; fills `ctx` for the steps check."""
-    _check_header(module, ctx)
+    if not module.flows:
+        message = "a .swarm file declares its signature first, e.g. `flow fix(task: str) -> str`"
+        ctx.error("missing-flow", message, Spot(1, 1))
+    for extra in module.flows[1:]:
+        message = f"a file declares one flow; '{extra.name.id}' is a second one"
+        ctx.error("duplicate", message, extra)
+    if not module.steps:
+        message = "this flow has no `steps { ... }` block, so it does nothing"
+        ctx.error("missing-steps", message, module.flows[0] if module.flows else Spot(1, 1))
+    for steps in module.steps[1:2]:
+        message = "a flow has one `steps { ... }` block; merge these into the first one"
+        ctx.error("duplicate", message, steps)
     _check_uses(module, ctx, resolve)
-    _check_budget(module, ctx)
+    for item in module.budget:
+        _check_budget(item, ctx)
     for decl in module.agents:
         _check_agent(decl, ctx)
     _check_params(module, ctx)  # after the agents: an input may not take an agent's name
-    _check_edges(module, ctx)
-    if len(module.steps) > 1:
-        ctx.error(
-            "duplicate",
-            "a flow has one `steps { ... }` block; merge these into the first one",
-            module.steps[1],
-        )
-
-
-def _check_header(module: ast.Module, ctx: Context) -> None:
-    if not module.flows:
-        ctx.error(
-            "missing-flow",
-            "a .swarm file declares its signature first, e.g. `flow fix(task: str) -> str`",
-            Spot(1, 1),
-        )
-    for extra in module.flows[1:]:
-        ctx.error(
-            "duplicate", f"a file declares one flow; '{extra.name.id}' is a second one", extra
-        )
-    if not module.steps:
-        ctx.error(
-            "missing-steps",
-            "this flow has no `steps { ... }` block, so it does nothing",
-            module.flows[0] if module.flows else Spot(1, 1),
-        )
+    for chain in module.edges:
+        _check_edges(chain, ctx)
 
 
 def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
     taken = {d.name.id for d in module.agents} | set(CALLABLE_BUILTINS) | set(OPERATORS)
     for use in module.uses:
-        if resolve:
-            _resolve_module(use, ctx)
+        if resolve and not _found(use.module, ctx.base_dir):
+            ctx.error(
+                "unknown-module",
+                f"cannot find Python module '{use.module}'; check the spelling, and that its "
+                "package is installed, on PYTHONPATH, or a .py file next to this flow",
+                use,
+            )
         for item in use.names:
             local = item.local
             if local.id in ctx.imports or local.id in taken:
@@ -83,22 +78,17 @@ def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
                     f"another name: `use {item.name.id} as other from {use.module}`",
                     local,
                 )
-                continue
-            ctx.imports[local.id] = item
+            else:
+                ctx.imports[local.id] = item
 
 
-def _resolve_module(use: ast.UseDecl, ctx: Context) -> None:
+def _found(module: str, base_dir: str | None) -> bool:
     try:
-        found = importlib.util.find_spec(use.module) is not None
+        if importlib.util.find_spec(module) is not None:
+            return True
     except (ImportError, ValueError):
-        found = False
-    if not found and sibling(use.module, ctx.base_dir) is None:
-        ctx.error(
-            "unknown-module",
-            f"cannot find Python module '{use.module}'; check the spelling, and that its "
-            "package is installed, on PYTHONPATH, or a .py file next to this flow",
-            use,
-        )
+        pass
+    return sibling(module, base_dir) is not None
 
 
 def sibling(module: str, base_dir: str | Path | None) -> Path | None:
@@ -110,30 +100,26 @@ def sibling(module: str, base_dir: str | Path | None) -> Path | None:
 
 
 def _check_params(module: ast.Module, ctx: Context) -> None:
-    if not module.flows:
-        return
-    flow = module.flows[0]
     types = {*BUILTIN_TYPES, *ctx.imports}
-    for param in flow.params:
-        name = param.name.id
-        if name in ctx.params:
-            ctx.error("duplicate", f"input '{name}' is declared twice", param.name)
-        elif name in ctx.agents or name in ctx.imports:
-            ctx.error(
-                "duplicate",
-                f"input '{name}' has the name of an agent or import; rename it",
-                param.name,
-            )
-        ctx.params[name] = param
-        _check_type(param.type, types, ctx)
-        if param.default is not None and not _is_literal(param.default):
-            ctx.error(
-                "bad-default",
-                f"the default of '{name}' must be a plain value such as 3, \"text\", true or none",
-                param.default,
-            )
-    if flow.returns is not None:
-        _check_type(flow.returns, types, ctx)
+    for flow in module.flows[:1]:
+        for param in flow.params:
+            name = param.name.id
+            if name in ctx.params:
+                ctx.error("duplicate", f"input '{name}' is declared twice", param.name)
+            elif name in ctx.agents or name in ctx.imports:
+                message = f"input '{name}' has the name of an agent or import; rename it"
+                ctx.error("duplicate", message, param.name)
+            ctx.params[name] = param
+            _check_type(param.type, types, ctx)
+            if param.default is not None and not _is_literal(param.default):
+                ctx.error(
+                    "bad-default",
+                    f"the default of '{name}' must be a plain value such as 3, \"text\", "
+                    "true or none",
+                    param.default,
+                )
+        if flow.returns is not None:
+            _check_type(flow.returns, types, ctx)
 
 
 def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
@@ -156,54 +142,33 @@ def _is_literal(node: ast.Expr) -> bool:
     return isinstance(node, ast.Number | ast.Const)
 
 
-def _check_budget(module: ast.Module, ctx: Context) -> None:
-    for item in module.budget:
-        key = item.key.id
-        if key not in BUDGET_KEYS:
-            ctx.error(
-                "budget",
-                f"unknown budget '{key}' (use tokens, calls, cost or time)"
-                f"{did_you_mean(key, BUDGET_KEYS)}",
-                item.key,
-            )
-            continue
-        if key in ctx.budget:
-            ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
-            continue
-        if _budget_value_ok(key, item.value, ctx):
-            ctx.budget[key] = item.value.value
-
-
-def _budget_value_ok(key: str, value: ast.Number, ctx: Context) -> bool:
-    want = BUDGET_KEYS[key]
-    examples = {"count": "2M or 400", "cost": "$5", "duration": "30m or 90s"}
-    if value.dimension != want:
+def _check_budget(item: ast.BudgetItem, ctx: Context) -> None:
+    key, value = item.key.id, item.value
+    want = BUDGET_KEYS.get(key)
+    if want is None:
         ctx.error(
-            "unit",
-            f"budget '{key}' takes {_dimension_words(want)} such as "
-            f"{examples[want]}, not {value.text}",
-            value,
+            "budget",
+            f"unknown budget '{key}' (use tokens, calls, cost or time)"
+            f"{did_you_mean(key, BUDGET_KEYS)}",
+            item.key,
         )
-        return False
-    if value.value <= 0:
+    elif key in ctx.budget:
+        ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
+    elif value.dimension != want:
+        ctx.error("unit", f"budget '{key}' takes {_DIMENSIONS[want]}, not {value.text}", value)
+    elif value.value <= 0:
         ctx.error("budget", f"budget '{key}' must be more than zero", value)
-        return False
-    if want == "count" and not float(value.value).is_integer():
+    elif want == "count" and not float(value.value).is_integer():
         ctx.error("budget", f"budget '{key}' must be a whole number, not {value.text}", value)
-        return False
-    return True
-
-
-def _dimension_words(dimension: str) -> str:
-    return {"count": "a count", "cost": "a cost", "duration": "a duration"}[dimension]
+    else:
+        ctx.budget[key] = value.value
 
 
 def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
     name = decl.name.id
     if name == HUMAN:
-        ctx.error(
-            "reserved", "'human' is the built-in person node; choose another agent name", decl.name
-        )
+        message = "'human' is the built-in person node; choose another agent name"
+        ctx.error("reserved", message, decl.name)
         return
     if name in ctx.agents:
         ctx.error("duplicate", f"agent '{name}' is declared twice", decl.name)
@@ -218,41 +183,45 @@ def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
         if key in seen:
             ctx.error("duplicate", f"field '{key}' is given twice in agent '{name}'", fld.key)
         seen.add(key)
-        _check_field(fld, info, ctx)
+        if key not in AGENT_FIELDS:
+            ctx.error(
+                "agent-field",
+                f"unknown agent field '{key}' (fields: "
+                f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}",
+                fld.key,
+            )
+        else:
+            _check_field(key, fld.value, info, ctx)
     ctx.agents[name] = info
 
 
-def _check_field(fld: ast.AgentField, info: AgentInfo, ctx: Context) -> None:
-    key, value = fld.key.id, fld.value
-    if key not in AGENT_FIELDS:
-        ctx.error(
-            "agent-field",
-            f"unknown agent field '{key}' (fields: "
-            f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}",
-            fld.key,
-        )
-    elif key in ("card", "description"):
-        _want(isinstance(value, ast.Str), f"{key} takes a string", value, ctx)
-        if key == "card" and isinstance(value, ast.Str):
-            info.card_vars = _card_vars(_card_text(value, ctx), value, ctx)
-    elif key == "model":
-        _want(
-            isinstance(value, ast.Str | ast.Name),
-            'model takes a name such as "gpt-4o-mini"',
-            value,
-            ctx,
-        )
+def _check_field(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
+    problem = None
+    if key in ("card", "description") and not isinstance(value, ast.Str):
+        problem = f"{key} takes a string"
+    elif key == "card" and isinstance(value, ast.Str):
+        info.card_vars = _card_vars(_card_text(value, ctx), value, ctx)
+    elif key == "model" and not isinstance(value, ast.Str | ast.Name):
+        problem = 'model takes a name such as "gpt-4o-mini"'
     elif key == "tools":
         _check_tools(value, info, ctx)
-    elif key == "workspace":
-        _check_workspace(value, ctx)
-    else:
-        _check_count(key, value, info, ctx)
-
-
-def _want(ok: bool, message: str, node: ast.Node, ctx: Context) -> None:
-    if not ok:
-        ctx.error("agent-field", message, node)
+    elif key == "workspace" and not (isinstance(value, ast.Const) and value.value is None):
+        word = value.id if isinstance(value, ast.Name) else ""
+        if word not in WORKSPACES:
+            problem = (
+                f"unknown workspace '{word or 'value'}' (use none, local, worktree or shared)"
+                f"{did_you_mean(word, WORKSPACES) if word else ''}"
+            )
+    elif key in ("allowance", "steps", "output_tokens"):
+        if not isinstance(value, ast.Number) or value.dimension != "count":
+            problem = f"{key} takes a count such as 400k or 30"
+        elif value.value <= 0 or not float(value.value).is_integer():
+            problem = f"{key} must be a whole number above zero"
+        elif key == "allowance":
+            info.allowance = value.value
+            _check_allowance(info, value, ctx)
+    if problem:
+        ctx.error("agent-field", problem, value)
 
 
 def _card_text(value: ast.Str, ctx: Context) -> str:
@@ -304,68 +273,31 @@ def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
     info.tools = tuple(t.id for t in value.items)
 
 
-def _check_workspace(value: ast.FieldValue, ctx: Context) -> None:
-    if isinstance(value, ast.Const) and value.value is None:
-        return
-    word = value.id if isinstance(value, ast.Name) else ""
-    if word not in WORKSPACES:
-        ctx.error(
-            "agent-field",
-            f"unknown workspace '{word or 'value'}' (use none, local, "
-            f"worktree or shared){did_you_mean(word, WORKSPACES) if word else ''}",
-            value,
-        )
-
-
-def _check_count(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
-    if not isinstance(value, ast.Number) or value.dimension != "count":
-        ctx.error("agent-field", f"{key} takes a count such as 400k or 30", value)
-        return
-    if value.value <= 0 or not float(value.value).is_integer():
-        ctx.error("agent-field", f"{key} must be a whole number above zero", value)
-        return
-    if key == "allowance":
-        info.allowance = value.value
-        _check_allowance(info, value, ctx)
-
-
 def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
     tokens = ctx.budget.get("tokens")
     if tokens is not None and value.value > tokens:
         ctx.warning(
             "budget",
-            f"agent '{info.decl.name.id}' may spend "
-            f"{show_quantity(value.value, 'count')} tokens but the whole flow has "
-            f"{show_quantity(tokens, 'count')}",
+            f"agent '{info.decl.name.id}' may spend {show_quantity(value.value, 'count')} "
+            f"tokens but the whole flow has {show_quantity(tokens, 'count')}",
             value,
         )
 
 
-def _check_edges(module: ast.Module, ctx: Context) -> None:
+def _check_edges(chain: ast.EdgeChain, ctx: Context) -> None:
     known = {*ctx.agents, HUMAN}
-    for chain in module.edges:
-        ends_ok = True
-        for node in chain.names:
-            if node.id not in known:
-                ends_ok = False
-                ctx.error(
-                    "unknown-agent",
-                    f"unknown agent '{node.id}' in edges (declared: "
-                    f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}",
-                    node,
-                )
-        if ends_ok:
-            _add_edges(chain, ctx)
-
-
-def _add_edges(chain: ast.EdgeChain, ctx: Context) -> None:
-    for a, b in chain.pairs():
+    unknown = [node for node in chain.names if node.id not in known]
+    for node in unknown:
+        ctx.error(
+            "unknown-agent",
+            f"unknown agent '{node.id}' in edges (declared: "
+            f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}",
+            node,
+        )
+    for a, b in [] if unknown else chain.pairs():
         if a.id == b.id:
-            ctx.warning(
-                "edge",
-                f"edge {a.id} -> {b.id} is not needed: an agent may always use its own output",
-                b,
-            )
+            message = f"edge {a.id} -> {b.id} is not needed: an agent may always use its own output"
+            ctx.warning("edge", message, b)
         elif (a.id, b.id) in ctx.edges:
             ctx.warning("edge", f"edge {a.id} -> {b.id} is declared twice", b)
         ctx.edges.add((a.id, b.id))

@@ -1,4 +1,5 @@
-"""Checks of expressions: names, attributes, operators, templates, `parallel`, `ask`/`send`."""
+"""Checks of expressions and calls: names, attributes, operators, templates, the built-in
+functions (from their entries in the callables table), the operators, agents and imports."""
 
 from __future__ import annotations
 
@@ -6,36 +7,72 @@ from collections.abc import Callable
 from typing import Any
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_calls import CallChecker
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, OPERATORS
-from swarmflow.dsl.diagnostics import did_you_mean, suggest
-from swarmflow.dsl.values import (
-    OUTPUT_CONTENT,
-    OUTPUT_FIELDS,
-    SNAPSHOT_FIELDS,
+from swarmflow.dsl.callables import clamp, options, table
+from swarmflow.dsl.check_context import (
+    CALLABLE_BUILTINS,
+    HUMAN,
+    NOT_SEQUENCES,
+    OPERATORS,
+    Context,
+    Scope,
+    Spend,
     T,
     Value,
     merge,
     number,
     sources_of,
 )
+from swarmflow.dsl.diagnostics import did_you_mean, suggest
+from swarmflow.dsl.literals import show_quantity
 
 _PARAM_TYPES = {"str": T.STRING, "int": T.NUMBER, "float": T.NUMBER, "bool": T.BOOL, "list": T.LIST}
-_ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%"})
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 _NOT_ARITHMETIC = frozenset({T.OUTPUT, T.SNAPSHOT, T.OUTCOMES, T.NONE, T.BOOL, T.MODEL})
+_NOT_TEXT = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTCOMES, T.LIST})
+_NOT_ORDERED = frozenset({T.OUTPUT, T.SNAPSHOT, T.LIST, T.OUTCOMES, T.NONE})
+_NO_ATTRIBUTES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.STRING, T.AGENT, T.CALLABLE})
+_NOT_INDEXED = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.AGENT, T.CALLABLE})
+_PARAM_KINDS = {  # what each kind of built-in parameter refuses, and how to say so
+    "number": (_NO_ATTRIBUTES - {T.NUMBER} | {T.OUTPUT, T.SNAPSHOT, T.MODEL}, "works on numbers"),
+    "sized": (NOT_SEQUENCES - {T.STRING}, "needs a list or text"),
+    "any": (frozenset[str](), ""),
+}
+SNAPSHOT_FIELDS = {"tokens": "tokens", "cost": "cost", "calls": "calls", "seconds": "time"}
+SNAPSHOT_FIELDS.update(dict.fromkeys(("spent_tokens", "spent_cost", "spent_calls"), ""))
+OUTPUT_FIELDS = {"text": T.STRING, "value": T.UNKNOWN, "patch": T.UNKNOWN, "agent": T.STRING}
+OUTPUT_FIELDS.update(dict.fromkeys(("session", "state", "reason", "detail"), T.STRING))
+OUTPUT_FIELDS.update(ok=T.BOOL, usage=T.UNKNOWN)
+OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
+"""Fields of an agent output that carry what the agent wrote (and so its provenance)."""
 
 
-class ExprChecker(CallChecker):
-    """`infer(node)`: the value of an expression, reporting what is wrong with it."""
+class ExprChecker:
+    """`infer(node)`: the value of an expression, reporting what is wrong with it. The
+    statement checker fills in how a `|x| { ... }` body is checked."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.scope = Scope()
+        self.spends: list[Spend] = [Spend()]
+
+    def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
+        """The value a `|x| { ... }` body gives for parameters of the given values."""
+        raise NotImplementedError
 
     def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
         if isinstance(node, ast.Name):
             return self.name(node, callable_ok)
         method = _DISPATCH.get(type(node))
-        if method is None:  # a Lambda in a value position, say: already reported elsewhere
-            return Value()
-        return method(self, node)
+        # no method: a Lambda in a value position, say, already reported elsewhere
+        return method(self, node) if method else Value()
+
+    def infer_all(self, node: ast.Call) -> frozenset[str]:
+        values = [self.infer(a, callable_ok=True) for a in node.args]
+        values += [self.infer(k.value, callable_ok=True) for k in node.keywords]
+        values += [self.lambda_value(lam, [Value()] * len(lam.params)) for lam in node.lambdas]
+        return sources_of(values)
+
+    # --- names and simple values
 
     def name(self, node: ast.Name, callable_ok: bool) -> Value:
         found = self.scope.lookup(node.id)
@@ -47,51 +84,41 @@ class ExprChecker(CallChecker):
                     node,
                 )
             return found.value
-        param = self.ctx.params.get(node.id)
-        if param is not None:
-            return Value(_PARAM_TYPES.get(param.type.name, T.UNKNOWN))
-        return self._global(node, callable_ok)
-
-    def _global(self, node: ast.Name, callable_ok: bool) -> Value:
         name = node.id
+        if name in self.ctx.params:
+            return Value(_PARAM_TYPES.get(self.ctx.params[name].type.name, T.UNKNOWN))
         if name in self.ctx.imports:
             return Value(T.CALLABLE)
         if name in self.ctx.agents:
             if callable_ok:
                 self.ctx.used_agents.add(name)
                 return Value(T.AGENT)
-            self.ctx.error(
-                "misuse", f"agent '{name}' is called, not used as a value: {name}(prompt)", node
-            )
-            return Value()
-        if name in CALLABLE_BUILTINS:
+            self.ctx.misuse(f"agent '{name}' is called, not used as a value: {name}(prompt)", node)
+        elif name in CALLABLE_BUILTINS:
             if not callable_ok:
-                self.ctx.error("misuse", f"'{name}' is a built-in; call it: {name}(...)", node)
+                self.ctx.misuse(f"'{name}' is a built-in; call it: {name}(...)", node)
             return Value(T.CALLABLE)
-        self._unknown_name(node)
-        return Value()
-
-    def _unknown_name(self, node: ast.Name) -> None:
-        later = self.ctx.assigned_at.get(node.id)
-        if later is not None:
+        elif name in self.ctx.assigned_at:
             self.ctx.error(
                 "unknown-name",
-                f"'{node.id}' is used before it has a value (it is assigned on line {later})",
+                f"'{name}' is used before it has a value "
+                f"(it is assigned on line {self.ctx.assigned_at[name]})",
                 node,
             )
-            return
-        known = self.ctx.known_names()
-        close = self.ctx.name_index.suggest(
-            node.id, lambda n: n in known or self.scope.lookup(n) is not None
-        )
-        hint = f"; did you mean '{close}'?" if close else ""
-        self.ctx.error("unknown-name", f"unknown name '{node.id}'{hint}", node)
+        else:
+            known = self.ctx.known_names()
+            close = self.ctx.name_index.suggest(
+                name, lambda n: n in known or self.scope.lookup(n) is not None
+            )
+            hint = f"; did you mean '{close}'?" if close else ""
+            self.ctx.error("unknown-name", f"unknown name '{name}'{hint}", node)
+        return Value()
 
     def number_(self, node: ast.Number) -> Value:
         return number(node.value, True)
 
     def string(self, node: ast.Str) -> Value:
-        return Value(T.STRING, sources_of(*(self.infer(v) for v in node.values)))
+        return Value(T.STRING, sources_of([self.infer(v) for v in node.values]))
 
     def const(self, node: ast.Const) -> Value:
         return Value(T.NONE if node.value is None else T.BOOL)
@@ -101,263 +128,525 @@ class ExprChecker(CallChecker):
         item = items[0] if items else Value()
         for other in items[1:]:
             item = merge(item, other)
-        return Value(T.LIST, sources_of(*items), item=item, length=len(items))
+        return Value(T.LIST, sources_of(items), item=item, length=len(items))
 
     def attribute(self, node: ast.Attribute) -> Value:
-        base = self.infer(node.value)
-        attr = node.attr
-        if base.type == T.SNAPSHOT:
-            return self._snapshot_field(node, attr)
-        if base.type == T.OUTPUT:
-            return self._output_field(node, base, attr)
+        base, attr = self.infer(node.value), node.attr
+        if base.type in (T.SNAPSHOT, T.OUTPUT):
+            fields = SNAPSHOT_FIELDS if base.type == T.SNAPSHOT else OUTPUT_FIELDS
+            if attr not in fields:
+                self.ctx.misuse(
+                    f"{base.describe()} has no '{attr}' (it has "
+                    f"{', '.join(fields)}){did_you_mean(attr, fields)}",
+                    node,
+                )
+                return number() if base.type == T.SNAPSHOT else Value()
+            if base.type == T.SNAPSHOT:
+                return number(self.ctx.budget.get(SNAPSHOT_FIELDS[attr]))
+            return Value(
+                OUTPUT_FIELDS[attr], base.sources if attr in OUTPUT_CONTENT else frozenset()
+            )
         if base.type in (T.LIST, T.OUTCOMES):
-            self.ctx.error(
-                "misuse",
+            self.ctx.misuse(
                 f"{base.describe()} has no '.{attr}'; take one item first, e.g. items[0].{attr}",
                 node,
             )
-        elif base.type in (T.NUMBER, T.BOOL, T.NONE, T.STRING, T.AGENT, T.CALLABLE):
-            self.ctx.error("misuse", f"{base.describe()} has no attribute '{attr}'", node)
+        elif base.type in _NO_ATTRIBUTES:
+            self.ctx.misuse(f"{base.describe()} has no attribute '{attr}'", node)
         return Value(T.UNKNOWN, base.sources)
-
-    def _snapshot_field(self, node: ast.Attribute, attr: str) -> Value:
-        if attr not in SNAPSHOT_FIELDS:
-            self.ctx.error(
-                "misuse",
-                f"a budget snapshot has no '{attr}' (it has "
-                f"{', '.join(SNAPSHOT_FIELDS)}){did_you_mean(attr, SNAPSHOT_FIELDS)}",
-                node,
-            )
-            return number()
-        return number(self.ctx.budget.get(SNAPSHOT_FIELDS[attr]))
-
-    def _output_field(self, node: ast.Attribute, base: Value, attr: str) -> Value:
-        if attr not in OUTPUT_FIELDS:
-            self.ctx.error(
-                "misuse",
-                f"an agent's output has no '{attr}' (it has "
-                f"{', '.join(OUTPUT_FIELDS)}){did_you_mean(attr, OUTPUT_FIELDS)}",
-                node,
-            )
-            return Value()
-        sources = base.sources if attr in OUTPUT_CONTENT else frozenset()
-        return Value(OUTPUT_FIELDS[attr], sources)
 
     def index(self, node: ast.Index) -> Value:
         base, key = self.infer(node.value), self.infer(node.index)
         if key.type not in (T.NUMBER, T.STRING, T.UNKNOWN):
-            self.ctx.error(
-                "misuse", f"an index is a number or a key, not {key.describe()}", node.index
-            )
+            self.ctx.misuse(f"an index is a number or a key, not {key.describe()}", node.index)
         if base.type in (T.LIST, T.OUTCOMES):
             return base.element()
-        if base.type == T.STRING:
-            return Value(T.STRING, base.sources)
-        if base.type in (T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.AGENT, T.CALLABLE):
+        if base.type in _NOT_INDEXED:
             hint = "; use .text or .value" if base.type == T.OUTPUT else ""
-            self.ctx.error("misuse", f"{base.describe()} cannot be indexed{hint}", node)
-        return Value(T.UNKNOWN, base.sources)
+            self.ctx.misuse(f"{base.describe()} cannot be indexed{hint}", node)
+        return Value(T.STRING if base.type == T.STRING else T.UNKNOWN, base.sources)
 
     def unary(self, node: ast.Unary) -> Value:
         value = self.infer(node.operand)
         if node.op == "not":
             return Value(T.BOOL)
         if value.type not in (T.NUMBER, T.UNKNOWN):
-            self.ctx.error("misuse", f"'-' needs a number; this is {value.describe()}", node)
-        return number(
-            -value.bound if value.exact and value.bound is not None else None, value.exact
-        )
+            self.ctx.misuse(f"'-' needs a number; this is {value.describe()}", node)
+        exact = value.exact and value.bound is not None
+        return number(-value.bound if exact else None, value.exact)  # type: ignore[operator]
 
     def binary(self, node: ast.Binary) -> Value:
         left, right = self.infer(node.left), self.infer(node.right)
+        sides = ((node.left, left), (node.right, right))
         if node.op in ("and", "or"):
             same = left.type if left.type == right.type else T.UNKNOWN
             return Value(same, left.sources | right.sources)
-        if node.op in _ARITHMETIC:
-            return self._arithmetic(node, left, right)
         if node.op in _ORDERING:
-            for side, value in ((node.left, left), (node.right, right)):
-                if value.type in (T.OUTPUT, T.SNAPSHOT, T.LIST, T.OUTCOMES, T.NONE):
-                    self.ctx.error(
-                        "misuse",
-                        f"'{node.op}' compares numbers or text; this is {value.describe()}",
-                        side,
+            for side, value in sides:
+                if value.type in _NOT_ORDERED:
+                    self.ctx.misuse(
+                        f"'{node.op}' compares numbers or text; this is {value.describe()}", side
                     )
-        return Value(T.BOOL)
-
-    def _arithmetic(self, node: ast.Binary, left: Value, right: Value) -> Value:
-        for side, value in ((node.left, left), (node.right, right)):
+        if node.op not in _ARITHMETIC:
+            return Value(T.BOOL)
+        for side, value in sides:
             if value.type in _NOT_ARITHMETIC:
                 hint = " (use .text for its text)" if value.type == T.OUTPUT else ""
-                self.ctx.error(
-                    "misuse",
-                    f"'{node.op}' needs numbers or text; this is {value.describe()}{hint}",
-                    side,
+                self.ctx.misuse(
+                    f"'{node.op}' needs numbers or text; this is {value.describe()}{hint}", side
                 )
                 return Value()
         if node.op == "+" and T.STRING in (left.type, right.type):
             if T.NUMBER in (left.type, right.type):
-                self.ctx.error(
-                    "misuse",
-                    'cannot add text and a number; write a template instead: "{a} {b}"',
-                    node,
+                self.ctx.misuse(
+                    'cannot add text and a number; write a template instead: "{a} {b}"', node
                 )
             return Value(T.STRING, left.sources | right.sources)
         if node.op == "+" and left.type == T.LIST:
             return Value(T.LIST, left.sources | right.sources, item=left.item)
         return _arithmetic_bound(node.op, left, right)
 
+    # --- sessions
+
     def ask(self, node: ast.Ask) -> Value:
-        agent = self._session_of(node, "ask")
+        agent = self.session_of(node, "ask")
         prompt = self.infer(node.prompt)
         if node.output is not None:
             self.model_ref(node.output, "ask ... as")
         if agent is None:
             return Value()
         self.handoff(prompt, agent, node.prompt, f"ask in the {agent} session")
-        self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
+        self.agent_spend(agent)
         return Value(T.MODEL if node.output is not None else T.OUTPUT, frozenset({agent}))
 
     def send(self, node: ast.Send) -> Value:
-        agent = self._session_of(node, "send")
+        agent = self.session_of(node, "send")
         value = self.sequence(node.value, "send each") if node.each else self.infer(node.value)
         self.raw_outcomes(value, node.value)
         if agent is None:
             return Value()
         shown = value.element() if node.each else value
         self.handoff(shown, agent, node.value, f"send in the {agent} session")
-        self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
+        self.agent_spend(agent)
         return Value(T.OUTPUT, frozenset({agent}))
 
-    def call(self, node: ast.Call) -> Value:
-        name = node.func.id
-        if self.scope.lookup(name) is not None or name in self.ctx.params:
-            self.ctx.error("misuse", f"'{name}' is a value, not something to call", node.func)
-            return Value()
-        if name in self.ctx.agents:
-            return self.agent_call(node, name)
-        if name in self.ctx.imports:
-            return self.python_call(node)
-        handler = _CALLS.get(name)
-        if handler is not None:
-            return handler(self, node)
-        return self.unknown_call(node)
-
-    def unknown_call(self, node: ast.Call) -> Value:
-        name = node.func.id
-        candidates = {*self.ctx.agents, *self.ctx.imports, *_CALLS, *OPERATORS}
-        close = suggest(name, candidates)
-        if close in OPERATORS:
-            self.ctx.error(
-                "unknown-operator", f"unknown operator '{name}'; did you mean '{close}'?", node.func
-            )
-        elif close in self.ctx.agents:
-            self.ctx.error(
-                "unknown-agent", f"unknown agent '{name}'; did you mean '{close}'?", node.func
-            )
-        else:
-            hint = f"; did you mean '{close}'?" if close else ""
-            self.ctx.error(
-                "unknown-name",
-                f"unknown function '{name}'{hint} (call an agent, "
-                "an operator, a built-in, or a Python callable imported with `use`)",
-                node.func,
-            )
-        self._infer_all(node)
-        return Value()
-
-    def min_max(self, node: ast.Call) -> Value:
-        name = node.func.id
-        self._plain_builtin(node)
-        if not node.args:
-            self.ctx.error("misuse", f"{name}(...) needs at least one value", node.func)
-            return number()
-        values = [self._numeric(a, name) for a in node.args]
-        bounds = [v.bound for v in values if v.bound is not None]
-        exact = all(v.exact for v in values) and len(bounds) == len(values)
-        if name == "min":
-            return number(min(bounds) if bounds else None, exact)
-        return number(max(bounds) if len(bounds) == len(values) else None, exact)
-
-    def clamp(self, node: ast.Call) -> Value:
-        self._plain_builtin(node)
-        if len(node.args) != 3:
-            self.ctx.error("misuse", "clamp(value, low, high) takes three numbers", node.func)
-            return number()
-        x, low, high = (self._numeric(a, "clamp") for a in node.args)
-        if (
-            low.exact
-            and high.exact
-            and low.bound is not None
-            and high.bound is not None
-            and low.bound > high.bound
-        ):
-            self.ctx.error("misuse", "clamp's low is above its high", node.args[1])
-        if x.exact and low.exact and high.exact and None not in (x.bound, low.bound, high.bound):
-            return number(min(max(x.bound, low.bound), high.bound), True)  # type: ignore[type-var]
-        return number(high.bound)
-
-    def _numeric(self, node: Any, where: str) -> Value:
-        value = self.infer(node)
-        if value.type not in (T.NUMBER, T.UNKNOWN, T.LIST, T.OUTCOMES):
-            self.ctx.error(
-                "misuse", f"{where}(...) works on numbers; this is {value.describe()}", node
-            )
-        return value
-
-    def _plain_builtin(self, node: ast.Call) -> None:
-        self.no_lambdas(node, f"{node.func.id}(...) takes no |x| {{ ... }} body")
-        for kw in node.keywords:
-            self.ctx.error("misuse", f"{node.func.id}(...) takes no options", kw)
-
-    def one_arg(self, node: ast.Call) -> Value:
-        name = node.func.id
-        self._plain_builtin(node)
-        if len(node.args) != 1:
-            self.ctx.error("misuse", f"{name}(...) takes one value", node.func)
-            return Value(T.STRING if name == "str" else T.NUMBER)
-        value = self.infer(node.args[0])
-        if name == "str":
-            return Value(T.STRING, value.sources)
-        if name == "len":
-            if value.type in (T.NUMBER, "bool", "none", T.OUTPUT, "snapshot"):
-                self.ctx.error(
-                    "misuse",
-                    f"len(...) needs a list or text; this is {value.describe()}",
-                    node.args[0],
-                )
-            return number()
-        return number(value.bound, value.exact)
-
-    def _session_of(self, node: Any, word: str) -> str | None:
+    def session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
-            self.ctx.error(
-                "misuse",
-                f"'{word}' talks to a session, so it goes inside `session agent {{ ... }}`",
-                node,
+            self.ctx.misuse(
+                f"'{word}' talks to a session, so it goes inside `session agent {{ ... }}`", node
             )
             return None
         return self.scope.sessions[-1]
 
+    # --- rules shared by calls
+
+    def handoff(self, value: Value, target: str, node: Any, via: str) -> None:
+        """The handoff rule, statically: every source of `value` needs an edge to `target`."""
+        for source in sorted(value.sources):
+            if not self.ctx.allows(source, target):
+                self.ctx.error(
+                    "handoff",
+                    f"{source}'s output reaches {target} here ({via}), but no edge "
+                    f"{source} -> {target} is declared; add `edges {source} -> {target}` "
+                    f"(declared edges: {self.ctx.shown_edges()})",
+                    node,
+                )
+
+    def model_ref(self, node: Any, what: str) -> None:
+        """`output: Model` and `as Model` name a pydantic model imported with `use`."""
+        if not isinstance(node, ast.Name):
+            self.ctx.misuse(f"{what} takes the name of a model imported with `use`", node)
+        elif node.id not in self.ctx.imports:
+            self.ctx.error(
+                "unknown-name",
+                f"unknown model '{node.id}' (import it with `use {node.id} from "
+                f"package.module`){did_you_mean(node.id, self.ctx.imports)}",
+                node,
+            )
+
+    def raw_outcomes(self, value: Value, node: Any) -> None:
+        """Outcomes handed to an agent as they are would include the failed ones."""
+        if value.type == T.OUTCOMES:
+            self.ctx.warning(
+                "outcomes",
+                "these are outcomes (Ok, Failed, ...): pass them through compact(...) first "
+                "so that only usable values are sent",
+                node,
+            )
+
+    def card_variables(self, agent: str, keywords: list[ast.Keyword], node: Any) -> None:
+        """Every variable the agent's card uses must be passed (a missing one fails the run)."""
+        missing = sorted(self.ctx.agents[agent].card_vars - {kw.name for kw in keywords})
+        if missing:
+            self.ctx.error(
+                "card",
+                f"{agent}'s card uses {', '.join(missing)}, which this call does not pass; "
+                f"add {', '.join(f'{m}: ...' for m in missing)}",
+                node,
+            )
+
+    def agent_spend(self, agent: str) -> None:
+        self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
+
+    def keywords(self, node: ast.Call, agents: tuple[str, ...] = ()) -> dict[str, Value]:
+        """Check the option names against the operator's; returns the values of those not in
+        `agents` (options that name agents, checked by the caller)."""
+        name, allowed = node.func.id, options(node.func.id)
+        out: dict[str, Value] = {}
+        for kw in node.keywords:
+            if kw.name in out:
+                self.ctx.misuse(f"'{kw.name}' is given twice", kw)
+            elif kw.name not in allowed:
+                self.ctx.misuse(
+                    f"{name}() has no option '{kw.name}' (options: "
+                    f"{', '.join(allowed)}){did_you_mean(kw.name, allowed)}",
+                    kw,
+                )
+            keep = kw.name == "keep"
+            out[kw.name] = Value() if kw.name in agents else self.infer(kw.value, callable_ok=keep)
+        return out
+
+    def no_lambdas(self, node: ast.Call, why: str = "") -> None:
+        for lam in node.lambdas:
+            self.ctx.misuse(why or f"{node.func.id}(...) takes no |x| {{ ... }} body", lam)
+
+    def sequence(self, node: Any, operator: str) -> Value:
+        """A value an operator iterates over; anything but a sequence is misuse."""
+        value = self.infer(node)
+        if value.type in NOT_SEQUENCES:
+            self.ctx.misuse(
+                f"{operator}(...) needs a list (or the outcomes of parallel or pipeline), "
+                f"but this is {value.describe()}",
+                node,
+            )
+        return value
+
+    # --- calls
+
+    def call(self, node: ast.Call) -> Value:
+        name = node.func.id
+        if self.scope.lookup(name) is not None or name in self.ctx.params:
+            self.ctx.misuse(f"'{name}' is a value, not something to call", node.func)
+            return Value()
+        if name in self.ctx.agents:
+            return self.agent_call(node, name)
+        if name in self.ctx.imports:
+            return Value(T.UNKNOWN, self.infer_all(node))
+        if name in _CALLS:
+            return _CALLS[name](self, node)
+        if name in CALLABLE_BUILTINS:
+            return self.builtin_call(node)
+        found = {*self.ctx.agents, *self.ctx.imports, *CALLABLE_BUILTINS, *OPERATORS}
+        close = suggest(name, found)
+        if close in OPERATORS or close in self.ctx.agents:
+            what = "operator" if close in OPERATORS else "agent"
+            message = f"unknown {what} '{name}'; did you mean '{close}'?"
+            self.ctx.error(f"unknown-{what}", message, node.func)
+        else:
+            hint = f"; did you mean '{close}'?" if close else ""
+            self.ctx.error(
+                "unknown-name",
+                f"unknown function '{name}'{hint} (call an agent, an operator, a built-in, "
+                "or a Python callable imported with `use`)",
+                node.func,
+            )
+        self.infer_all(node)
+        return Value()
+
+    def agent_call(self, node: ast.Call, agent: str) -> Value:
+        self.ctx.used_agents.add(agent)
+        self.no_lambdas(
+            node,
+            f"an agent call takes no |x| {{ ... }} body; to run {agent} per item use "
+            "pipeline(items) |x| { ... }",
+        )
+        if len(node.args) > 1:
+            self.ctx.misuse(
+                f"{agent}(...) takes one prompt; pass other values as card variables: "
+                f"{agent}(prompt, name: value)",
+                node.args[1],
+            )
+        for arg in node.args:
+            value = self.infer(arg)
+            self.raw_outcomes(value, arg)
+            self.handoff(value, agent, arg, "prompt")
+        for kw in node.keywords:
+            if kw.name == "output":
+                self.model_ref(kw.value, "output:")
+                continue
+            value = self.infer(kw.value)
+            if kw.name != "workspace":  # lending a workspace is not handing a value over
+                self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
+        self.card_variables(agent, node.keywords, node.func)
+        self.agent_spend(agent)
+        return Value(T.OUTPUT, frozenset({agent}))
+
+    def builtin_call(self, node: ast.Call) -> Value:
+        """A built-in function, checked against its entry in the callables table."""
+        name, entry = node.func.id, table()[node.func.id]
+        assert entry.params is not None and entry.value is not None
+        params, fn = entry.params, entry.value
+        self.no_lambdas(node)
+        for kw in node.keywords:
+            self.ctx.misuse(f"{name}(...) takes no options", kw)
+        refused, why = _PARAM_KINDS[params.kind]
+        values = [self.infer(arg) for arg in node.args]
+        for arg, value in zip(node.args, values, strict=True):
+            if value.type in refused:
+                self.ctx.misuse(f"{name}(...) {why}; this is {value.describe()}", arg)
+        if not params.least <= len(values) <= (params.most or len(values)):
+            self.ctx.misuse(params.wrong_count(name), node.func)
+            return Value(T.STRING if fn is str else T.NUMBER)
+        if fn is str:
+            return Value(T.STRING, values[0].sources)
+        if fn is len:
+            return number()
+        low, high = values[1:] if fn is clamp else (Value(), Value())
+        if low.exact and high.exact and (low.bound or 0) > (high.bound or 0):
+            self.ctx.misuse("clamp's low is above its high", node.args[1])
+        return _builtin_bound(fn, values)
+
+    def human_call(self, node: ast.Call) -> Value:
+        self.no_lambdas(node)
+        if not node.args:
+            self.ctx.misuse('human(...) needs a question: human("Approve?", payload)', node.func)
+        if len(node.args) > 2:
+            self.ctx.misuse(
+                "human(question, payload) takes two values; put more in a list", node.args[2]
+            )
+        for i, arg in enumerate(node.args):
+            value = self.infer(arg)
+            if i == 0 and value.type in _NOT_TEXT:
+                self.ctx.misuse(f"the question must be text, not {value.describe()}", arg)
+            self.handoff(value, HUMAN, arg, "question" if i == 0 else "payload")
+        given = self.keywords(node)
+        written = {kw.name: kw.value for kw in node.keywords}
+        policy = written.get("on_timeout")
+        if policy is not None and _text(policy) not in ("default", "fail"):
+            self.ctx.misuse('on_timeout is "default" or "fail"', policy)
+        if policy is not None and _text(policy) == "default" and "default" not in given:
+            self.ctx.misuse('on_timeout: "default" needs default: value', policy)
+        if "output" in written:
+            self.model_ref(written["output"], "output:")
+        default = given.get("default", Value())
+        return Value(T.MODEL if "output" in given else T.UNKNOWN, default.sources)
+
+    def team_call(self, node: ast.Call) -> Value:
+        """`team(task, lead: agent, roles: [agents])`: the lead and every role are declared."""
+        self.no_lambdas(node)
+        given = {kw.name: kw.value for kw in node.keywords}
+        lead = None
+        if "lead" not in given:
+            self.ctx.misuse("team(...) needs its lead: team(task, lead: agent)", node.func)
+        else:
+            lead = self.team_member(given["lead"], "a team's lead is a declared agent")
+        roles = self.team_roles(given.get("roles"), lead)
+        self.ctx.used_agents.update({*roles, *([lead] if lead else [])})
+        if len(node.args) != 1:
+            self.ctx.misuse("team(task, lead: agent) takes one task", node.func)
+        for arg in node.args:
+            value = self.infer(arg)
+            self.raw_outcomes(value, arg)
+            if lead is not None:
+                self.handoff(value, lead, arg, "team task")
+        self.keywords(node, agents=("lead", "roles"))
+        listen = given.get("listen")
+        if isinstance(listen, ast.Str) and "".join(listen.texts) not in ("passive", "blocking"):
+            self.ctx.misuse('listen is "passive" or "blocking"', listen)
+        if lead is None:
+            return Value()
+        self.agent_spend(lead)
+        self.spends[-1].unbounded_tokens = True  # the model decides how many turns a team takes
+        return Value(T.UNKNOWN, frozenset({lead}))
+
+    def team_member(self, node: Any, why: str) -> str | None:
+        """The declared agent `node` names bare, or None after saying why not."""
+        if not isinstance(node, ast.Name):
+            self.ctx.misuse(f"{why}, named bare: lead: coder, roles: [coder]", node)
+        elif node.id not in self.ctx.agents:
+            self.ctx.error(
+                "unknown-agent",
+                f"unknown agent '{node.id}' ({why}){did_you_mean(node.id, self.ctx.agents)}",
+                node,
+            )
+        else:
+            return node.id
+        return None
+
+    def team_roles(self, node: Any, lead: str | None) -> set[str]:
+        """The team's roles: those listed, else every declared agent."""
+        if node is None:
+            return set(self.ctx.agents)
+        if not isinstance(node, ast.ListExpr):
+            self.ctx.misuse("roles takes a list of agents: roles: [coder, reviewer]", node)
+            return set()
+        members = [self.team_member(i, "a team's roles are declared agents") for i in node.items]
+        if lead is not None and lead not in members and None not in members:
+            self.ctx.misuse(f"the lead '{lead}' must be one of the roles", node)
+        return {m for m in members if m is not None}
+
+    def compact_call(self, node: ast.Call) -> Value:
+        self.no_lambdas(
+            node,
+            "compact takes keep: a predicate or model imported with `use`, not a |x| { ... } body",
+        )
+        if len(node.args) != 1:
+            self.ctx.misuse("compact(outcomes) takes one list", node.func)
+            return Value(T.LIST)
+        source = self.sequence(node.args[0], "compact")
+        self.keywords(node)
+        keep = next((k.value for k in node.keywords if k.name == "keep"), None)
+        if keep is not None and not (isinstance(keep, ast.Name) and keep.id in self.ctx.imports):
+            self.ctx.misuse("keep: takes a predicate or pydantic model imported with `use`", keep)
+        return Value(T.LIST, source.sources, item=source.element())
+
+    def pipeline_call(self, node: ast.Call) -> Value:
+        if not node.args:
+            self.ctx.misuse("pipeline needs a source: pipeline(items) |x| { ... }", node.func)
+            return Value(T.OUTCOMES)
+        first = node.args[0]
+        if ast.is_call(first, "parallel") and any(k.name == "first" for k in first.keywords):
+            self.ctx.misuse(
+                "first: cannot be used when parallel feeds a pipeline "
+                "(its branches stream into the first stage)",
+                first,
+            )
+        item = self.sequence(first, "pipeline").element()
+        stages = [*node.args[1:], *node.lambdas]
+        if not stages:
+            self.ctx.misuse(
+                "pipeline needs at least one stage: pipeline(items) |x| { ... } or "
+                "pipeline(items, reviewer)",
+                node.func,
+            )
+        for stage in stages:
+            item = self.stage(stage, item)
+        self.keywords(node)
+        return Value(T.OUTCOMES, item.sources, item=item)
+
+    def stage(self, stage: Any, item: Value) -> Value:
+        if isinstance(stage, ast.Lambda):
+            if len(stage.params) != 1:
+                self.ctx.misuse("a pipeline stage takes one item: |x| { ... }", stage)
+            return self.lambda_value(stage, [item] * len(stage.params))
+        if isinstance(stage, ast.Name) and stage.id in self.ctx.agents:
+            self.ctx.used_agents.add(stage.id)
+            self.handoff(item, stage.id, stage, "pipeline stage")
+            self.agent_spend(stage.id)
+            return Value(T.OUTPUT, frozenset({stage.id}))
+        if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
+            return Value(T.UNKNOWN, item.sources)
+        self.ctx.misuse(
+            "a pipeline stage is an agent, a Python callable imported with `use`, or |x| { ... }",
+            stage,
+        )
+        self.infer(stage)
+        return Value()
+
+    def parallel_call(self, node: ast.Call) -> Value:
+        if len(node.args) == 1:
+            n = self.count(node.args[0], "parallel(n)", "branches") or number()
+        else:
+            self.ctx.misuse("parallel(n) takes the number of branches: parallel(3) { ... }", node)
+            for arg in node.args:
+                self.infer(arg)
+            n = number()
+        self.keywords(node)
+        body = node.lambdas[0]
+        if len(body.params) > 1:
+            self.ctx.misuse(
+                "a parallel body takes at most one name, the branch index: |i| { ... }", body
+            )
+        self.spends.append(Spend())
+        index = number(None if n.bound is None else max(n.bound - 1, 0))
+        value = self.lambda_value(body, [index] * len(body.params))
+        self.fan_out(node, n, self.spends.pop(), f"parallel({n.bound or 0:g})")
+        return Value(T.OUTCOMES, value.sources, item=value)
+
+    def count(self, node: Any, what: str, of: str) -> Value | None:
+        """The number of branches (or rounds) `node` gives: a whole number, 0 or more (None:
+        not a number)."""
+        n = self.infer(node)
+        if n.type not in (T.NUMBER, T.UNKNOWN):
+            self.ctx.misuse(f"{what} takes a number of {of}; this is {n.describe()}", node)
+            return None
+        if n.exact and n.bound is not None and (n.bound < 0 or not float(n.bound).is_integer()):
+            self.ctx.misuse(f"{what} needs a whole number of {of}, 0 or more", node)
+        return n
+
+    def budget_call(self, node: ast.Call) -> Value:
+        for extra in [*node.args, *node.keywords]:
+            self.ctx.misuse("budget() takes nothing between its parentheses", extra)
+        return Value(T.SNAPSHOT)
+
+    def fan_out(self, node: Any, n: Value, inner: Spend, label: str) -> None:
+        """n branches (or rounds) of a body must fit the flow's budget, at the allowances;
+        then they count, n times over, towards the enclosing spend."""
+        self.spends[-1].absorb(inner, n.bound)
+        if n.bound is None or n.bound <= 0:
+            return
+        for what, need in (("tokens", inner.tokens * n.bound), ("calls", inner.calls * n.bound)):
+            have = self.ctx.budget.get(what)
+            if have is None or need <= have or (what == "tokens" and inner.unbounded_tokens):
+                continue
+            per = "round" if label.startswith(("repeat", "for")) else "branch"
+            who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
+            each = ", ".join(
+                f"{a} {show_quantity(self.ctx.agents[a].allowance or 0, 'count')}"
+                for a in sorted(inner.agents)
+            )
+            detail = f"at allowances of {each}" if what == "tokens" else ""
+            message = (
+                f"{label} may need {show_quantity(need, 'count')} {what} ({who} per {per}, "
+                f"{detail or 'at one model call per agent call'}) but the flow's budget is "
+                f"{show_quantity(have, 'count')} {what}; lower the "
+                f"{'rounds' if per == 'round' else 'fan-out'} or the allowance, or raise the budget"
+            )
+            if n.exact:
+                self.ctx.error("budget", message, node)
+            else:
+                self.ctx.warning("budget", f"{message} (n is at most {n.bound:g} here)", node)
+
+
+_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+}
+
 
 def _arithmetic_bound(op: str, left: Value, right: Value) -> Value:
-    a, b = left.bound, right.bound
-    exact = left.exact and right.exact
+    """An upper bound of `left op right`, from the operands' (exact when both are)."""
+    a, b, exact = left.bound, right.bound, left.exact and right.exact
     if a is None or b is None or not (right.exact or op == "+"):
         return number()
-    if op == "+":
-        return number(a + b, exact)
-    if op == "-":
-        return number(a - b, exact)
-    if op == "*":
-        return number(a * b, exact) if b >= 0 and (exact or a >= 0) else number()
-    if b <= 0:
+    if op == "*" and not (b >= 0 and (exact or a >= 0)) or op in ("/", "//", "%") and b <= 0:
         return number()
-    if op == "/":
-        return number(a / b, exact)
-    if op == "//":
-        return number(a // b, exact)
-    return number(a % b if exact else b, exact)
+    if op == "%" and not exact:
+        return number(b)  # a remainder stays below its divisor
+    return number(_ARITHMETIC[op](a, b), exact)
+
+
+def _builtin_bound(fn: Callable[..., Any], values: list[Value]) -> Value:
+    """An upper bound of a built-in's result: its exact value when every value is exact, else
+    the least bound a min has, a clamp's high, or the largest bound of the values."""
+    bounds = [v.bound for v in values]
+    known = [b for b in bounds if b is not None]
+    if len(known) == len(bounds) and all(v.exact for v in values):
+        return number(fn(known) if fn in (min, max) else fn(*known), True)
+    if fn is min and known:
+        return number(min(known))
+    if fn is clamp:
+        return number(bounds[2])
+    return number(max(known) if len(known) == len(bounds) else None)
+
+
+def _text(node: Any) -> str | None:
+    """The text of a plain string (no `{holes}`), else None."""
+    return "".join(node.texts) if isinstance(node, ast.Str) and not node.values else None
 
 
 _DISPATCH: dict[type, Callable[[ExprChecker, Any], Value]] = {
@@ -373,8 +662,6 @@ _DISPATCH: dict[type, Callable[[ExprChecker, Any], Value]] = {
     ast.Ask: ExprChecker.ask,
     ast.Send: ExprChecker.send,
 }
-
-
 _CALLS: dict[str, Callable[[ExprChecker, ast.Call], Value]] = {
     "compact": ExprChecker.compact_call,
     "pipeline": ExprChecker.pipeline_call,
@@ -382,8 +669,4 @@ _CALLS: dict[str, Callable[[ExprChecker, ast.Call], Value]] = {
     "team": ExprChecker.team_call,
     "parallel": ExprChecker.parallel_call,
     "budget": ExprChecker.budget_call,
-    "min": ExprChecker.min_max,
-    "max": ExprChecker.min_max,
-    "clamp": ExprChecker.clamp,
-    **{name: ExprChecker.one_arg for name in ("len", "str", "int", "float", "round")},
 }
