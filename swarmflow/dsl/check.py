@@ -16,6 +16,7 @@ from swarmflow.dsl.callables import names, tool_names
 from swarmflow.dsl.check_context import (
     CALLABLE_BUILTINS,
     NOT_SEQUENCES,
+    TYPES,
     Binding,
     Context,
     Scope,
@@ -34,6 +35,7 @@ _EFFECTFUL = (ast.Call, ast.Send, ast.Ask)
 _RECHECKED_DEPTH = 3
 """Loops nested deeper than this are checked once per round, not twice (linear time)."""
 _PURE_CALLS = names("builtin") | {"budget"}
+_NOT_MATCHED = TYPES - {T.STRING, T.UNKNOWN, T.MODEL}
 
 
 @dataclass
@@ -140,11 +142,7 @@ class StepChecker(ExprChecker):
 
     def match(self, stmt: ast.Match, _: bool) -> BlockResult:
         subject = self.infer(stmt.subject)
-        if subject.type not in (T.STRING, T.UNKNOWN, T.MODEL):
-            hint = " (use .text for an agent's answer)" if subject.type == T.OUTPUT else ""
-            self.ctx.misuse(
-                f"match compares text; this is {subject.describe()}{hint}", stmt.subject
-            )
+        self.expect(subject, _NOT_MATCHED, "match compares text", stmt.subject)
         seen: set[str | None] = set()
         for arm in stmt.arms:  # the grammar puts `else` last, once
             if arm.pattern in seen:
@@ -195,8 +193,7 @@ class StepChecker(ExprChecker):
         if stmt.var is not None:
             self.own_name(stmt.var)
             items = self.infer(stmt.over)
-            if items.type in NOT_SEQUENCES:
-                self.ctx.misuse(f"for ... in needs a list; this is {items.describe()}", stmt.over)
+            self.expect(items, NOT_SEQUENCES, "for ... in needs a list", stmt.over)
             n = number(items.length, items.length is not None)
             return n, f"for over {items.length} items", items.element()
         counted = self.count(stmt.over, "repeat", "rounds")

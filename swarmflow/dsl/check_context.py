@@ -27,7 +27,9 @@ class T:
     AGENT, UNKNOWN = "an agent", "a value"
 
 
+TYPES = frozenset(v for k, v in vars(T).items() if k.isupper())
 NOT_SEQUENCES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.STRING})
+NOT_NUMBERS = TYPES - {T.NUMBER, T.UNKNOWN}
 
 
 @dataclass(frozen=True, slots=True)

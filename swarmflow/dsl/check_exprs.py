@@ -3,7 +3,7 @@ functions (from their entries in the callables table), the operators, agents and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from swarmflow.dsl import ast
@@ -11,6 +11,7 @@ from swarmflow.dsl.callables import clamp, options, table
 from swarmflow.dsl.check_context import (
     CALLABLE_BUILTINS,
     HUMAN,
+    NOT_NUMBERS,
     NOT_SEQUENCES,
     OPERATORS,
     Context,
@@ -33,7 +34,7 @@ _NOT_ORDERED = frozenset({T.OUTPUT, T.SNAPSHOT, T.LIST, T.OUTCOMES, T.NONE})
 _NO_ATTRIBUTES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.STRING, T.AGENT, T.CALLABLE})
 _NOT_INDEXED = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.AGENT, T.CALLABLE})
 _PARAM_KINDS = {  # what each kind of built-in parameter refuses, and how to say so
-    "number": (_NO_ATTRIBUTES - {T.NUMBER} | {T.OUTPUT, T.SNAPSHOT, T.MODEL}, "works on numbers"),
+    "number": (NOT_NUMBERS - {T.LIST, T.OUTCOMES}, "works on numbers"),
     "sized": (NOT_SEQUENCES - {T.STRING}, "needs a list or text"),
     "any": (frozenset[str](), ""),
 }
@@ -65,6 +66,14 @@ class ExprChecker:
         method = _DISPATCH.get(type(node))
         # no method: a Lambda in a value position, say, already reported elsewhere
         return method(self, node) if method else Value()
+
+    def expect(self, value: Value, refused: Iterable[str], what: str, node: Any) -> bool:
+        """Whether `value` is of a type `what` takes; if not, say so at `node`."""
+        if value.type not in refused:
+            return True
+        hint = " (use .text for its text)" if value.type == T.OUTPUT else ""
+        self.ctx.misuse(f"{what}; this is {value.describe()}{hint}", node)
+        return False
 
     def infer_all(self, node: ast.Call) -> frozenset[str]:
         values = [self.infer(a, callable_ok=True) for a in node.args]
@@ -114,15 +123,6 @@ class ExprChecker:
             self.ctx.error("unknown-name", f"unknown name '{name}'{hint}", node)
         return Value()
 
-    def number_(self, node: ast.Number) -> Value:
-        return number(node.value, True)
-
-    def string(self, node: ast.Str) -> Value:
-        return Value(T.STRING, sources_of([self.infer(v) for v in node.values]))
-
-    def const(self, node: ast.Const) -> Value:
-        return Value(T.NONE if node.value is None else T.BOOL)
-
     def list_(self, node: ast.ListExpr) -> Value:
         items = [self.infer(i) for i in node.items]
         item = items[0] if items else Value()
@@ -170,8 +170,7 @@ class ExprChecker:
         value = self.infer(node.operand)
         if node.op == "not":
             return Value(T.BOOL)
-        if value.type not in (T.NUMBER, T.UNKNOWN):
-            self.ctx.misuse(f"'-' needs a number; this is {value.describe()}", node)
+        self.expect(value, NOT_NUMBERS, "'-' needs a number", node)
         exact = value.exact and value.bound is not None
         return number(-value.bound if exact else None, value.exact)  # type: ignore[operator]
 
@@ -183,19 +182,12 @@ class ExprChecker:
             return Value(same, left.sources | right.sources)
         if node.op in _ORDERING:
             for side, value in sides:
-                if value.type in _NOT_ORDERED:
-                    self.ctx.misuse(
-                        f"'{node.op}' compares numbers or text; this is {value.describe()}", side
-                    )
+                self.expect(value, _NOT_ORDERED, f"'{node.op}' compares numbers or text", side)
         if node.op not in _ARITHMETIC:
             return Value(T.BOOL)
-        for side, value in sides:
-            if value.type in _NOT_ARITHMETIC:
-                hint = " (use .text for its text)" if value.type == T.OUTPUT else ""
-                self.ctx.misuse(
-                    f"'{node.op}' needs numbers or text; this is {value.describe()}{hint}", side
-                )
-                return Value()
+        what = f"'{node.op}' needs numbers or text"
+        if not all(self.expect(value, _NOT_ARITHMETIC, what, side) for side, value in sides):
+            return Value()
         if node.op == "+" and T.STRING in (left.type, right.type):
             if T.NUMBER in (left.type, right.type):
                 self.ctx.misuse(
@@ -215,9 +207,8 @@ class ExprChecker:
             self.model_ref(node.output, "ask ... as")
         if agent is None:
             return Value()
-        self.handoff(prompt, agent, node.prompt, f"ask in the {agent} session")
-        self.agent_spend(agent)
-        return Value(T.MODEL if node.output is not None else T.OUTPUT, frozenset({agent}))
+        answer = self.to_agent(agent, prompt, node.prompt, f"ask in the {agent} session")
+        return answer if node.output is None else Value(T.MODEL, answer.sources)
 
     def send(self, node: ast.Send) -> Value:
         agent = self.session_of(node, "send")
@@ -226,9 +217,7 @@ class ExprChecker:
         if agent is None:
             return Value()
         shown = value.element() if node.each else value
-        self.handoff(shown, agent, node.value, f"send in the {agent} session")
-        self.agent_spend(agent)
-        return Value(T.OUTPUT, frozenset({agent}))
+        return self.to_agent(agent, shown, node.value, f"send in the {agent} session")
 
     def session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
@@ -284,6 +273,12 @@ class ExprChecker:
                 f"add {', '.join(f'{m}: ...' for m in missing)}",
                 node,
             )
+
+    def to_agent(self, agent: str, value: Value, node: Any, via: str) -> Value:
+        """`value` handed to `agent` in one call: the handoff rule, the spend, its output."""
+        self.handoff(value, agent, node, via)
+        self.agent_spend(agent)
+        return Value(T.OUTPUT, frozenset({agent}))
 
     def agent_spend(self, agent: str) -> None:
         self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
@@ -392,8 +387,7 @@ class ExprChecker:
         refused, why = _PARAM_KINDS[params.kind]
         values = [self.infer(arg) for arg in node.args]
         for arg, value in zip(node.args, values, strict=True):
-            if value.type in refused:
-                self.ctx.misuse(f"{name}(...) {why}; this is {value.describe()}", arg)
+            self.expect(value, refused, f"{name}(...) {why}", arg)
         if not params.least <= len(values) <= (params.most or len(values)):
             self.ctx.misuse(params.wrong_count(name), node.func)
             return Value(T.STRING if fn is str else T.NUMBER)
@@ -531,9 +525,7 @@ class ExprChecker:
             return self.lambda_value(stage, [item] * len(stage.params))
         if isinstance(stage, ast.Name) and stage.id in self.ctx.agents:
             self.ctx.used_agents.add(stage.id)
-            self.handoff(item, stage.id, stage, "pipeline stage")
-            self.agent_spend(stage.id)
-            return Value(T.OUTPUT, frozenset({stage.id}))
+            return self.to_agent(stage.id, item, stage, "pipeline stage")
         if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
             return Value(T.UNKNOWN, item.sources)
         self.ctx.misuse(
@@ -567,8 +559,7 @@ class ExprChecker:
         """The number of branches (or rounds) `node` gives: a whole number, 0 or more (None:
         not a number)."""
         n = self.infer(node)
-        if n.type not in (T.NUMBER, T.UNKNOWN):
-            self.ctx.misuse(f"{what} takes a number of {of}; this is {n.describe()}", node)
+        if not self.expect(n, NOT_NUMBERS, f"{what} takes a number of {of}", node):
             return None
         if n.exact and n.bound is not None and (n.bound < 0 or not float(n.bound).is_integer()):
             self.ctx.misuse(f"{what} needs a whole number of {of}, 0 or more", node)
@@ -650,9 +641,9 @@ def _text(node: Any) -> str | None:
 
 
 _DISPATCH: dict[type, Callable[[ExprChecker, Any], Value]] = {
-    ast.Number: ExprChecker.number_,
-    ast.Str: ExprChecker.string,
-    ast.Const: ExprChecker.const,
+    ast.Number: lambda _, node: number(node.value, True),
+    ast.Str: lambda self, node: Value(T.STRING, sources_of([self.infer(v) for v in node.values])),
+    ast.Const: lambda _, node: Value(T.NONE if node.value is None else T.BOOL),
     ast.ListExpr: ExprChecker.list_,
     ast.Attribute: ExprChecker.attribute,
     ast.Index: ExprChecker.index,

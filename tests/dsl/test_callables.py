@@ -22,9 +22,7 @@ def clean(source: str) -> None:
 
 
 async def run_ok(source: str) -> object:
-    result = await run(
-        load(source), task="t", model=FunctionModel(lambda r: "done"), human=["yes"]
-    )
+    result = await run(load(source), task="t", model=FunctionModel(lambda r: "done"), human=["yes"])
     assert result.status == "ok", result.error
     return result.output
 
@@ -77,3 +75,14 @@ def test_operator_options_come_from_the_operators_signatures():
     assert set(table()["human"].options) == {"timeout", "on_timeout", "default", "output"}
     assert "keep" in table()["compact"].options
     assert {"repeat", "until", "match", "for", "in", "parallel"} <= set(keywords())
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.params], ids=lambda e: e.name)
+def test_every_built_in_is_checked_against_the_values_its_entry_says_it_takes(entry):
+    params = entry.params
+    counts = [params.least - 1, *([] if params.most is None else [params.most + 1])]
+    for count in [c for c in counts if c >= 0]:
+        args = ", ".join(["1"] * count)
+        source = flow_text(f"  x = {entry.name}({args})\n  return x", signature="flow f(task: str)")
+        found = [d.message for d in check_source(source, "t.swarm") if d.is_error]
+        assert params.wrong_count(entry.name) in found, (count, found)
