@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN, OPERATORS
 from swarmflow.dsl.check_decls import AGENT_FIELDS
 
 VALUE = "(value)"
@@ -26,7 +26,6 @@ SESSION = "@session"
 """The name under which a `session` block keeps its session, for the turns inside it."""
 Compound = ast.If | ast.Match | ast.Loop | ast.Session
 Position = tuple[int, int]
-_OPERATOR_CALLS = frozenset({"compact", "pipeline", "human", "team", "parallel", "budget"})
 _LIMIT_KEYS = {"tokens": "tokens", "calls": "calls", "cost": "cost", "time": "seconds"}
 
 
@@ -43,7 +42,7 @@ class Step:
     writes: tuple[str, ...] = ()
     waits: set[str] = field(default_factory=set)
     blocks: tuple[Block | None, ...] = ()
-    """An `if`'s or `match`'s alternatives (one runs), or a loop's body."""
+    """An `if`'s or `match`'s alternatives (one runs), a loop's body, or a session's turns."""
     titles: tuple[str, ...] = ()
     returns: bool = False
 
@@ -169,7 +168,7 @@ class _Planner:
     def __init__(self, source: str, agents: set[str], imports: set[str]) -> None:
         self.lines = source.splitlines()
         self.agents = agents
-        self.globals = agents | imports | CALLABLE_BUILTINS | _OPERATOR_CALLS | {HUMAN}
+        self.globals = {*agents, *imports, *CALLABLE_BUILTINS, *OPERATORS, HUMAN}
         self.lambdas: dict[Position, Block] = {}
 
     def block(self, stmts: list[ast.Stmt], prefix: str, bound: tuple[str, ...] = ()) -> Block:
@@ -261,15 +260,17 @@ class _Planner:
                 reads.update(body.outer)
 
     def _kind(self, stmt: ast.Assign | ast.ExprStmt | ast.Return) -> str:
-        value = stmt.value
+        """How the step is drawn: what its statement calls."""
         if isinstance(stmt, ast.Return):
             return "return"
-        if isinstance(value, ast.Ask | ast.Send):
+        if isinstance(stmt.value, ast.Ask | ast.Send):
             return "operator"
-        if not isinstance(value, ast.Call) or value.func.id in CALLABLE_BUILTINS - _OPERATOR_CALLS:
-            return "expr"
-        name = value.func.id
-        return "agent" if name in self.agents else "operator" if name in _OPERATOR_CALLS else "call"
+        name = stmt.value.func.id if isinstance(stmt.value, ast.Call) else ""
+        if name in self.agents:
+            return "agent"
+        if name in OPERATORS:
+            return "operator"
+        return "call" if name and name not in CALLABLE_BUILTINS else "expr"
 
     def _label(self, stmt: ast.Stmt) -> str:
         line = self.lines[stmt.line - 1] if 1 <= stmt.line <= len(self.lines) else ""

@@ -15,7 +15,7 @@ from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
-from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
+from swarmflow.dsl.diagnostics import Diagnostic, DslError
 from swarmflow.dsl.plan import ParamSpec, Program
 from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
@@ -97,64 +97,59 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
     not, is a located diagnostic. A module is looked up on the import path first, then as a
     `.py` file next to the flow."""
     found: dict[str, Any] = {}
-    problems: list[tuple[int, int, str]] = []
+    problems: list[tuple[ast.Node, str]] = []
     for use in program.module.uses:
         for name in use.names:
             try:
                 found[name.local.id] = _import(use.module, name.name.id, base_dir)
             except ImportError as exc:
-                problems.append((name.line, name.column, str(exc)))
-    problems += _misused(program.module, found)
+                problems.append((name, str(exc)))
+    for refs, why_not in ((_model_refs, _not_model), (_tool_refs, _not_tool)):
+        for node in refs(program.module):  # an import that failed is reported already
+            if node.id in found and (why := why_not(node.id, found[node.id])):
+                problems.append((node, why))
     if problems:
         diagnostics = [
-            Diagnostic.at(Spot(line, column), "import", message, program.filename)
-            for line, column, message in problems
+            Diagnostic.at(node, "import", why, program.filename) for node, why in problems
         ]
         raise DslError(diagnostics, program.source)
     return found
 
 
-def _misused(module: ast.Module, found: dict[str, Any]) -> list[tuple[int, int, str]]:
-    """Imports used as models that are no pydantic models, or as tools that are neither a
-    function nor a tool nor a tool server (an import that failed is reported already)."""
-    problems = []
-    for node in sorted(_model_refs(module), key=lambda n: (n.line, n.column)):
-        model = found.get(node.id, BaseModel)
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            why = "it cannot validate an answer; import a BaseModel subclass"
-            problems.append(
-                (node.line, node.column, f"'{node.id}' is not a pydantic model, so {why}")
-            )
-    for decl in module.agents:
-        for fld in (f for f in decl.fields if f.key.id == "tools"):
-            names = fld.value.items if isinstance(fld.value, ast.NameList) else []
-            for name in (n for n in names if n.id in found):
-                value = found[name.id]
-                if isinstance(value, Tool | ToolProvider) or (
-                    callable(value) and not isinstance(value, type)
-                ):
-                    continue
-                what = (
-                    f"the class {value.__name__}"
-                    if isinstance(value, type)
-                    else f"the {type(value).__name__} {repr(value)[:40]}"
-                )
-                why = "list a function, an @tool function or a tool server here"
-                problems.append(
-                    (name.line, name.column, f"'{name.id}' is not a tool but {what}; {why}")
-                )
-    return problems
+def _not_model(name: str, value: Any) -> str:
+    """Why the import `name` cannot be an answer's model; "" if it can."""
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return ""
+    why = "it cannot validate an answer; import a BaseModel subclass"
+    return f"'{name}' is not a pydantic model, so {why}"
+
+
+def _not_tool(name: str, value: Any) -> str:
+    """Why the import `name` cannot be a tool; "" if it can."""
+    if isinstance(value, Tool | ToolProvider) or (callable(value) and not isinstance(value, type)):
+        return ""
+    what = f"class {value.__name__}" if isinstance(value, type) else type(value).__name__
+    if not isinstance(value, type):
+        what += f" {repr(value)[:40]}"
+    why = "list a function, an @tool function or a tool server here"
+    return f"'{name}' is not a tool but the {what}; {why}"
 
 
 def _model_refs(module: ast.Module) -> list[ast.Name]:
-    """Names used as `output:` and `ask ... as` models."""
+    """Names used as `output:` and `ask ... as` models, in source order."""
     refs: list[ast.Expr | None] = []
     for item in (n for block in module.steps for n in ast.walk(block)):
         if isinstance(item, ast.Ask):
             refs.append(item.output)
         elif isinstance(item, ast.Call):
             refs.extend(kw.value for kw in item.keywords if kw.name == "output")
-    return [r for r in refs if isinstance(r, ast.Name)]
+    return sorted((r for r in refs if isinstance(r, ast.Name)), key=lambda r: (r.line, r.column))
+
+
+def _tool_refs(module: ast.Module) -> list[ast.Name]:
+    """Names listed in the agents' `tools`."""
+    fields = (f.value for a in module.agents for f in a.fields if f.key.id == "tools")
+    return [n for value in fields if isinstance(value, ast.NameList) for n in value.items]
 
 
 def _load(module: str, base_dir: str | Path | None) -> Any:
