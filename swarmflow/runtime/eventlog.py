@@ -152,7 +152,7 @@ class EventLog:
     def record(self, cls: type[E], fields: dict[str, Any]) -> E | None:
         """Number, render, scrub and record one event from a dict of its fields.
 
-        The pydantic model is built only for sinks that want objects (memory, progress), or
+        The pydantic model is built only for sinks that want objects (progress, OTel), or
         always when `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
         """
         shape = _SHAPES.get(cls) or _shape(cls)

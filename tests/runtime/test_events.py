@@ -171,3 +171,30 @@ def test_the_cli_prints_no_echoed_secret(
     _assert_clean("swarmflow run", out)
     (log,) = (tmp_path / "runs").glob("*/events.jsonl")
     _assert_clean("events.jsonl", log.read_text())
+
+
+async def test_kept_events_are_built_when_read_and_match_the_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from swarmflow.core.events import EventBase
+
+    monkeypatch.delenv("SWARMFLOW_VALIDATE_EVENTS", raising=False)  # production's fast path
+    built: list[type] = []
+    validate = EventBase.model_validate.__func__
+
+    def counting(cls: type[EventBase], obj: object, *args: object, **kw: object) -> EventBase:
+        built.append(cls)
+        return validate(cls, obj, *args, **kw)
+
+    monkeypatch.setattr(EventBase, "model_validate", classmethod(counting))
+    result = await run_one(
+        [Agent("a")],
+        lambda: parallel(lambda i: agent("a", f"task {i}"), n=3),
+        ScriptedModel(["x", "y", "z"]),
+    )
+    assert result.status == "ok"
+    assert built == []  # the run kept its events without building a model of each
+    kept = result.events
+    assert kept == list(read_events(result.events_path))
+    assert [e.seq for e in kept] == list(range(len(kept)))
+    assert kept[-1].type == "run_finished"
