@@ -8,9 +8,10 @@ Annotations here are evaluated eagerly (no `from __future__ import annotations`)
 has real types at class creation instead of strings to resolve, which makes import cheaper.
 """
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 EVENT_SCHEMA_VERSION = 1
 
@@ -406,6 +407,15 @@ def event_adapter() -> TypeAdapter[Event]:
 
 
 def parse_event(line: str | bytes) -> EventBase:
-    """Parse one JSONL line back into its event model."""
-    event: EventBase = event_adapter().validate_json(line)
+    """Parse one JSONL line back into its event model.
+
+    A line that holds a lone surrogate (`core.jsonline` escapes text that is not UTF-8 so) is
+    read with Python's JSON parser: pydantic's refuses such an escape.
+    """
+    try:
+        event: EventBase = event_adapter().validate_json(line)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise
+        event = event_adapter().validate_python(json.loads(line))
     return event
