@@ -3,6 +3,7 @@ functions (from their entries in the callables table), the operators, agents and
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,7 +48,7 @@ OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 """Fields of an agent output that carry what the agent wrote (and so its provenance)."""
 
 
-class ExprChecker:
+class ExprChecker(ABC):
     """`infer(node)`: the value of an expression, reporting what is wrong with it. The
     statement checker fills in how a `|x| { ... }` body is checked."""
 
@@ -56,9 +57,9 @@ class ExprChecker:
         self.scope = Scope()
         self.spends: list[Spend] = [Spend()]
 
+    @abstractmethod
     def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
         """The value a `|x| { ... }` body gives for parameters of the given values."""
-        raise NotImplementedError
 
     def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
         if isinstance(node, ast.Name):
