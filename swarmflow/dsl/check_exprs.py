@@ -3,6 +3,7 @@ functions (from their entries in the callables table), the operators, agents and
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -627,7 +628,8 @@ def _builtin_bound(fn: Callable[..., Any], values: list[Value]) -> Value:
     the least bound a min has, a clamp's high, or the largest bound of the values."""
     bounds = [v.bound for v in values]
     known = [b for b in bounds if b is not None]
-    if len(known) == len(bounds) and all(v.exact for v in values):
+    exact = len(known) == len(bounds) and all(v.exact for v in values)
+    if exact and all(math.isfinite(b) for b in known):  # int(inf) would raise, not run
         return number(fn(known) if fn in (min, max) else fn(*known), True)
     if fn is min and known:
         return number(min(known))
