@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from itertools import groupby
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -108,16 +109,11 @@ def render_all(diagnostics: Iterable[Diagnostic], source: str, *, count: bool = 
     chosen = list(diagnostics)
     lines = source.splitlines()
     blocks: list[str] = []
-    shown = chosen[:SHOWN]
-    i = 0
-    while i < len(shown):
-        group = [shown[i]]
-        while i + len(group) < len(shown) and shown[i + len(group)].line == group[0].line:
-            group.append(shown[i + len(group)])
-        i += len(group)
+    for line, same_line in groupby(chosen[:SHOWN], key=lambda d: d.line):
+        group = list(same_line)
         blocks.extend(d.header() for d in group)
-        if 1 <= group[0].line <= len(lines):
-            blocks.extend(_source_lines(lines[group[0].line - 1], group))
+        if 1 <= line <= len(lines):
+            blocks.extend(_source_lines(lines[line - 1], group))
     if len(chosen) > SHOWN:
         blocks.append(f"... and {len(chosen) - SHOWN} more not shown")
     if count and chosen:

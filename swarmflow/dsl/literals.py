@@ -6,125 +6,92 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "r": "\r", "0": "\0"}
 
 _SPECIAL = frozenset("{}\\")
 """Characters that make a string more than its plain text."""
+# The pieces of a template: doubled braces, a hole (maybe unclosed), a lone '}', an escape,
+# and a run of plain text. A plain string has only escapes and text.
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{[^{}]*\}?|\}|\\.?|[^{}\\]+", re.DOTALL)
+_PLAIN = re.compile(r"\\.?|[^\\]+", re.DOTALL)
 Hole = tuple[str, int, int]
 Problem = tuple[str, int, int]
 
 
-class _Cursor:
-    """Walks a token's raw text while keeping its line and column."""
+class _Body:
+    """A string token's text between its quotes; places offsets, met in order, in the file."""
 
-    def __init__(self, raw: str, line: int, column: int) -> None:
-        self.raw = raw
-        self.pos = 0
-        self.line = line
-        self.column = column
+    def __init__(self, token: Any) -> None:
+        raw = str(token)
+        quote = 3 if raw.startswith('"""') else 1
+        self.text = raw[quote:-quote]
+        self.line = token.line
+        self.line_start = -(token.column + quote - 1)  # the offset that is column 1
+        self.seen = 0
 
-    def peek(self, k: int = 0) -> str:
-        i = self.pos + k
-        return self.raw[i] if i < len(self.raw) else ""
-
-    def take(self) -> str:
-        ch = self.raw[self.pos]
-        self.pos += 1
-        if ch == "\n":
-            self.line, self.column = self.line + 1, 1
-        else:
-            self.column += 1
-        return ch
-
-    @property
-    def done(self) -> bool:
-        return self.pos >= len(self.raw)
+    def place(self, offset: int) -> tuple[int, int]:
+        """The line and column of `offset`; offsets must not go backwards."""
+        newlines = self.text.count("\n", self.seen, offset)
+        if newlines:
+            self.line += newlines
+            self.line_start = self.text.rfind("\n", self.seen, offset) + 1
+        self.seen = offset
+        return self.line, offset - self.line_start + 1
 
 
 def split_template(token: Any) -> tuple[list[str], list[Hole], list[Problem]]:
     """Texts between holes (unescaped), holes as (source, line, column), and problems."""
-    raw = str(token)
-    quote = 3 if raw.startswith('"""') else 1
-    if not _SPECIAL.intersection(raw):  # plain text: nothing to walk
-        return [raw[quote:-quote]], [], []
-    cursor = _Cursor(raw[quote:-quote], token.line, token.column + quote)
+    body = _Body(token)
+    if not _SPECIAL.intersection(body.text):  # plain text: nothing to walk
+        return [body.text], [], []
     texts: list[str] = []
     holes: list[Hole] = []
     problems: list[Problem] = []
     current: list[str] = []
-    while not cursor.done:
-        ch = cursor.peek()
-        if (ch == "{" and cursor.peek(1) == "{") or (ch == "}" and cursor.peek(1) == "}"):
-            cursor.take()
-            current.append(cursor.take())
-        elif ch == "{":
+    for found in _TEMPLATE.finditer(body.text):
+        piece, at = found.group(), found.start()
+        if piece in ("{{", "}}"):
+            current.append(piece[0])
+        elif piece == "}":
+            problems.append(
+                ("a lone '}' in a string; write '}}' for a literal brace", *body.place(at))
+            )
+        elif piece[0] == "{":
             texts.append("".join(current))
             current = []
-            hole = _hole(cursor, problems)
-            if hole is not None:
-                holes.append(hole)
-        elif ch == "}":
-            problems.append(
-                (
-                    "a lone '}' in a string; write '}}' for a literal brace",
-                    cursor.line,
-                    cursor.column,
-                )
-            )
-            cursor.take()
-        elif ch == "\\":
-            current.append(_escape(cursor, problems))
+            _hole(piece, at, body, holes, problems)
+        elif piece[0] == "\\":
+            current.append(_escape(piece, at, body, problems))
         else:
-            current.append(cursor.take())
+            current.append(piece)
     texts.append("".join(current))
     if len(texts) != len(holes) + 1:  # a broken hole: keep the text, drop the holes
         return ["".join(texts)], [], problems
     return texts, holes, problems
 
 
-def _hole(cursor: _Cursor, problems: list[Problem]) -> Hole | None:
-    start_line, start_column = cursor.line, cursor.column
-    cursor.take()
-    line, column = cursor.line, cursor.column
-    body: list[str] = []
-    while not cursor.done and cursor.peek() not in "{}":
-        body.append(cursor.take())
-    if cursor.peek() != "}":
-        problems.append(
-            (
-                "this '{' in a string is never closed; write '{{' for a literal brace",
-                start_line,
-                start_column,
-            )
-        )
-        return None
-    cursor.take()
-    source = "".join(body)
-    if not source.strip():
-        problems.append(
-            (
-                "empty '{}' in a string; put a name inside, or write '{{}}' for literal braces",
-                start_line,
-                start_column,
-            )
-        )
-        return None
-    return source, line, column
+def _hole(piece: str, at: int, body: _Body, holes: list[Hole], problems: list[Problem]) -> None:
+    if not piece.endswith("}"):
+        message = "this '{' in a string is never closed; write '{{' for a literal brace"
+    elif not piece[1:-1].strip():
+        message = "empty '{}' in a string; put a name inside, or write '{{}}' for literal braces"
+    else:
+        holes.append((piece[1:-1], *body.place(at + 1)))
+        return
+    problems.append((message, *body.place(at)))
 
 
-def _escape(cursor: _Cursor, problems: list[Problem]) -> str:
-    line, column = cursor.line, cursor.column
-    cursor.take()
-    ch = cursor.take() if not cursor.done else ""
+def _escape(piece: str, at: int, body: _Body, problems: list[Problem]) -> str:
+    ch = piece[1:]
     if ch in _ESCAPES:
         return _ESCAPES[ch]
     problems.append(
         (
             f"unknown escape '\\{ch}'; use \\n, \\t, \\\" or \\\\ (two backslashes for one)",
-            line,
-            column,
+            *body.place(at),
         )
     )
     return ch
@@ -132,16 +99,15 @@ def _escape(cursor: _Cursor, problems: list[Problem]) -> str:
 
 def plain_text(token: Any) -> tuple[str, list[Problem]]:
     """A string with escapes resolved and braces kept (agent cards are Jinja templates)."""
-    raw = str(token)
-    quote = 3 if raw.startswith('"""') else 1
-    if "\\" not in raw:
-        return raw[quote:-quote], []
-    cursor = _Cursor(raw[quote:-quote], token.line, token.column + quote)
+    body = _Body(token)
+    if "\\" not in body.text:
+        return body.text, []
     problems: list[Problem] = []
-    out: list[str] = []
-    while not cursor.done:
-        out.append(_escape(cursor, problems) if cursor.peek() == "\\" else cursor.take())
-    return "".join(out), problems
+    pieces = [
+        _escape(p, found.start(), body, problems) if (p := found.group())[0] == "\\" else p
+        for found in _PLAIN.finditer(body.text)
+    ]
+    return "".join(pieces), problems
 
 
 # -- numbers with units --------------------------------------------------------------------

@@ -69,6 +69,20 @@ class Origin:
     column: int = 1
     in_parens: bool = False
 
+    def place(self, text: str, token: Token) -> Token:
+        """Move `token`, lexed from `text`, to where it sits in the file (from its offsets)."""
+        if self != Origin() and token.start_pos is not None and token.end_pos is not None:
+            token.line, token.column = self.offset(text, token.start_pos)
+            token.end_line, token.end_column = self.offset(text, token.end_pos)
+        return token
+
+    def offset(self, text: str, pos: int) -> tuple[int, int]:
+        """The line and column in the file of offset `pos` of `text`."""
+        line_start = text.rfind("\n", 0, pos) + 1
+        if not line_start:
+            return self.line, self.column + pos
+        return self.line + text.count("\n", 0, pos), pos - line_start + 1
+
 
 @dataclass(frozen=True, slots=True)
 class _Lexing:
@@ -111,7 +125,7 @@ class _Pass:
 
     def run(self, stream: Iterator[Token]) -> Iterator[Token]:
         for token in stream:
-            self._place(token)
+            self.where.place(self.text, token)
             if token.type in ("_NL", "SEMICOLON"):
                 if self._ends_statement(token):
                     self.ended = True
@@ -135,18 +149,6 @@ class _Pass:
             return False
         following = _CONTINUATION.match(self.text, token.end_pos or 0)  # no copy of the rest
         return not (token.type == "_NL" and following)
-
-    def _place(self, token: Token) -> None:
-        """Shift a template expression's tokens to where the template sits in the file."""
-        if self.where.line == 1 and self.where.column == 1:
-            return
-        for attr in ("line", "end_line"):
-            value = getattr(token, attr)
-            if value is not None:
-                setattr(token, attr, value + self.where.line - 1)
-        for attr, line in (("column", "line"), ("end_column", "end_line")):
-            if getattr(token, attr) is not None and getattr(token, line) == self.where.line:
-                setattr(token, attr, getattr(token, attr) + self.where.column - 1)
 
     def _bracket(self, token: Token) -> None:
         if token.type in _OPENERS:

@@ -13,17 +13,19 @@ from swarmflow.dsl.diagnostics import Diagnostic, Spot, did_you_mean, suggest
 from swarmflow.dsl.parser import LexError, Origin, get_parser, tokens
 
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
+# How a message names a kind of token: when it is expected, and when it is found (`{}`: its text).
+# Other tokens are named by their literal text.
 _NAMED = {
-    "NAME": "a name",
-    "EDGE_LIST": "an edge such as a -> b",
-    "NUMBER": "a number",
-    "COST": "a cost such as $5",
-    "STRING": "a string",
-    "LONG_STRING": "a string",
-    "_NL": "a new line",
-    "$END": "the end of the file",
-    "COMP_OP": "a comparison",
-    "MUL_OP": "'*', '/', '//' or '%'",
+    "NAME": ("a name", "name '{}'"),
+    "EDGE_LIST": ("an edge such as a -> b", "edges '{}'"),
+    "NUMBER": ("a number", "number {}"),
+    "COST": ("a cost such as $5", "number {}"),
+    "STRING": ("a string", "string"),
+    "LONG_STRING": ("a string", "string"),
+    "_NL": ("a new line", "end of line"),
+    "$END": ("the end of the file", "end of the file"),
+    "COMP_OP": ("a comparison", "comparison"),
+    "MUL_OP": ("'*', '/', '//' or '%'", "'*', '/', '//' or '%'"),
 }
 _BLOCK_HEADS = frozenset({"IF", "FOR", "REPEAT", "MATCH", "ELSE"})
 
@@ -56,7 +58,7 @@ def _literals() -> dict[str, str]:
 
 def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
     """A tokenizer error as a diagnostic."""
-    return _diag(filename, exc.line, exc.column, exc.width, exc.message)
+    return _diag(filename, Spot(exc.line, exc.column), exc.message, exc.width)
 
 
 def describe_unexpected(
@@ -64,13 +66,10 @@ def describe_unexpected(
 ) -> Diagnostic:
     """A parser error as a diagnostic with the most useful message we can give."""
     if not isinstance(exc, UnexpectedToken):
-        line, column = exc.line, exc.column
-        if line == 1:
-            column += where.column - 1
+        place = Spot(*where.offset(source, exc.pos_in_stream or 0))
         message = bad_character(source, exc.pos_in_stream or 0)
-        width = 3 if message.startswith('this """') else 1
-        return _diag(filename, line + where.line - 1, column, width, message)
-    token: Token = exc.token
+        return _diag(filename, place, message, 3 if message.startswith('this """') else 1)
+    token: Token = where.place(source, exc.token)  # a token the lexer refused is not placed yet
     before = _tokens_before(source, where, token)
     if token.type == "$END":
         return _at_end(exc, source, filename, where, before)
@@ -79,25 +78,12 @@ def describe_unexpected(
         return unclosed
     opener = _mismatched_opener(token, before)
     if opener is not None:
-        return _diag(
-            filename,
-            opener.line or 1,
-            opener.column or 1,
-            1,
-            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' before the "
-            f"'{token}' on line {token.line}",
-        )
+        return _never_closed(filename, opener, f"before the '{token}' on line {token.line}")
     spot = token
     if before and before[-1].type == "NAME" and str(before[-1]) in _PYTHON_HABITS:
         spot = before[-1]
     message = _explain(token, _acceptable(exc), before)
-    return _diag(
-        filename,
-        spot.line or where.line,
-        spot.column or where.column,
-        max(1, len(str(spot))),
-        message,
-    )
+    return _diag(filename, spot, message, max(1, len(str(spot))))
 
 
 _NEW_THINGS = _STATEMENT_STARTS | {"REPEAT", "FOR", "MATCH", "RBRACE"}
@@ -135,23 +121,16 @@ def _unclosed_before(
     )
     if in_agent and (starts_anew or token.type == "LBRACE"):
         head = before[at - 2]
-        return _diag(
-            filename,
-            head.line or 1,
-            head.column or 1,
-            (opener.column or 1) - (head.column or 1) + 1,
-            f"agent '{before[at - 1]}' is never closed; add '}}' before line {token.line}",
-        )
+        message = f"agent '{before[at - 1]}' is never closed; add '}}' before line {token.line}"
+        return _diag(filename, head, message, (opener.column or 1) - (head.column or 1) + 1)
     if opener.type != "LBRACE" and starts_anew:
-        return _diag(
-            filename,
-            opener.line or 1,
-            opener.column or 1,
-            1,
-            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' before line "
-            f"{token.line}",
-        )
+        return _never_closed(filename, opener, f"before line {token.line}")
     return None
+
+
+def _never_closed(filename: str, opener: Token, where: str) -> Diagnostic:
+    closing = _CLOSING[opener.type]
+    return _diag(filename, opener, f"this '{opener}' is never closed; add '{closing}' {where}")
 
 
 def _assigned(source: str, token: Token) -> bool:
@@ -168,8 +147,10 @@ def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
     return None
 
 
-def _diag(filename: str, line: int, column: int, width: int, message: str) -> Diagnostic:
-    return Diagnostic.at(Spot(line, column, width), "syntax", message, filename)
+def _diag(filename: str, where: Token | Spot, message: str, width: int = 1) -> Diagnostic:
+    """A syntax error `width` columns wide from where `where` starts."""
+    spot = Spot(where.line or 1, where.column or 1, width)
+    return Diagnostic.at(spot, "syntax", message, filename)
 
 
 def _tokens_before(source: str, where: Origin, token: Token) -> list[Token]:
@@ -185,14 +166,7 @@ def _at_end(
 ) -> Diagnostic:
     opened = _open_brackets(before) if where == Origin() else []
     if opened:
-        opener = before[opened[-1]]
-        return _diag(
-            filename,
-            opener.line or 1,
-            opener.column or 1,
-            1,
-            f"this '{opener}' is never closed; add '{_CLOSING[opener.type]}' to close it",
-        )
+        return _never_closed(filename, before[opened[-1]], "to close it")
     last = before[-1] if before else None
     line = last.end_line if last is not None and last.end_line else where.line
     column = last.end_column if last is not None and last.end_column else where.column
@@ -200,7 +174,7 @@ def _at_end(
     message = f"the file ends too early; expected {wanted}"
     if where != Origin():
         message = f"this template expression ends too early; expected {wanted}"
-    return _diag(filename, line, column, 1, message)
+    return _diag(filename, Spot(line, column), message)
 
 
 def _acceptable(exc: UnexpectedToken) -> set[str]:
@@ -311,20 +285,9 @@ _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
 
 def describe_token(token: Token) -> str:
     """How to name a token in a message."""
-    kind = token.type
-    if kind == "NAME":
-        return f"name '{token}'"
-    if kind == "EDGE_LIST":
-        return f"edges '{token}'"
-    if kind in ("STRING", "LONG_STRING"):
-        return "string"
-    if kind in ("NUMBER", "COST"):
-        return f"number {token}"
-    if kind == "_NL":
-        return "end of line"
-    if kind in _NAMED:
-        return _NAMED[kind].removeprefix("a ").removeprefix("the ")
-    literal = _literals().get(kind, str(token))
+    if token.type in _NAMED:
+        return _NAMED[token.type][1].format(token)
+    literal = _literals().get(token.type, str(token))
     return f"keyword '{literal}'" if literal.isidentifier() else f"'{literal}'"
 
 
@@ -350,7 +313,7 @@ def _expected(expected: Iterable[str]) -> str:
 
 def _describe_terminal(name: str) -> str:
     if name in _NAMED:
-        return _NAMED[name]
+        return _NAMED[name][0]
     return f"'{_literals().get(name, name.lower())}'"
 
 

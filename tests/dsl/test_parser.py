@@ -224,6 +224,8 @@ def test_positions_of_nodes():
         ("flow f() -> str\nsteps {\n  x = 1 }\n}\n", (4, 1), "unmatched '}'"),
         ('flow f() -> str\nsteps {\n  x = "{a +}"\n}\n', (3, 12), "template"),
         ('flow f() -> str\nsteps {\n  x = "a } b"\n}\n', (3, 10), "lone '}'"),
+        ('flow f() -> str\nsteps {\n  x = "a {b c}"\n}\n', (3, 13), "unexpected name 'c'"),
+        ('flow f() -> str\nsteps {\n  x = """a\n {f(b c)}"""\n}\n', (4, 7), "unexpected name"),
         ("flow f() -> str\nsteps {\n  x = 'a'\n}\n", (3, 7), "double quotes"),
         ("agent a { tools [x, y }\n", (1, 17), "'[' is never closed"),
         ("agent a { tools [x y] }\n", (1, 20), "expected ',' or ']'"),
