@@ -5,8 +5,9 @@
     result = swarmflow.run_sync(fix, task="make the tests pass", model=...)
 
 The stages are separate and each is usable alone: `parse` (text to syntax tree),
-`check_source` / `check_file` (located diagnostics), `compile_source` (syntax tree to the graph
-IR) and `load_flow` (IR to a runnable `Flow`). `import swarmflow` does not import this package.
+`check_source` / `check_file` (located diagnostics), `compile_source` (syntax tree to the plan
+of steps that `swarmflow graph` draws) and `load_flow` (a runnable `Flow`). `import swarmflow`
+does not import this package.
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ def check_file(path: str | Path, *, resolve: bool = True) -> list[Diagnostic]:
 
 
 def compile_source(source: str, filename: str = "<string>", *, base_dir: str | None = None) -> Any:
-    """The graph IR (`swarmflow.dsl.ir.Program`); raises `DslError` if `check` finds errors."""
+    """The plan of steps (`swarmflow.dsl.plan.Program`); raises `DslError` if `check` finds
+    errors."""
     from swarmflow.dsl.check import check_module
-    from swarmflow.dsl.compiler import compile_module
     from swarmflow.dsl.parser import parse_module
+    from swarmflow.dsl.plan import plan_module
 
     module, problems = parse_module(source, filename)
     if module is None:
@@ -68,7 +70,7 @@ def compile_source(source: str, filename: str = "<string>", *, base_dir: str | N
     found = [*problems, *check_module(module, filename, base_dir=base_dir)]
     if any(d.is_error for d in found):
         raise DslError([d for d in found if d.is_error], source)
-    return compile_module(module, source, filename)
+    return plan_module(module, source, filename)
 
 
 def load_source(source: str, filename: str = "<string>", *, base_dir: str | None = None) -> Any:

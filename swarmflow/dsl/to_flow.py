@@ -1,4 +1,4 @@
-"""IR to `swarmflow.Flow`: the team, the budget, the imports, and a coroutine that runs the IR."""
+"""A plan to a `swarmflow.Flow`: the team, the budget, the imports, and a coroutine that runs it."""
 
 from __future__ import annotations
 
@@ -13,51 +13,36 @@ from pydantic import BaseModel
 
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
+from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
-from swarmflow.dsl.diagnostics import Diagnostic, DslError, Spot
-from swarmflow.dsl.executor import execute
-from swarmflow.dsl.ir import AgentSpec, ImportSpec, ParamSpec, Program
+from swarmflow.dsl.diagnostics import Diagnostic, DslError
+from swarmflow.dsl.plan import ParamSpec, Program
+from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
-_CONVERTERS: dict[str, Any] = {"int": int, "float": float, "bool": None, "str": str}
+_CONVERTERS: dict[str, Any] = {"int": int, "float": float}
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 
 def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
     """A `Flow` that runs `program`; imports are resolved now, with located errors."""
     imports = resolve_imports(program, base_dir)
-    team = Team([_agent(a, imports) for a in program.agents], edges=program.edges)
+    agents = [
+        Agent(
+            a.name,
+            **{**a.options, "tools": [_tool(t, imports) for t in a.options.get("tools", ())]},
+        )
+        for a in program.agents
+    ]
 
-    async def run_steps(**inputs: Any) -> Any:
-        return await execute(program, imports, _inputs(program, inputs))
+    async def run_steps(**given: Any) -> Any:
+        inputs = {
+            p.name: convert_input(p, given[p.name]) for p in program.params if p.name in given
+        }
+        defaults = {p.name: p.default for p in program.params if p.has_default}
+        return await execute(program, imports, {**defaults, **inputs})
 
-    run_steps.__signature__ = _signature(program)  # type: ignore[attr-defined]
-    run_steps.__name__ = run_steps.__qualname__ = program.name
-    run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
-    here = str(Path(base_dir).resolve()) if base_dir is not None else "."
-    made: Flow[..., Any] = Flow(
-        run_steps, team=team, budget=dict(program.limits), name=program.name, card_path=(here, ".")
-    )
-    made.program = program  # type: ignore[attr-defined]
-    return made
-
-
-def _agent(spec: AgentSpec, imports: dict[str, Any]) -> Agent:
-    tools = spec.options.get("tools", ())
-    tools = [python_tool(imports[name]) if name in imports else name for name in tools]
-    return Agent(spec.name, **{**spec.options, "tools": tools})
-
-
-def python_tool(value: Any) -> Any:
-    """A `use`d name listed in `tools`: a tool or tool server as is, a plain function as
-    `@tool` makes it."""
-    if isinstance(value, Tool | ToolProvider | type) or not callable(value):
-        return value  # a non-tool is refused by Agent with a message naming it
-    return tool(value)
-
-
-def _signature(program: Program) -> inspect.Signature:
     params = [
         inspect.Parameter(
             p.name,
@@ -67,23 +52,34 @@ def _signature(program: Program) -> inspect.Signature:
         )
         for p in program.params
     ]
-    return inspect.Signature(params, return_annotation=program.returns or inspect.Signature.empty)
+    returns = program.returns or inspect.Signature.empty
+    run_steps.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    run_steps.__name__ = run_steps.__qualname__ = program.name
+    run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
+    here = str(Path(base_dir).resolve()) if base_dir is not None else "."
+    made: Flow[..., Any] = Flow(
+        run_steps,
+        team=Team(agents, edges=program.edges),
+        budget=dict(program.limits),
+        name=program.name,
+        card_path=(here, "."),
+    )
+    made.program = program  # type: ignore[attr-defined]
+    return made
 
 
-def _inputs(program: Program, given: dict[str, Any]) -> dict[str, Any]:
-    """Fill defaults and convert text from the command line to the declared type."""
-    values: dict[str, Any] = {}
-    for param in program.params:
-        if param.name in given:
-            values[param.name] = convert_input(param, given[param.name])
-        elif param.has_default:
-            values[param.name] = param.default
-    return values
+def _tool(name: str, imports: dict[str, Any]) -> Any:
+    """A built-in tool by name; a `use`d tool or tool server as is; a plain function as `@tool`
+    makes it."""
+    value = imports.get(name, name)
+    if isinstance(value, Tool | ToolProvider | type) or not callable(value):
+        return value  # a non-tool is refused by Agent with a message naming it
+    return tool(value)
 
 
 def convert_input(param: ParamSpec, value: Any) -> Any:
     """`"3"` for an `int` input is 3; a value of the right type passes unchanged."""
-    if not isinstance(value, str) or param.type not in _CONVERTERS or param.type == "str":
+    if not isinstance(value, str) or param.type not in ("int", "float", "bool"):
         return value
     if param.type == "bool":
         word = value.strip().lower()
@@ -97,58 +93,63 @@ def convert_input(param: ParamSpec, value: Any) -> Any:
 
 
 def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, Any]:
-    """Import every `use`d name; a missing module or name is a located diagnostic.
-
-    A module is looked up on the import path first, then as a `.py` file next to the flow.
-    """
+    """Import every `use`d name; a missing module or name, or an import used as what it is
+    not, is a located diagnostic. A module is looked up on the import path first, then as a
+    `.py` file next to the flow."""
     found: dict[str, Any] = {}
-    problems: list[Diagnostic] = []
-    for spec in program.imports:
-        try:
-            found[spec.local] = _import(spec, base_dir)
-        except _ImportProblem as exc:
-            problems.append(_diag(program, spec.line, spec.column, str(exc)))
-    problems += _misused(program, found)
+    problems: list[tuple[ast.Node, str]] = []
+    for use in program.module.uses:
+        for name in use.names:
+            try:
+                found[name.local.id] = _import(use.module, name.name.id, base_dir)
+            except ImportError as exc:
+                problems.append((name, str(exc)))
+    for refs, why_not in ((_model_refs, _not_model), (_tool_refs, _not_tool)):
+        for node in refs(program.module):  # an import that failed is reported already
+            if node.id in found and (why := why_not(node.id, found[node.id])):
+                problems.append((node, why))
     if problems:
-        raise DslError(problems, program.source)
+        diagnostics = [
+            Diagnostic.at(node, "import", why, program.filename) for node, why in problems
+        ]
+        raise DslError(diagnostics, program.source)
     return found
 
 
-def _misused(program: Program, found: dict[str, Any]) -> list[Diagnostic]:
-    """Imports used as what they are not: a model that is no pydantic model, a tool that is
-    neither a function nor a tool nor a tool server."""
-    problems: list[Diagnostic] = []
-    for name, line, column in program.models:
-        model = found.get(name, BaseModel)  # an import that failed is reported already
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            why = "it cannot validate an answer; import a BaseModel subclass"
-            problems.append(
-                _diag(program, line, column, f"'{name}' is not a pydantic model, so {why}")
-            )
-    for name, line, column in program.tool_refs:
-        value = found.get(name)
-        if name in found and not _toolish(value):
-            why = "list a function, an @tool function or a tool server here"
-            problems.append(
-                _diag(program, line, column, f"'{name}' is not a tool but {_what(value)}; {why}")
-            )
-    return problems
+def _not_model(name: str, value: Any) -> str:
+    """Why the import `name` cannot be an answer's model; "" if it can."""
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return ""
+    why = "it cannot validate an answer; import a BaseModel subclass"
+    return f"'{name}' is not a pydantic model, so {why}"
 
 
-def _toolish(value: Any) -> bool:
-    if isinstance(value, Tool | ToolProvider):
-        return True
-    return callable(value) and not isinstance(value, type)
+def _not_tool(name: str, value: Any) -> str:
+    """Why the import `name` cannot be a tool; "" if it can."""
+    if isinstance(value, Tool | ToolProvider) or (callable(value) and not isinstance(value, type)):
+        return ""
+    what = f"class {value.__name__}" if isinstance(value, type) else type(value).__name__
+    if not isinstance(value, type):
+        what += f" {repr(value)[:40]}"
+    why = "list a function, an @tool function or a tool server here"
+    return f"'{name}' is not a tool but the {what}; {why}"
 
 
-def _what(value: Any) -> str:
-    if isinstance(value, type):
-        return f"the class {value.__name__}"
-    return f"the {type(value).__name__} {repr(value)[:40]}"
+def _model_refs(module: ast.Module) -> list[ast.Name]:
+    """Names used as `output:` and `ask ... as` models, in source order."""
+    refs: list[ast.Expr | None] = []
+    for item in (n for block in module.steps for n in ast.walk(block)):
+        if isinstance(item, ast.Ask):
+            refs.append(item.output)
+        elif isinstance(item, ast.Call):
+            refs.extend(kw.value for kw in item.keywords if kw.name == "output")
+    return sorted((r for r in refs if isinstance(r, ast.Name)), key=lambda r: (r.line, r.column))
 
 
-class _ImportProblem(Exception):
-    """An import that failed, with a message for people."""
+def _tool_refs(module: ast.Module) -> list[ast.Name]:
+    """Names listed in the agents' `tools`."""
+    fields = (f.value for a in module.agents for f in a.fields if f.key.id == "tools")
+    return [n for value in fields if isinstance(value, ast.NameList) for n in value.items]
 
 
 def _load(module: str, base_dir: str | Path | None) -> Any:
@@ -172,20 +173,15 @@ def _load(module: str, base_dir: str | Path | None) -> Any:
     return loaded
 
 
-def _import(spec: ImportSpec, base_dir: str | Path | None) -> Any:
+def _import(module: str, name: str, base_dir: str | Path | None) -> Any:
+    """`name` from `module`; ImportError with a message for people if there is none."""
     try:
-        module = _load(spec.module, base_dir)
+        loaded = _load(module, base_dir)
     except ModuleNotFoundError as exc:
-        raise _ImportProblem(f"cannot import module '{spec.module}': {exc}") from None
+        raise ImportError(f"cannot import module '{module}': {exc}") from None
     except Exception as exc:  # the module itself failed while loading; say how
-        raise _ImportProblem(
-            f"importing '{spec.module}' failed: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ImportError(f"importing '{module}' failed: {type(exc).__name__}: {exc}") from None
     try:
-        return getattr(module, spec.name)
+        return getattr(loaded, name)
     except AttributeError:
-        raise _ImportProblem(f"module '{spec.module}' has no '{spec.name}'") from None
-
-
-def _diag(program: Program, line: int, column: int, message: str) -> Diagnostic:
-    return Diagnostic.at(Spot(line, column), "import", message, program.filename)
+        raise ImportError(f"module '{module}' has no '{name}'") from None

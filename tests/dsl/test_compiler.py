@@ -1,11 +1,10 @@
-"""Syntax tree to graph IR: steps, what they read and write, and the edges between them."""
+"""Syntax tree to plan: steps, what they read and write, and the steps each waits for."""
 
 from __future__ import annotations
 
 from swarmflow.dsl import compile_source
-from swarmflow.dsl.compiler import compile_module
-from swarmflow.dsl.ir import VALUE, Program
 from swarmflow.dsl.parser import parse
+from swarmflow.dsl.plan import VALUE, Program, plan_module
 
 from .bigflow import big_flow
 from .helpers import EXAMPLES, flow_text
@@ -23,12 +22,12 @@ def program(steps: str, **kw: str) -> Program:
 
 
 def edges(prog: Program) -> set[tuple[str, str]]:
-    return set(prog.steps.graph.edges)
+    return {(w, s.id) for s in prog.steps.steps.values() for w in s.waits}
 
 
-def test_compile_needs_only_the_syntax_tree():
+def test_planning_needs_only_the_syntax_tree():
     source = (EXAMPLES / "parallel_coder_arbiter.swarm").read_text()
-    prog = compile_module(parse(source), source, "x.swarm")
+    prog = plan_module(parse(source), source, "x.swarm")
     assert prog.name == "parallel_coder_arbiter"
     assert [a.name for a in prog.agents] == ["coder", "reviewer", "arbiter"]
     assert prog.agents[0].options == {
@@ -44,7 +43,7 @@ def test_compile_needs_only_the_syntax_tree():
         ("coder", "arbiter"),
     ]
     assert prog.limits == {"tokens": 2e6, "calls": 400, "cost": 5.0, "seconds": 1800.0}
-    assert [(i.local, i.module) for i in prog.imports] == [
+    assert [(n.local.id, u.module) for u in prog.module.uses for n in u.names] == [
         ("Verdict", "swarm_examples")
     ]
 
@@ -60,13 +59,12 @@ def test_each_statement_is_a_step_with_reads_and_writes():
     ]
     assert steps[2].reads == {"x": "s0", "y": "s1"}
     assert steps[0].reads == {"task": None}  # from the flow's inputs
-    assert prog.steps.outer == ("task",)
+    assert list(prog.steps.outer) == ["task"]
 
 
-def test_independent_steps_have_no_path_between_them():
+def test_independent_steps_wait_for_no_one():
     prog = program('  x = a(task)\n  y = b(task)\n  z = c("{x} {y}")\n  return z')
-    assert prog.steps.independent("s0", "s1")
-    assert not prog.steps.independent("s0", "s2")
+    assert prog.steps.steps["s0"].waits == prog.steps.steps["s1"].waits == set()
     assert {("s0", "s2"), ("s1", "s2")} <= edges(prog)
 
 
@@ -77,28 +75,28 @@ def test_reassignment_reads_the_latest_writer():
     assert prog.steps.finals["x"] == "s1"
 
 
-def test_sessions_open_chain_their_turns_and_close():
+def test_a_session_is_a_step_whose_turns_keep_their_order():
     prog = program('  r = a(task)\n  session c {\n    send r\n    v = ask "pick"\n  }\n  return v')
     kinds = [(s.id, s.kind) for s in prog.steps.steps.values()]
-    assert kinds == [
-        ("s0", "agent"),
-        ("s1", "session"),
-        ("s2", "operator"),
-        ("s3", "operator"),
-        ("s4", "session_end"),
-        ("s5", "return"),
+    assert kinds == [("s0", "agent"), ("s1", "session"), ("s2", "return")]
+    session = prog.steps.steps["s1"]
+    assert session.reads == {"r": "s0", "v": None} and session.writes == ("v",)
+    [turns] = session.blocks
+    assert turns is not None and list(turns.outer) == ["r"]  # the session itself is inside
+    assert [(s.id, s.kind) for s in turns.steps.values()] == [
+        ("s1.b0.0", "operator"),
+        ("s1.b0.1", "operator"),
     ]
-    assert {("s1", "s2"), ("s2", "s3"), ("s3", "s4"), ("s0", "s2")} <= edges(prog)
-    handle = prog.steps.steps["s1"].writes[0]
-    assert prog.sessions == {(10, 5): handle, (11, 9): handle}
+    assert turns.steps["s1.b0.1"].waits == {"s1.b0.0"}  # turns keep their source order
+    assert ("s1", "s2") in edges(prog)
 
 
 def test_if_steps_hold_their_branches_and_keep_prior_values():
     prog = program('  x = a(task)\n  if task == "" { x = b(task) }\n  return x')
     branch = prog.steps.steps["s1"]
     assert branch.kind == "if" and branch.writes == ("x",)
-    assert branch.priors == {"x": "s0"}
-    then, orelse = branch.branches
+    assert branch.reads == {"task": None, "x": "s0"}  # x keeps its value when no branch sets it
+    then, orelse = branch.blocks
     assert then is not None and orelse is None
     assert list(then.steps) == ["s1.b0.0"]
 
@@ -114,7 +112,7 @@ def test_lambda_bodies_are_graphs_and_their_free_names_are_read_by_the_step():
     step = prog.steps.steps["s1"]
     assert set(step.reads) == {"n", "task"}
     [body] = prog.lambdas.values()
-    assert body.outer == ("task",) and body.value_step == next(iter(body.steps))
+    assert list(body.outer) == ["task"] and body.value_step == next(iter(body.steps))
     assert body.steps[body.value_step].writes == (VALUE,)
 
 

@@ -1,0 +1,340 @@
+"""The plan of a flow: its steps, what each reads and writes, and which steps it waits for.
+
+Each statement of a block is a step. Names are resolved statically: a step reads a name from
+the step that last wrote it before (or from outside its block), so re-assigning a name never
+races with a reader of the old value. A step with blocks inside (`if`, `match`, a loop, a
+`session`) reads what they read and writes what they assign; a turn reads and writes its
+session, so turns keep their source order.
+A step that may `return` waits for every step before it and holds back every step after it.
+`swarmflow graph` draws the plan; the run schedules it (run.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from swarmflow.dsl import ast
+from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN, OPERATORS
+from swarmflow.dsl.check_decls import AGENT_FIELDS
+
+VALUE = "(value)"
+"""The name under which an expression statement keeps its value."""
+SESSION = "@session"
+"""The name under which a `session` block keeps its session, for the turns inside it."""
+Compound = ast.If | ast.Match | ast.Loop | ast.Session
+Position = tuple[int, int]
+_LIMIT_KEYS = {"tokens": "tokens", "calls": "calls", "cost": "cost", "time": "seconds"}
+
+
+@dataclass
+class Step:
+    """One statement: the names it reads (with the step of its block that wrote each, None:
+    from outside), the names it writes, the steps it waits for, and its inner blocks."""
+
+    id: str
+    kind: str
+    label: str
+    stmt: ast.Stmt
+    reads: dict[str, str | None] = field(default_factory=dict)
+    writes: tuple[str, ...] = ()
+    waits: set[str] = field(default_factory=set)
+    blocks: tuple[Block | None, ...] = ()
+    """An `if`'s or `match`'s alternatives (one runs), a loop's body, or a session's turns."""
+    titles: tuple[str, ...] = ()
+    returns: bool = False
+
+
+@dataclass
+class Block:
+    """The steps of one block: the flow's, a branch's, a loop's or a `|x| { ... }` body's."""
+
+    steps: dict[str, Step] = field(default_factory=dict)
+    outer: dict[str, None] = field(default_factory=dict)
+    """Names the block reads from the enclosing one, in the order first read."""
+    finals: dict[str, str] = field(default_factory=dict)
+    """Each name the block assigns, with the step that assigns it last."""
+    value_step: str | None = None
+    """The step whose value is the block's when it ends without `return`."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One input of the flow."""
+
+    name: str
+    type: str
+    default: Any = None
+    has_default: bool = False
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent as declared: its name, and the `Agent(...)` options its fields give."""
+
+    name: str
+    options: dict[str, Any]
+
+
+@dataclass
+class Program:
+    """A checked flow, planned: everything needed to build a `swarmflow.Flow` and run it."""
+
+    name: str
+    filename: str
+    source: str
+    params: list[ParamSpec]
+    returns: str | None
+    agents: list[AgentSpec]
+    edges: list[tuple[str, str]]
+    limits: dict[str, float]
+    module: ast.Module
+    steps: Block
+    lambdas: dict[Position, Block]
+
+    def steps_mermaid(self) -> str:
+        """The steps as a Mermaid flowchart; inner blocks are subgraphs."""
+        return "\n".join(["flowchart TD", *_drawn(self.steps, "mermaid", "    ")])
+
+    def steps_dot(self) -> str:
+        """The steps in Graphviz DOT."""
+        head = [f'digraph "{self.name}_steps" {{', "    node [shape=box];"]
+        return "\n".join([*head, *_drawn(self.steps, "dot", "    "), "}"])
+
+
+def plan_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
+    """The plan of a checked module (plan only what `check` passed: it assumes no errors)."""
+    flow = module.flows[0]
+    agents = [
+        AgentSpec(a.name.id, {AGENT_FIELDS[f.key.id]: _field_value(f.value) for f in a.fields})
+        for a in module.agents
+    ]
+    planner = _Planner(
+        source, {a.name for a in agents}, {n.local.id for u in module.uses for n in u.names}
+    )
+    return Program(
+        name=flow.name.id,
+        filename=filename,
+        source=source,
+        params=[
+            ParamSpec(p.name.id, p.type.show(), literal_value(p.default), p.default is not None)
+            for p in flow.params
+        ],
+        returns=flow.returns.show() if flow.returns else None,
+        agents=agents,
+        edges=[(a.id, b.id) for chain in module.edges for a, b in chain.pairs()],
+        limits={_LIMIT_KEYS[i.key.id]: i.value.value for i in module.budget},
+        module=module,
+        steps=planner.block(module.steps[0].stmts if module.steps else [], "s"),
+        lambdas=planner.lambdas,
+    )
+
+
+def literal_value(node: Any) -> Any:
+    """The Python value of a literal (defaults are literals; the checker makes sure)."""
+    if isinstance(node, ast.Number):
+        return int(node.value) if node.is_integer else node.value
+    if isinstance(node, ast.Str):
+        return "".join(node.texts)
+    if isinstance(node, ast.ListExpr):
+        return [literal_value(i) for i in node.items]
+    return node.value if isinstance(node, ast.Const) else None
+
+
+def _field_value(value: ast.FieldValue) -> Any:
+    if isinstance(value, ast.NameList):
+        return tuple(n.id for n in value.items)
+    if isinstance(value, ast.Name):
+        return value.id
+    return "none" if isinstance(value, ast.Const) else literal_value(value)  # `workspace none`
+
+
+@dataclass
+class _Scope:
+    """A block while it is planned; its `finals` say who last wrote each name."""
+
+    prefix: str
+    bound: set[str]
+    block: Block = field(default_factory=Block)
+    barrier: str | None = None
+    """The last step that may `return`: every later step waits for it."""
+
+
+class _Planner:
+    """Walks statements and expressions, planning blocks."""
+
+    def __init__(self, source: str, agents: set[str], imports: set[str]) -> None:
+        self.lines = source.splitlines()
+        self.agents = agents
+        self.globals = {*agents, *imports, *CALLABLE_BUILTINS, *OPERATORS, HUMAN}
+        self.lambdas: dict[Position, Block] = {}
+
+    def block(self, stmts: list[ast.Stmt], prefix: str, bound: tuple[str, ...] = ()) -> Block:
+        scope = _Scope(prefix, set(bound))
+        for stmt in stmts:
+            self._add(scope, *self._step(f"{prefix}{len(scope.block.steps)}", stmt))
+            if isinstance(stmt, ast.Return):
+                break  # anything after it is unreachable (the checker said so)
+        if stmts and isinstance(stmts[-1], ast.ExprStmt):
+            scope.block.value_step = next(reversed(scope.block.steps))
+        return scope.block
+
+    def _add(self, scope: _Scope, step: Step, reads: set[str]) -> None:
+        """Resolve what `step` reads to the steps that wrote it, and chain it after them."""
+        block = scope.block
+        step.reads = {name: block.finals.get(name) for name in sorted(reads)}
+        for name, writer in step.reads.items():
+            if writer is None and name not in scope.bound:
+                block.outer.setdefault(name)
+        if SESSION in reads and SESSION not in step.writes:
+            step.writes += (SESSION,)  # a turn hands the session on to the next turn
+        step.waits = {w for w in step.reads.values() if w is not None}
+        if step.returns:
+            step.waits.update(block.steps)
+        elif scope.barrier is not None:
+            step.waits.add(scope.barrier)
+        block.steps[step.id] = step
+        block.finals.update(dict.fromkeys(step.writes, step.id))
+        if step.returns:
+            scope.barrier = step.id
+
+    def _step(self, sid: str, stmt: ast.Stmt) -> tuple[Step, set[str]]:
+        step, reads = Step(sid, "expr", self._label(stmt), stmt), set[str]()
+        if isinstance(stmt, ast.If | ast.Match | ast.Loop | ast.Session):
+            self._compound(step, stmt, reads)
+            return step, reads
+        assert isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return)
+        if stmt.value is not None:
+            self._expr(stmt.value, reads)
+        step.kind, step.returns = self._kind(stmt), isinstance(stmt, ast.Return)
+        if not step.returns:
+            step.writes = (stmt.target.id if isinstance(stmt, ast.Assign) else VALUE,)
+        return step, reads
+
+    def _compound(self, step: Step, stmt: Compound, reads: set[str]) -> None:
+        """`if`, `match`, loops and sessions: one step whose inner blocks are planned alone."""
+        heads: list[ast.Expr | None]
+        titled: list[tuple[str, ast.Block | None]]
+        if isinstance(stmt, ast.If):
+            heads, titled = [stmt.cond], [("then", stmt.then), ("else", stmt.orelse)]
+        elif isinstance(stmt, ast.Match):
+            heads, titled = [stmt.subject], [(_arm_title(arm), arm.body) for arm in stmt.arms]
+        elif isinstance(stmt, ast.Loop):
+            heads, titled = [stmt.over], [("round", stmt.body)]
+        else:
+            heads, titled = [kw.value for kw in stmt.keywords], [("turns", stmt.body)]
+        for head in heads:
+            self._expr(head, reads)
+        bound = (SESSION,) if isinstance(stmt, ast.Session) else ()
+        if isinstance(stmt, ast.Loop) and stmt.var:
+            bound = (stmt.var.id,)
+        blocks = [
+            self.block(b.stmts, f"{step.id}.b{i}.", bound) if b else None
+            for i, (_, b) in enumerate(titled)
+        ]
+        inner = [b for b in blocks if b is not None]
+        writes = sorted({n for b in inner for n in b.finals} - {VALUE, SESSION})
+        reads.update(n for b in inner for n in b.outer)
+        if isinstance(stmt, ast.Loop) and stmt.until is not None:
+            self._expr(stmt.until, until := set[str]())
+            reads.update(until - set(inner[0].finals))
+        reads.update(writes)  # what the run leaves unassigned keeps the value it had before
+        step.kind = {ast.Loop: "loop", ast.Session: "session"}.get(type(stmt), "if")
+        step.blocks, step.titles = tuple(blocks), tuple(t for t, _ in titled)
+        step.writes = tuple(writes)
+        step.returns = any(s.returns for b in inner for s in b.steps.values())
+
+    def _expr(self, node: ast.Expr | None, reads: set[str]) -> None:
+        """Add the names `node` reads; plan the `|x| { ... }` bodies inside it."""
+        for item in ast.walk(node, prune=ast.Lambda) if node else ():
+            if isinstance(item, ast.Name) and item.id not in self.globals:
+                reads.add(item.id)
+            elif isinstance(item, ast.Ask | ast.Send):
+                reads.add(SESSION)
+            elif isinstance(item, ast.Lambda):
+                names = tuple(p.id for p in item.params)
+                body = self.block(item.body.stmts, f"L{item.line}_{item.column}.s", names)
+                self.lambdas[(item.line, item.column)] = body
+                reads.update(body.outer)
+
+    def _kind(self, stmt: ast.Assign | ast.ExprStmt | ast.Return) -> str:
+        """How the step is drawn: what its statement calls."""
+        if isinstance(stmt, ast.Return):
+            return "return"
+        if isinstance(stmt.value, ast.Ask | ast.Send):
+            return "operator"
+        name = stmt.value.func.id if isinstance(stmt.value, ast.Call) else ""
+        if name in self.agents:
+            return "agent"
+        if name in OPERATORS:
+            return "operator"
+        return "call" if name and name not in CALLABLE_BUILTINS else "expr"
+
+    def _label(self, stmt: ast.Stmt) -> str:
+        line = self.lines[stmt.line - 1] if 1 <= stmt.line <= len(self.lines) else ""
+        more = stmt.end_line > stmt.line
+        text = line[stmt.column - 1 :] if more else line[stmt.column - 1 : stmt.end_column - 1]
+        text = text.strip() or type(stmt).__name__.lower()
+        if len(text) > 60:
+            text, more = text[:57], True
+        return text + (" …" if more else "")
+
+
+def _arm_title(arm: ast.Arm) -> str:
+    return "else" if arm.pattern is None else f'"{arm.pattern}"'
+
+
+_SHAPES = {
+    "agent": ("[", "]"),
+    "operator": ("[[", "]]"),
+    "call": ("[/", "/]"),
+    "if": ("{", "}"),
+    "loop": ("{{", "}}"),
+    "return": ("([", "])"),
+    "session": ("[(", ")]"),
+    "expr": ("(", ")"),
+}
+
+
+_DRAWING = {
+    "mermaid": {
+        "node": '{i}{id}{left}"{label}"{right}',
+        "open": '{i}subgraph {id}_b{n}["{title}"]',
+        "close": "{i}end\n{i}{id} -.-> {id}_b{n}",
+        "edge": "{i}{a} --> {b}",
+    },
+    "dot": {
+        "node": '{i}"{id}" [label="{label}"];',
+        "open": '{i}subgraph "cluster_{id}_{n}" {{\n{i}    label="{title}";',
+        "close": '{i}}}\n{i}"{id}" -> "{first}" [style=dashed];',
+        "edge": '{i}"{a}" -> "{b}";',
+    },
+}
+
+
+def _drawn(block: Block, fmt: str, i: str) -> list[str]:
+    """The lines that draw `block` in Mermaid or DOT; edges a longer path implies are left out."""
+    draw, lines = _DRAWING[fmt], []
+
+    def key(sid: str) -> str:
+        return sid.replace(".", "_") if fmt == "mermaid" else sid
+
+    for step in block.steps.values():
+        left, right = _SHAPES[step.kind]
+        label = step.label.replace('"', "'")
+        lines.append(draw["node"].format(i=i, id=key(step.id), left=left, right=right, label=label))
+        for n, inner in enumerate(step.blocks):
+            if inner is None or not inner.steps:
+                continue
+            at = {"i": i, "id": key(step.id), "n": n, "first": next(iter(inner.steps))}
+            lines.append(draw["open"].format(**at, title=step.titles[n].replace('"', "'")))
+            lines += [*_drawn(inner, fmt, i + "    "), draw["close"].format(**at)]
+    graph = nx.DiGraph([(w, s.id) for s in block.steps.values() for w in s.waits])
+    order = {sid: n for n, sid in enumerate(block.steps)}
+    for a, b in sorted(
+        nx.transitive_reduction(graph).edges, key=lambda e: (order[e[0]], order[e[1]])
+    ):
+        lines.append(draw["edge"].format(i=i, a=key(a), b=key(b)))
+    return lines
