@@ -43,8 +43,8 @@ _PARAM_KINDS = {  # what each kind of built-in parameter refuses, and how to say
 SNAPSHOT_FIELDS = {"tokens": "tokens", "cost": "cost", "calls": "calls", "seconds": "time"}
 SNAPSHOT_FIELDS.update(dict.fromkeys(("spent_tokens", "spent_cost", "spent_calls"), ""))
 OUTPUT_FIELDS = {"text": T.STRING, "value": T.UNKNOWN, "patch": T.UNKNOWN, "agent": T.STRING}
-OUTPUT_FIELDS.update(dict.fromkeys(("session", "state", "reason", "detail"), T.STRING))
-OUTPUT_FIELDS.update(ok=T.BOOL, usage=T.UNKNOWN)
+OUTPUT_FIELDS.update(session=T.STRING, state=T.STRING, reason=T.STRING, ok=T.BOOL)
+OUTPUT_FIELDS.update(detail=T.STRING, usage=T.UNKNOWN)
 OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 """Fields of an agent output that carry what the agent wrote (and so its provenance)."""
 

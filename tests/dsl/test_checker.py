@@ -374,3 +374,11 @@ def test_built_ins_of_numbers_too_big_to_convert_are_checked_not_crashed_on(call
     huge = "9" * 400  # a float infinity once read
     source = flow_text(f"  x = {huge}\n  y = {call}\n  return y", agents="")
     assert errors(source) == []
+
+
+def test_an_unknown_output_field_lists_the_fields_an_output_has():
+    [d] = errors(flow("  c = coder(task)\n  return c.nope"))
+    assert d.message == (
+        "an agent's output has no 'nope' (it has text, value, patch, agent, session, state, "
+        "reason, ok, detail, usage)"
+    )
