@@ -39,9 +39,8 @@ _INNER: dict[type, tuple[str, ...]] = {}
 
 def _inner_fields(kind: type) -> tuple[str, ...]:
     """The fields of a node class that may hold nodes (not its place in the source)."""
-    if kind not in _INNER:
-        place = {f.name for f in fields(Node)}
-        _INNER[kind] = tuple(f.name for f in fields(kind) if f.name not in place)
+    if kind not in _INNER:  # a subclass's own fields come after Node's place fields
+        _INNER[kind] = tuple(f.name for f in fields(kind)[len(fields(Node)) :])
     return _INNER[kind]
 
 

@@ -118,6 +118,7 @@ class _Pass:
     def __init__(self, lexing: _Lexing) -> None:
         self.text = lexing.text
         self.where = lexing.where
+        self.placing = lexing.where != Origin()  # decided once: this runs for every token
         self.stack: list[str] = ["LPAR"] if self.where.in_parens else []
         self.levels: list[int] = [0] * (len(self.stack) + 1)  # deepening tokens per level
         self.depth = len(self.stack) * 3
@@ -125,7 +126,8 @@ class _Pass:
 
     def run(self, stream: Iterator[Token]) -> Iterator[Token]:
         for token in stream:
-            self.where.place(self.text, token)
+            if self.placing:
+                self.where.place(self.text, token)
             if token.type in ("_NL", "SEMICOLON"):
                 if self._ends_statement(token):
                     self.ended = True

@@ -7,6 +7,7 @@ diagnostics instead of stopping, so that one run reports them all.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -72,14 +73,8 @@ class AstBuilder(Transformer[Token, Any]):
     # -- declarations ------------------------------------------------------------------
 
     def start(self, items: list[Any]) -> ast.Module:
-        groups: dict[str, list[Any]] = {
-            "flows": [],
-            "uses": [],
-            "budget": [],
-            "agents": [],
-            "edges": [],
-            "steps": [],
-        }
+        # Each declaration's callback names the Module field it belongs to.
+        groups: dict[str, list[Any]] = defaultdict(list)
         for key, value in items:
             groups[key].extend(value if isinstance(value, list) else [value])
         return ast.Module(line=1, column=1, end_line=1, end_column=1, **groups)
