@@ -162,6 +162,9 @@ class _LogScan:
             state.inputs, state.started = dict(event.get("inputs") or {}), state.last
         elif kind == "run_finished":
             state.status = str(event.get("status", ""))
+            # The ledger's clock starts before the first event is written (the run directory
+            # is made in between): its own count, recorded here, is the truer one.
+            state.elapsed = max(state.elapsed, float(event.get("seconds", 0.0)))
         elif kind == "model_called":
             self.tokens += int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0))
             self.cost += float(event.get("cost", 0.0))

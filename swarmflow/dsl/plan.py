@@ -215,7 +215,7 @@ class _Planner:
 
     def _compound(self, step: Step, stmt: Compound, reads: set[str]) -> None:
         """`if`, `match`, loops and sessions: one step whose inner blocks are planned alone."""
-        heads: list[ast.Expr | None]
+        heads: list[ast.Expr]
         titled: list[tuple[str, ast.Block | None]]
         if isinstance(stmt, ast.If):
             heads, titled = [stmt.cond], [("then", stmt.then), ("else", stmt.orelse)]
@@ -240,15 +240,16 @@ class _Planner:
         if isinstance(stmt, ast.Loop) and stmt.until is not None:
             self._expr(stmt.until, until := set[str]())
             reads.update(until - set(inner[0].finals))
-        reads.update(writes)  # what the run leaves unassigned keeps the value it had before
+        if not isinstance(stmt, ast.Session):  # a session's block always runs; others may not
+            reads.update(writes)  # a name a run leaves unassigned keeps the value it had
         step.kind = {ast.Loop: "loop", ast.Session: "session"}.get(type(stmt), "if")
         step.blocks, step.titles = tuple(blocks), tuple(t for t, _ in titled)
         step.writes = tuple(writes)
         step.returns = any(s.returns for b in inner for s in b.steps.values())
 
-    def _expr(self, node: ast.Expr | None, reads: set[str]) -> None:
+    def _expr(self, node: ast.Expr, reads: set[str]) -> None:
         """Add the names `node` reads; plan the `|x| { ... }` bodies inside it."""
-        for item in ast.walk(node, prune=ast.Lambda) if node else ():
+        for item in ast.walk(node, prune=ast.Lambda):
             if isinstance(item, ast.Name) and item.id not in self.globals:
                 reads.add(item.id)
             elif isinstance(item, ast.Ask | ast.Send):

@@ -122,15 +122,11 @@ class _BlockRun:
             for n, w in step.reads.items()
         }
         ev = self.ev.within(scope)
-        out = (
-            await _STEPS[step.kind](self, step, ev)
-            if step.kind in _STEPS
-            else await self._simple(step, ev)
-        )
+        out = await _STEPS[step.kind](self, step, ev)
         if isinstance(out, Returned):
             self.returned = out
             return []  # every later step waits on this one, so none of them starts
-        self.results[step.id] = {**{n: scope[n] for n in step.writes if n in scope}, **out}
+        self.results[step.id] = out
         self.sorter.done(step.id)
         return self._ready()
 
@@ -138,10 +134,11 @@ class _BlockRun:
         return sorted(self.sorter.get_ready(), key=self.order.__getitem__)
 
     async def _simple(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
+        """A statement with no blocks inside; what a step hands on is its scope, updated."""
         stmt = step.stmt
         assert isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return)
         value = await ev.evaluate(stmt.value) if stmt.value is not None else None
-        return Returned(value) if step.returns else {step.writes[0]: value}
+        return Returned(value) if step.returns else {**ev.values, step.writes[0]: value}
 
     async def _branch(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
         """Run the block the condition (or the matched arm) picks, if any."""
@@ -181,6 +178,7 @@ class _BlockRun:
 
 
 _STEPS: dict[str, Callable[[_BlockRun, Step, Evaluator], Awaitable[dict[str, Any] | Returned]]] = {
+    **dict.fromkeys(("agent", "operator", "call", "expr", "return"), _BlockRun._simple),
     "if": _BlockRun._branch,
     "loop": _BlockRun._loop,
     "session": _BlockRun._session,

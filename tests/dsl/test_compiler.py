@@ -80,7 +80,7 @@ def test_a_session_is_a_step_whose_turns_keep_their_order():
     kinds = [(s.id, s.kind) for s in prog.steps.steps.values()]
     assert kinds == [("s0", "agent"), ("s1", "session"), ("s2", "return")]
     session = prog.steps.steps["s1"]
-    assert session.reads == {"r": "s0", "v": None} and session.writes == ("v",)
+    assert session.reads == {"r": "s0"} and session.writes == ("v",)
     [turns] = session.blocks
     assert turns is not None and list(turns.outer) == ["r"]  # the session itself is inside
     assert [(s.id, s.kind) for s in turns.steps.values()] == [
