@@ -126,6 +126,7 @@ def value_of(name: str) -> Callable[..., Any] | None:
 
 
 def options(name: str) -> tuple[str, ...]:
+    """The `name: value` options `name(...)` takes (none for a name not in the table)."""
     entry = table().get(name)
     return entry.options if entry else ()
 

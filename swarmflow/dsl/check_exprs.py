@@ -3,6 +3,8 @@ functions (from their entries in the callables table), the operators, agents and
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,13 +43,13 @@ _PARAM_KINDS = {  # what each kind of built-in parameter refuses, and how to say
 SNAPSHOT_FIELDS = {"tokens": "tokens", "cost": "cost", "calls": "calls", "seconds": "time"}
 SNAPSHOT_FIELDS.update(dict.fromkeys(("spent_tokens", "spent_cost", "spent_calls"), ""))
 OUTPUT_FIELDS = {"text": T.STRING, "value": T.UNKNOWN, "patch": T.UNKNOWN, "agent": T.STRING}
-OUTPUT_FIELDS.update(dict.fromkeys(("session", "state", "reason", "detail"), T.STRING))
-OUTPUT_FIELDS.update(ok=T.BOOL, usage=T.UNKNOWN)
+OUTPUT_FIELDS.update(session=T.STRING, state=T.STRING, reason=T.STRING, ok=T.BOOL)
+OUTPUT_FIELDS.update(detail=T.STRING, usage=T.UNKNOWN)
 OUTPUT_CONTENT = frozenset({"text", "value", "patch", "detail"})
 """Fields of an agent output that carry what the agent wrote (and so its provenance)."""
 
 
-class ExprChecker:
+class ExprChecker(ABC):
     """`infer(node)`: the value of an expression, reporting what is wrong with it. The
     statement checker fills in how a `|x| { ... }` body is checked."""
 
@@ -56,9 +58,9 @@ class ExprChecker:
         self.scope = Scope()
         self.spends: list[Spend] = [Spend()]
 
+    @abstractmethod
     def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
         """The value a `|x| { ... }` body gives for parameters of the given values."""
-        raise NotImplementedError
 
     def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
         if isinstance(node, ast.Name):
@@ -626,7 +628,8 @@ def _builtin_bound(fn: Callable[..., Any], values: list[Value]) -> Value:
     the least bound a min has, a clamp's high, or the largest bound of the values."""
     bounds = [v.bound for v in values]
     known = [b for b in bounds if b is not None]
-    if len(known) == len(bounds) and all(v.exact for v in values):
+    exact = len(known) == len(bounds) and all(v.exact for v in values)
+    if exact and all(math.isfinite(b) for b in known):  # int(inf) would raise, not run
         return number(fn(known) if fn in (min, max) else fn(*known), True)
     if fn is min and known:
         return number(min(known))

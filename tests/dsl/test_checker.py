@@ -367,3 +367,18 @@ def test_did_you_mean_still_finds_near_misses_among_thousands_of_names():
     source = flow_text(steps + "\n  return valeu_1234", agents="")
     [found] = errors(source)
     assert found.message == "unknown name 'valeu_1234'; did you mean 'value_1234'?"
+
+
+@pytest.mark.parametrize("call", ["int(x)", "round(x)", "clamp(x, 1, x)", "max(x, 2)"])
+def test_built_ins_of_numbers_too_big_to_convert_are_checked_not_crashed_on(call):
+    huge = "9" * 400  # a float infinity once read
+    source = flow_text(f"  x = {huge}\n  y = {call}\n  return y", agents="")
+    assert errors(source) == []
+
+
+def test_an_unknown_output_field_lists_the_fields_an_output_has():
+    [d] = errors(flow("  c = coder(task)\n  return c.nope"))
+    assert d.message == (
+        "an agent's output has no 'nope' (it has text, value, patch, agent, session, state, "
+        "reason, ok, detail, usage)"
+    )
