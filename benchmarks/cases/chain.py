@@ -323,26 +323,21 @@ def bench(settings: Settings) -> list[Row]:
     rows += _growth_rows(calls, long)
     rows += _per_call_rows(f"tool loop x{calls:,}", calls, loop, None)
     us = 1e6 / calls
-    rows.append(
-        Row(
-            f"{CASE} agent() x{calls:,}",
-            "per step",
-            "us",
-            agents.swarmflow["inner"] * us,
-            agents.baseline["wall"] * us,
-            note="a fresh one-call session each step",
-        )
+    shapes = (
+        ("agent()", agents, "a fresh one-call session each step"),
+        ("carded agent()", carded, "an inline role card and a structured answer each step"),
     )
-    rows.append(
-        Row(
-            f"{CASE} carded agent() x{calls:,}",
-            "per step",
-            "us",
-            carded.swarmflow["inner"] * us,
-            carded.baseline["wall"] * us,
-            note="an inline role card and a structured answer each step",
+    for shape, probe, note in shapes:
+        rows.append(
+            Row(
+                f"{CASE} {shape} x{calls:,}",
+                "per step",
+                "us",
+                probe.swarmflow["inner"] * us,
+                probe.baseline["wall"] * us,
+                note=note,
+            )
         )
-    )
     rows.append(
         Row(
             f"{CASE} operators x{calls:,}",
