@@ -156,6 +156,7 @@ async def _acquire(run: RunContext, agent: Agent, session: str) -> Workspace:
 async def call_agent(
     name: str,
     prompt: Any = "",
+    /,
     *,
     output: type[BaseModel] | None = None,
     workspace: Any = None,
