@@ -306,16 +306,20 @@ def live_pid(run_dir: Path) -> int | None:
         written = (run_dir / LOCK).stat().st_mtime
     except (OSError, ValueError):
         return None
-    if pid == os.getpid():
+    if pid == os.getpid() or not _alive(pid):
         return None
+    # A killed run's file outlives it, and its pid may since name another process.
+    return None if _started_after(pid, written) else pid
+
+
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    # A killed run's file outlives it, and its pid may since name another process.
-    return None if _started_after(pid, written) else pid
+        return False
+    except PermissionError:  # alive, but another user's
+        return True
+    return True
 
 
 def _started_after(pid: int, moment: float) -> bool:

@@ -84,11 +84,10 @@ def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
 
 def _found(module: str, base_dir: str | None) -> bool:
     try:
-        if importlib.util.find_spec(module) is not None:
-            return True
-    except (ImportError, ValueError):
-        pass
-    return sibling(module, base_dir) is not None
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent package that fails to import, or a bad name
+        spec = None
+    return spec is not None or sibling(module, base_dir) is not None
 
 
 def sibling(module: str, base_dir: str | Path | None) -> Path | None:

@@ -14,6 +14,7 @@ Python twin record the same events.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -366,10 +367,8 @@ class Evaluator:
 
     def items(self, node: ast.Node, value: Any, what: str) -> list[Any]:
         if not isinstance(value, str | bytes | Mapping):
-            try:
+            with contextlib.suppress(TypeError):  # not iterable: refused below
                 return list(value)
-            except TypeError:
-                pass
         raise self.fail(node, f"{what} needs a list; this is {_describe(value)}")
 
     async def run_body(self, lam: ast.Lambda, *args: Any) -> Any:
