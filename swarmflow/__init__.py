@@ -28,14 +28,16 @@ if TYPE_CHECKING:
     from swarmflow.core.output import AgentOutput
     from swarmflow.core.patch import Patch
     from swarmflow.core.team import Agent, Team
-    from swarmflow.operators.agent import agent
-    from swarmflow.operators.agent_session import agent_session
-    from swarmflow.operators.budget import budget
-    from swarmflow.operators.compact import compact
-    from swarmflow.operators.human import human
-    from swarmflow.operators.parallel import parallel
-    from swarmflow.operators.pipeline import pipeline
-    from swarmflow.operators.team import team
+    from swarmflow.operators import (
+        agent,
+        agent_session,
+        budget,
+        compact,
+        human,
+        parallel,
+        pipeline,
+        team,
+    )
     from swarmflow.result import RunResult
     from swarmflow.runner import run, run_sync
     from swarmflow.runtime.flow import Flow, flow
@@ -67,14 +69,16 @@ export_lazily(
         "swarmflow.core.output": ("AgentOutput",),
         "swarmflow.core.patch": ("Patch",),
         "swarmflow.core.team": ("Agent", "Team"),
-        "swarmflow.operators.agent": ("agent",),
-        "swarmflow.operators.agent_session": ("agent_session",),
-        "swarmflow.operators.budget": ("budget",),
-        "swarmflow.operators.compact": ("compact",),
-        "swarmflow.operators.human": ("human",),
-        "swarmflow.operators.parallel": ("parallel",),
-        "swarmflow.operators.pipeline": ("pipeline",),
-        "swarmflow.operators.team": ("team",),
+        "swarmflow.operators": (
+            "agent",
+            "agent_session",
+            "budget",
+            "compact",
+            "human",
+            "parallel",
+            "pipeline",
+            "team",
+        ),
         "swarmflow.result": ("RunResult",),
         "swarmflow.runner": ("run", "run_sync"),
         "swarmflow.runtime.flow": ("Flow", "flow"),
