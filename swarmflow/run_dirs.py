@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.events import RunResumed
+from swarmflow.core.jsonline import take_json_objects
 from swarmflow.core.ports import EventSink
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.flow import Flow
@@ -126,12 +127,7 @@ def read_log(run_dir: Path) -> LogState:
         return state
     truncate_torn_tail(path)
     scan = _LogScan(state)
-    for number, event in _lines(path):
-        try:
-            scan.take(event)
-        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the event it says
-            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ConfigError(f"{path}:{number}: not an event: {what}") from None
+    take_json_objects(path, "an event", lambda _, event: scan.take(event))
     state.spent = Charge(scan.tokens, scan.cost, scan.calls)
     return state
 
@@ -169,19 +165,6 @@ class _LogScan:
             self.tokens += int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0))
             self.cost += float(event.get("cost", 0.0))
             self.calls += 1
-
-
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if raw.strip():
-                try:
-                    event = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{path}:{number}: not an event: {exc}") from None
-                if not isinstance(event, dict):
-                    raise ConfigError(f"{path}:{number}: not an event: not a JSON object")
-                yield number, event
 
 
 @dataclass(slots=True)

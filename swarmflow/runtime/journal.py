@@ -24,16 +24,15 @@ branch, the agent, and a digest of what was sent.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.jsonline import json_line
+from swarmflow.core.jsonline import json_line, take_json_objects
 
 JOURNAL_FILE = "journal.jsonl"
 JOURNAL_VERSION = 1
@@ -138,35 +137,20 @@ def _key_of(record: dict[str, Any]) -> CallKey:
 def read_journal(path: Path) -> Recorded:
     """Index the records of `path`; a torn last line (a power cut mid-write) is cut off."""
     recorded = Recorded()
-    for number, record in _records(path):
-        try:
-            recorded.add(record)
-        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the record it says
-            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ConfigError(f"{path}:{number}: not a journal record: {what}") from None
-    return recorded
-
-
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
-        return
+        return recorded
+
+    def take(number: int, record: dict[str, Any]) -> None:
+        if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
+            raise ConfigError(
+                f"{path}:{number}: journal format version {record.get('version')} "
+                f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
+            )
+        recorded.add(record)
+
     truncate_torn_tail(path)
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{number}: not a journal record: {exc}") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{path}:{number}: not a journal record: not a JSON object")
-            if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
-                raise ConfigError(
-                    f"{path}:{number}: journal format version {record.get('version')} "
-                    f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
-                )
-            yield number, record
+    take_json_objects(path, "a journal record", take)
+    return recorded
 
 
 def truncate_torn_tail(path: Path) -> None:
