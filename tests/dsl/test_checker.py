@@ -189,6 +189,25 @@ def test_agents_reached_through_message_agent_are_used():
         ("  return task()", "is a value, not something to call"),
         ('  return "a" + 3', "cannot add text and a number"),
         ("  return pipeline(parallel(2, first: 1) { coder(task) }) |c| { c }", "first:"),
+        ("  x = min\n  return x", "'min' is a built-in; call it: min(...)"),
+        ("  return [task].text", "take one item first, e.g. items[0].text"),
+        ("  return task.size", "a string has no attribute 'size'"),
+        ("  return [task][true]", "an index is a number or a key, not true or false"),
+        ('  return -"a"', "'-' needs a number"),
+        ("  return coder(task, output: 3)", "output: takes the name of a model"),
+        ('  return human("q", timeout: 3, timeout: 4)', "'timeout' is given twice"),
+        ("  return mn(3)", "unknown function 'mn'; did you mean 'min'?"),
+        ("  return min(1, x: 2)", "min(...) takes no options"),
+        ("  return clamp(3, 5, 1)", "clamp's low is above its high"),
+        ('  return human("q", 1, 2)', "human(question, payload) takes two values"),
+        ("  return human(3)", "the question must be text, not a number"),
+        ('  return human("q", on_timeout: "later")', 'on_timeout is "default" or "fail"'),
+        ("  return compact()", "compact(outcomes) takes one list"),
+        ("  return compact([task], keep: 3)", "keep: takes a predicate or pydantic model"),
+        ("  return pipeline()", "pipeline needs a source"),
+        ("  return parallel() { coder(task) }", "parallel(n) takes the number of branches"),
+        ("  return parallel(2) |a, b| { coder(task) }", "at most one name, the branch index"),
+        ("  session arbiter(task) {\n    send task\n  }\n  return task", "card variables as"),
     ],
 )
 def test_operator_misuse(steps, words):
@@ -382,3 +401,43 @@ def test_an_unknown_output_field_lists_the_fields_an_output_has():
         "an agent's output has no 'nope' (it has text, value, patch, agent, session, state, "
         "reason, ok, detail, usage)"
     )
+
+
+@pytest.mark.parametrize(
+    ("declarations", "words"),
+    [
+        ("flow g() -> str", "a file declares one flow; 'g' is a second one"),
+        ("use has_text from m\nuse has_text from n", "'has_text' is already defined"),
+        ("budget tokens 0", "budget 'tokens' must be more than zero"),
+        ("budget calls 2.5", "budget 'calls' must be a whole number, not 2.5"),
+        ('agent c { model "x" model "y" }', "field 'model' is given twice in agent 'c'"),
+        ("agent c { card 3 }", "card takes a string"),
+        ("agent c { model 3 }", 'model takes a name such as "gpt-4o-mini"'),
+        ('agent c { steps "x" }', "steps takes a count such as 400k or 30"),
+        ("agent c { steps 2.5 }", "steps must be a whole number above zero"),
+        ("agent c { tools read_file }", "tools takes a list such as [read_file, edit]"),
+    ],
+)
+def test_declaration_misuse(declarations, words):
+    source = flow_text("  return task", head=declarations)
+    found = [d.message for d in errors(source)]
+    assert any(words in m for m in found), found
+
+
+def test_types_and_defaults_of_inputs_are_checked():
+    source = flow_text("  return task", signature="flow f(task: list[strr], n: int = n) -> str")
+    found = [d.message for d in errors(source)]
+    assert any("unknown type 'strr'" in m for m in found), found
+    assert any("the default of 'n' must be a plain value" in m for m in found), found
+
+
+def test_an_edge_from_an_agent_to_itself_is_a_warning():
+    source = flow_text("  return a(task)", agents="agent a {}", edges="edges a -> a")
+    assert [(d.code, d.severity) for d in diags(source)] == [("edge", "warning")]
+
+
+def test_a_card_file_that_is_not_found_is_a_warning(tmp_path):
+    source = flow_text("  return c(task)", agents='agent c { card "missing.md" }')
+    found = diags(source, base_dir=str(tmp_path))
+    assert [d.code for d in found] == ["card"]
+    assert "card file 'missing.md' is not next to this file" in found[0].message
