@@ -17,8 +17,11 @@ from typing import Any
 import networkx as nx
 
 from swarmflow.dsl import ast
+from swarmflow.dsl.check import check_module
 from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN, OPERATORS
 from swarmflow.dsl.check_decls import AGENT_FIELDS
+from swarmflow.dsl.diagnostics import DslError
+from swarmflow.dsl.parser import parse_module
 
 VALUE = "(value)"
 """The name under which an expression statement keeps its value."""
@@ -102,6 +105,19 @@ class Program:
         """The steps in Graphviz DOT."""
         head = [f'digraph "{self.name}_steps" {{', "    node [shape=box];"]
         return "\n".join([*head, *_drawn(self.steps, "dot", "    "), "}"])
+
+
+def compile_source(
+    source: str, filename: str = "<string>", *, base_dir: str | None = None
+) -> Program:
+    """The plan of steps of `.swarm` text; raises `DslError` if `check` finds errors."""
+    module, found = parse_module(source, filename)
+    if module is not None:
+        found += check_module(module, filename, base_dir=base_dir)
+    errors = [d for d in found if d.is_error]
+    if module is None or errors:
+        raise DslError(found if module is None else errors, source)
+    return plan_module(module, source, filename)
 
 
 def plan_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:

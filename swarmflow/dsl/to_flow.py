@@ -11,18 +11,39 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.plan import ParamSpec, Program
+from swarmflow.dsl.plan import ParamSpec, Program, compile_source
 from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
 _CONVERTERS: dict[str, Any] = {"int": int, "float": float}
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
+
+
+def load_flow(path: str | Path) -> Flow[..., Any]:
+    """A runnable `swarmflow.Flow` from a `.swarm` file; raises `DslError` with diagnostics."""
+    file = Path(path)
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    made = load_source(source, str(path), base_dir=str(file.parent))
+    # `swarmflow resume` loads the flow from here
+    made.source_path = str(file.resolve())  # type: ignore[attr-defined]
+    return made
+
+
+def load_source(
+    source: str, filename: str = "<string>", *, base_dir: str | None = None
+) -> Flow[..., Any]:
+    """A runnable `swarmflow.Flow` from `.swarm` text."""
+    return build_flow(compile_source(source, filename, base_dir=base_dir), base_dir)
 
 
 def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
