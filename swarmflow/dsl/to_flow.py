@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.ports import Tool, ToolProvider
@@ -22,8 +22,7 @@ from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
-_CONVERTERS: dict[str, Any] = {"int": int, "float": float}
-_TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
+_CONVERTED: dict[str, type] = {"int": int, "float": float, "bool": bool}
 
 
 def load_flow(path: str | Path) -> Flow[..., Any]:
@@ -99,17 +98,12 @@ def _tool(name: str, imports: dict[str, Any]) -> Any:
 
 
 def convert_input(param: ParamSpec, value: Any) -> Any:
-    """`"3"` for an `int` input is 3; a value of the right type passes unchanged."""
-    if not isinstance(value, str) or param.type not in ("int", "float", "bool"):
+    """`"3"` for an `int` input is 3, `"yes"` for a `bool` True; other values pass unchanged."""
+    if not isinstance(value, str) or param.type not in _CONVERTED:
         return value
-    if param.type == "bool":
-        word = value.strip().lower()
-        if word in _TRUE | _FALSE:
-            return word in _TRUE
-        raise ValueError(f"input '{param.name}' is a bool: use true or false, not {value!r}")
     try:
-        return _CONVERTERS[param.type](value)
-    except ValueError:
+        return TypeAdapter(_CONVERTED[param.type]).validate_python(value.strip())
+    except ValidationError:
         raise ValueError(f"input '{param.name}' is {param.type}: {value!r} is not one") from None
 
 
