@@ -13,10 +13,10 @@ does not import this package, and this package imports each stage when it is fir
 from typing import TYPE_CHECKING
 
 from swarmflow.core.lazy import export_lazily
-from swarmflow.dsl.diagnostics import Diagnostic, DslError, render_all
 
 if TYPE_CHECKING:
     from swarmflow.dsl.check import check_file, check_source
+    from swarmflow.dsl.diagnostics import Diagnostic, DslError, render_all
     from swarmflow.dsl.parser import parse
     from swarmflow.dsl.plan import compile_source
     from swarmflow.dsl.to_flow import load_flow, load_source
@@ -25,6 +25,7 @@ export_lazily(
     __name__,
     {
         "swarmflow.dsl.check": ("check_file", "check_source"),
+        "swarmflow.dsl.diagnostics": ("Diagnostic", "DslError", "render_all"),
         "swarmflow.dsl.parser": ("parse",),
         "swarmflow.dsl.plan": ("compile_source",),
         "swarmflow.dsl.to_flow": ("load_flow", "load_source"),
