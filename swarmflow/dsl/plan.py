@@ -11,6 +11,7 @@ A step that may `return` waits for every step before it and holds back every ste
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,16 +65,6 @@ class Block:
 
 
 @dataclass(frozen=True)
-class ParamSpec:
-    """One input of the flow."""
-
-    name: str
-    type: str
-    default: Any = None
-    has_default: bool = False
-
-
-@dataclass(frozen=True)
 class AgentSpec:
     """One agent as declared: its name, and the `Agent(...)` options its fields give."""
 
@@ -88,7 +79,8 @@ class Program:
     name: str
     filename: str
     source: str
-    params: list[ParamSpec]
+    params: list[inspect.Parameter]
+    """The flow's inputs, as its signature has them (`annotation` is the type as written)."""
     returns: str | None
     agents: list[AgentSpec]
     edges: list[tuple[str, str]]
@@ -96,6 +88,8 @@ class Program:
     module: ast.Module
     steps: Block
     lambdas: dict[Position, Block]
+    models: list[ast.Name]
+    """Names used as an answer's model (`output: M`, `ask ... as M`), in source order."""
 
     def steps_mermaid(self) -> str:
         """The steps as a Mermaid flowchart; inner blocks are subgraphs."""
@@ -135,7 +129,12 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
         filename=filename,
         source=source,
         params=[
-            ParamSpec(p.name.id, p.type.show(), literal_value(p.default), p.default is not None)
+            inspect.Parameter(
+                p.name.id,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=p.type.show(),
+                default=inspect.Parameter.empty if p.default is None else literal_value(p.default),
+            )
             for p in flow.params
         ],
         returns=flow.returns.show() if flow.returns else None,
@@ -145,6 +144,7 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
         module=module,
         steps=planner.block(module.steps[0].stmts if module.steps else [], "s"),
         lambdas=planner.lambdas,
+        models=sorted(planner.models, key=lambda n: (n.line, n.column)),
     )
 
 
@@ -175,6 +175,7 @@ class _Planner:
         self.agents = agents
         self.globals = {*agents, *imports, *callable_names(), *OPERATORS}
         self.lambdas: dict[Position, Block] = {}
+        self.models: list[ast.Name] = []
 
     def block(self, stmts: list[ast.Stmt], prefix: str, bound: tuple[str, ...] = ()) -> Block:
         """Plan one block: each step reads a name from the step that last wrote it, and waits
@@ -241,6 +242,11 @@ class _Planner:
                 reads.add(item.id)
             elif isinstance(item, ast.Ask | ast.Send):
                 reads.add(SESSION)
+                if isinstance(item, ast.Ask) and item.output is not None:
+                    self.models.append(item.output)
+            elif isinstance(item, ast.Keyword) and item.name == "output":
+                if isinstance(item.value, ast.Name):
+                    self.models.append(item.value)
             elif isinstance(item, ast.Lambda):
                 names = tuple(p.id for p in item.params)
                 body = self.block(item.body.stmts, f"L{item.line}_{item.column}.s", names)

@@ -32,9 +32,9 @@ from anyio.abc import TaskGroup
 
 from swarmflow.core.outcomes import Ok
 from swarmflow.dsl import ast
-from swarmflow.dsl.callables import names, value_of
+from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.plan import SESSION, VALUE, Block, Program, Step, literal_value
+from swarmflow.dsl.plan import OPERATORS, SESSION, VALUE, Block, Program, Step, literal_value
 from swarmflow.operators import agent, agent_session, budget, parallel, pipeline
 from swarmflow.runtime.prompts import render_prompt
 
@@ -42,7 +42,6 @@ UNSET: Any = object()
 """The value of a name with none on this path (assigned in a branch or loop that did not run)."""
 Ended = dict[str, Any]
 """What a step or block that did not `return` hands on: the last value of each name."""
-_OPERATORS = names("operator")
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
@@ -306,7 +305,7 @@ class Evaluator:
         args += [functools.partial(self.run_body, lam) for lam in node.lambdas]
         if name in self.agents:
             args = args or [""]  # an agent called with no prompt
-        elif name not in self.imports and name not in _OPERATORS:
+        elif name not in self.imports and name not in OPERATORS:
             try:
                 return fn(*args)
             except (TypeError, ValueError, OverflowError) as exc:

@@ -17,7 +17,7 @@ from swarmflow.core.team import Agent, Team
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.plan import ParamSpec, Program, compile_source
+from swarmflow.dsl.plan import Program, compile_source
 from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
@@ -56,24 +56,16 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
         for a in program.agents
     ]
 
-    async def run_steps(**given: Any) -> Any:
-        inputs = {
-            p.name: convert_input(p, given[p.name]) for p in program.params if p.name in given
-        }
-        defaults = {p.name: p.default for p in program.params if p.has_default}
-        return await execute(program, imports, {**defaults, **inputs})
+    params = {p.name: p for p in program.params}
 
-    params = [
-        inspect.Parameter(
-            p.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=p.type,
-            default=p.default if p.has_default else inspect.Parameter.empty,
-        )
-        for p in program.params
-    ]
+    async def run_steps(**given: Any) -> Any:
+        inputs = {n: p.default for n, p in params.items() if p.default is not p.empty}
+        inputs.update((n, convert_input(p, given[n])) for n, p in params.items() if n in given)
+        return await execute(program, imports, inputs)
+
     returns = program.returns or inspect.Signature.empty
-    run_steps.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    signature = inspect.Signature(program.params, return_annotation=returns)
+    run_steps.__signature__ = signature  # type: ignore[attr-defined]
     run_steps.__name__ = run_steps.__qualname__ = program.name
     run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
     here = str(Path(base_dir).resolve()) if base_dir is not None else "."
@@ -97,14 +89,15 @@ def _tool(name: str, imports: dict[str, Any]) -> Any:
     return tool(value)
 
 
-def convert_input(param: ParamSpec, value: Any) -> Any:
+def convert_input(param: inspect.Parameter, value: Any) -> Any:
     """`"3"` for an `int` input is 3, `"yes"` for a `bool` True; other values pass unchanged."""
-    if not isinstance(value, str) or param.type not in _CONVERTED:
+    kind = param.annotation
+    if not isinstance(value, str) or kind not in _CONVERTED:
         return value
     try:
-        return TypeAdapter(_CONVERTED[param.type]).validate_python(value.strip())
+        return TypeAdapter(_CONVERTED[kind]).validate_python(value.strip())
     except ValidationError:
-        raise ValueError(f"input '{param.name}' is {param.type}: {value!r} is not one") from None
+        raise ValueError(f"input '{param.name}' is {kind}: {value!r} is not one") from None
 
 
 def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, Any]:
@@ -119,8 +112,8 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
                 found[name.local.id] = _import(use.module, name.name.id, base_dir)
             except ImportError as exc:
                 problems.append((name, str(exc)))
-    for refs, why_not in ((_model_refs, _not_model), (_tool_refs, _not_tool)):
-        for node in refs(program.module):  # an import that failed is reported already
+    for refs, why_not in ((program.models, _not_model), (_tool_refs(program.module), _not_tool)):
+        for node in refs:  # an import that failed is reported already
             if node.id in found and (why := why_not(node.id, found[node.id])):
                 problems.append((node, why))
     if problems:
@@ -148,17 +141,6 @@ def _not_tool(name: str, value: Any) -> str:
         what += f" {repr(value)[:40]}"
     why = "list a function, an @tool function or a tool server here"
     return f"'{name}' is not a tool but the {what}; {why}"
-
-
-def _model_refs(module: ast.Module) -> list[ast.Name]:
-    """Names used as `output:` and `ask ... as` models, in source order."""
-    refs: list[ast.Expr | None] = []
-    for item in (n for block in module.steps for n in ast.walk(block)):
-        if isinstance(item, ast.Ask):
-            refs.append(item.output)
-        elif isinstance(item, ast.Call):
-            refs.extend(kw.value for kw in item.keywords if kw.name == "output")
-    return sorted((r for r in refs if isinstance(r, ast.Name)), key=lambda r: (r.line, r.column))
 
 
 def _tool_refs(module: ast.Module) -> list[ast.Name]:
