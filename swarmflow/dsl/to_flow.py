@@ -82,11 +82,9 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
 
 def _tool(name: str, imports: dict[str, Any]) -> Any:
     """A built-in tool by name; a `use`d tool or tool server as is; a plain function as `@tool`
-    makes it."""
+    makes it (`resolve_imports` refused every other import)."""
     value = imports.get(name, name)
-    if isinstance(value, Tool | ToolProvider | type) or not callable(value):
-        return value  # a non-tool is refused by Agent with a message naming it
-    return tool(value)
+    return value if isinstance(value, str | Tool | ToolProvider) else tool(value)
 
 
 def convert_input(param: inspect.Parameter, value: Any) -> Any:
@@ -117,10 +115,8 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
             if node.id in found and (why := why_not(node.id, found[node.id])):
                 problems.append((node, why))
     if problems:
-        diagnostics = [
-            Diagnostic.at(node, "import", why, program.filename) for node, why in problems
-        ]
-        raise DslError(diagnostics, program.source)
+        found_at = [Diagnostic.at(n, "import", why, program.filename) for n, why in problems]
+        raise DslError(found_at, program.source)
     return found
 
 
