@@ -299,9 +299,7 @@ def check_agents_used(module: ast.Module, ctx: Context) -> None:
 def check_returns(module: ast.Module, result: BlockResult, ctx: Context) -> None:
     """A flow that declares an output should return one."""
     flow = module.flows[0] if module.flows else None
-    if flow is None or flow.returns is None or flow.returns.name == "none":
-        return
-    if not result.has_return:
+    if flow and flow.returns and flow.returns.name != "none" and not result.has_return:
         ctx.warning(
             "no-return",
             f"flow '{flow.name.id}' declares it returns {flow.returns.show()} but no step "

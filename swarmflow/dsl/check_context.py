@@ -14,7 +14,6 @@ HUMAN = "human"
 OPERATORS = tuple(sorted(names("operator")))
 """The operators, as the language spells them."""
 CALLABLE_BUILTINS = callable_names()
-BUILTIN_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
 
 
 class T:
@@ -28,6 +27,9 @@ class T:
 
 
 TYPES = frozenset(v for k, v in vars(T).items() if k.isupper())
+BUILTIN_TYPES = {"str": T.STRING, "int": T.NUMBER, "float": T.NUMBER, "bool": T.BOOL}
+BUILTIN_TYPES.update(list=T.LIST, dict=T.UNKNOWN, any=T.UNKNOWN)
+"""The types an input may declare, with the value the steps see."""
 NOT_SEQUENCES = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTPUT, T.SNAPSHOT, T.STRING})
 NOT_NUMBERS = TYPES - {T.NUMBER, T.UNKNOWN}
 

@@ -11,6 +11,7 @@ from typing import Any
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import clamp, options, table
 from swarmflow.dsl.check_context import (
+    BUILTIN_TYPES,
     CALLABLE_BUILTINS,
     HUMAN,
     NOT_NUMBERS,
@@ -28,7 +29,6 @@ from swarmflow.dsl.check_context import (
 from swarmflow.dsl.diagnostics import NameIndex, did_you_mean, listing, suggest
 from swarmflow.dsl.literals import show_quantity
 
-_PARAM_TYPES = {"str": T.STRING, "int": T.NUMBER, "float": T.NUMBER, "bool": T.BOOL, "list": T.LIST}
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 _NOT_ARITHMETIC = frozenset({T.OUTPUT, T.SNAPSHOT, T.OUTCOMES, T.NONE, T.BOOL, T.MODEL})
 _NOT_TEXT = frozenset({T.NUMBER, T.BOOL, T.NONE, T.OUTCOMES, T.LIST})
@@ -104,7 +104,7 @@ class ExprChecker(ABC):
             return found.value
         name = node.id
         if name in self.ctx.params:
-            return Value(_PARAM_TYPES.get(self.ctx.params[name].type.name, T.UNKNOWN))
+            return Value(BUILTIN_TYPES.get(self.ctx.params[name].type.name, T.UNKNOWN))
         if name in self.ctx.imports:
             return Value(T.CALLABLE)
         if name in self.ctx.agents:
