@@ -17,7 +17,7 @@ from lark import Token, Transformer
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.diagnostics import Diagnostic, Spot
-from swarmflow.dsl.literals import UnitError, parse_quantity, plain_text, split_template
+from swarmflow.dsl.literals import UnitError, parse_quantity, split_template
 
 HoleParser = Callable[[str, int, int], Any]
 
@@ -128,9 +128,9 @@ class AstBuilder(Transformer[Token, Any]):
 
     def _field_value(self, token: Token) -> Any:
         if token.type in ("STRING", "LONG_STRING"):
-            text, problems = plain_text(token)
+            texts, _, problems = split_template(token, holes=False)
             build_state.get().problems_at(problems)
-            return ast.Str(texts=[text], **_at(token))
+            return ast.Str(texts=texts, **_at(token))
         if token.type == "NONE":
             return ast.Const(value=None, **_at(token))
         if token.type in ("NUMBER", "COST"):
@@ -203,8 +203,9 @@ class AstBuilder(Transformer[Token, Any]):
         head, body = c[0], c[-1]
         pattern = None
         if head.type == "STRING":
-            pattern, problems = plain_text(head)
+            texts, _, problems = split_template(head, holes=False)
             build_state.get().problems_at(problems)
+            pattern = texts[0]
         if not isinstance(body, ast.Block):
             body = ast.Block(stmts=[body], **_at(body))
         return ast.Arm(pattern=pattern, body=body, **_at(head, body))
