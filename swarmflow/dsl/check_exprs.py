@@ -424,8 +424,9 @@ class ExprChecker(ABC):
             self.ctx.misuse('on_timeout: "default" needs default: value', policy)
         if "output" in written:
             self.model_ref(written["output"], "output:")
-        default = given.get("default", Value())
-        return Value(T.MODEL if "output" in given else T.UNKNOWN, default.sources)
+        # the answer is the person's product: handing it on needs `edges human -> agent`
+        sources = given.get("default", Value()).sources | {HUMAN}
+        return Value(T.MODEL if "output" in given else T.UNKNOWN, sources)
 
     def team_call(self, node: ast.Call) -> Value:
         """`team(task, lead: agent, roles: [agents])`: the lead and every role are declared."""

@@ -23,11 +23,6 @@ steps {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="swarmflow/dsl checker: a person's answer is the human node's product, so handing "
-    "it to b needs `edges human -> b`; the run refuses it, the checker does not report it yet",
-)
 def test_the_checker_reports_a_human_answer_handed_to_an_agent_without_an_edge() -> None:
     errors = [d for d in check_source(HUMAN_TO_AGENT, "t.swarm") if d.is_error]
     assert any("human -> b" in d.message for d in errors)
