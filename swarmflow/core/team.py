@@ -181,13 +181,13 @@ class Team(BaseModel):
         return [a.name for a in self.agents]
 
     def get(self, name: str) -> Agent:
-        for a in self.agents:
-            if a.name == name:
-                return a
-        raise ConfigError(f"unknown agent {name!r}; the team declares {self.names}")
+        found = self._by_name().get(name)
+        if found is None:
+            raise ConfigError(f"unknown agent {name!r}; the team declares {self.names}")
+        return found
 
     def has(self, name: str) -> bool:
-        return any(a.name == name for a in self.agents)
+        return name in self._by_name()
 
     def allows(self, source: str, target: str) -> bool:
         """Whether the flow may hand a value from `source` to `target`. The flow may hand an
@@ -199,12 +199,19 @@ class Team(BaseModel):
         """Whether the edge `source -> target` is declared (a self-edge only if written)."""
         return (source, target) in self._edge_set()
 
+    def _by_name(self) -> dict[str, Agent]:
+        """The agents by name, made once: every agent call looks its agent up (twice)."""
+        kept = self.__dict__.get("_agents_by_name")
+        if kept is None or kept[0] is not self.agents:  # `model_copy(update=...)` copies it
+            by_name = {a.name: a for a in self.agents}
+            kept = self.__dict__["_agents_by_name"] = (self.agents, by_name)
+        return kept[1]
+
     def _edge_set(self) -> frozenset[tuple[str, str]]:
-        cached: frozenset[tuple[str, str]] | None = self.__dict__.get("_edges_cache")
-        if cached is None:
-            cached = frozenset(self.edges)
-            self.__dict__["_edges_cache"] = cached
-        return cached
+        kept = self.__dict__.get("_edges_as_set")
+        if kept is None or kept[0] is not self.edges:  # as in `_by_name`
+            kept = self.__dict__["_edges_as_set"] = (self.edges, frozenset(self.edges))
+        return kept[1]
 
     def graph(self) -> nx.DiGraph:
         """The topology as a `networkx.DiGraph`, with `human` as a built-in node."""

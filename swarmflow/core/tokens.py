@@ -84,15 +84,16 @@ def estimate_prompt(messages: Iterable[Message], tools: Sequence[ToolSpec] = ())
 class TokenEstimator:
     """Per-model tokens per unit, learned from settled calls (one per run)."""
 
-    __slots__ = ("_observed",)
+    __slots__ = ("_observed", "_rates")
 
     def __init__(self) -> None:
         self._observed: dict[str, deque[float]] = {}
+        self._rates: dict[str, float] = {}
+        """The largest rate in each model's window, kept as it is learned: read twice a call."""
 
     def rate(self, model: str | None) -> float:
         """The tokens per unit used for `model`'s next estimate."""
-        seen = self._observed.get(model or "")
-        return max(seen) if seen else PRIOR_TOKENS_PER_UNIT
+        return self._rates.get(model or "", PRIOR_TOKENS_PER_UNIT)
 
     def tokens(self, units: int, model: str | None) -> int:
         """Estimated tokens of a prompt of `units` for `model`."""
@@ -105,5 +106,9 @@ class TokenEstimator:
         """
         if units <= 0 or prompt_tokens <= 0:
             return
-        seen = self._observed.setdefault(model or "", deque(maxlen=LEARNED_WINDOW))
+        key = model or ""
+        seen = self._observed.get(key)
+        if seen is None:
+            seen = self._observed[key] = deque(maxlen=LEARNED_WINDOW)
         seen.append(prompt_tokens / units)
+        self._rates[key] = max(seen)

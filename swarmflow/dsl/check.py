@@ -6,13 +6,13 @@ on the expression checks of check_exprs.py). Each pass is linear in the size of 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.callables import names, tool_names
+from swarmflow.dsl.callables import names
 from swarmflow.dsl.check_context import (
     CALLABLE_BUILTINS,
     NOT_SEQUENCES,
@@ -28,7 +28,7 @@ from swarmflow.dsl.check_context import (
 )
 from swarmflow.dsl.check_decls import check_declarations
 from swarmflow.dsl.check_exprs import ExprChecker
-from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, did_you_mean, sort_key
+from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, sort_key
 from swarmflow.dsl.parser import parse_module
 
 _EFFECTFUL = (ast.Call, ast.Send, ast.Ask)
@@ -53,8 +53,9 @@ class StepChecker(ExprChecker):
     loop_depth = 0
 
     def check_steps(self, block: ast.Block) -> BlockResult:
-        self.ctx.assigned_at, bound = _bindings(block)
-        self.ctx.name_index = NameIndex([*bound, *self.ctx.known_names()])
+        self.assigned_at, bound = _bindings(block)
+        self.known = {*self.ctx.params, *self.ctx.imports, *self.ctx.agents, *CALLABLE_BUILTINS}
+        self.name_index = NameIndex([*bound, *self.known])
         return self.block(block)
 
     def block(self, block: ast.Block, *, lambda_body: bool = False) -> BlockResult:
@@ -211,11 +212,9 @@ class StepChecker(ExprChecker):
         agent = stmt.agent.id
         known = agent in self.ctx.agents
         if not known:
-            self.ctx.error(
-                "unknown-agent",
-                f"unknown agent '{agent}' (a session is held with a declared agent)"
-                f"{did_you_mean(agent, self.ctx.agents)}",
-                stmt.agent,
+            note = " (a session is held with a declared agent)"
+            self.ctx.unknown(
+                "unknown-agent", "agent", agent, self.ctx.agents, stmt.agent, note=note
             )
         for arg in stmt.args:
             self.ctx.misuse("a session takes card variables as name: value", arg)
@@ -335,10 +334,9 @@ def check_module(
     *,
     resolve: bool = False,
     base_dir: str | None = None,
-    tools: Sequence[str] | None = None,
 ) -> list[Diagnostic]:
     """Problems in a parsed module, sorted by place."""
-    ctx = Context(filename, base_dir=base_dir, tools=tuple(tools or tool_names()))
+    ctx = Context(filename, base_dir=base_dir)
     check_declarations(module, ctx, resolve=resolve)
     for block in module.steps[:1]:
         check_returns(module, StepChecker(ctx).check_steps(block), ctx)

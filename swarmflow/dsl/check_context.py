@@ -8,7 +8,7 @@ from typing import Any
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import callable_names, names, tool_names
-from swarmflow.dsl.diagnostics import Diagnostic, NameIndex, Severity, listing
+from swarmflow.dsl.diagnostics import Diagnostic, Severity, did_you_mean
 
 HUMAN = "human"
 OPERATORS = tuple(sorted(names("operator")))
@@ -45,9 +45,6 @@ class Value:
     item: Value | None = None
     length: int | None = None
     """For a list written out in place: how many items it has."""
-
-    def describe(self) -> str:
-        return self.type
 
     def element(self) -> Value:
         """What one item of this sequence is (its provenance included)."""
@@ -102,9 +99,6 @@ class Context:
     budget: dict[str, float] = field(default_factory=dict)
     used_agents: set[str] = field(default_factory=set)
     tools: tuple[str, ...] = field(default_factory=tool_names)
-    assigned_at: dict[str, int] = field(default_factory=dict)
-    name_index: NameIndex = field(default_factory=lambda: NameIndex(()))
-    """Every name the steps can refer to, for did-you-mean in linear time."""
     reported: set[tuple[Any, ...]] = field(default_factory=set)
 
     def report(self, severity: Severity, code: str, message: str, node: Any) -> None:
@@ -120,23 +114,13 @@ class Context:
     def warning(self, code: str, message: str, node: Any) -> None:
         self.report("warning", code, message, node)
 
+    def unknown(self, code: str, what: str, name: str, known: Any, node: Any, *, note: str) -> None:
+        """`unknown <what> '<name>'<note>`, with the closest of `known` when one is close."""
+        self.error(code, f"unknown {what} '{name}'{note}{did_you_mean(name, known)}", node)
+
     def misuse(self, message: str, node: Any) -> None:
         """The commonest error: a name used in a way the language does not allow."""
         self.report("error", "misuse", message, node)
-
-    def allows(self, source: str, target: str) -> bool:
-        return source == target or (source, target) in self.edges
-
-    def shown_edges(self) -> str:
-        return listing([f"{a} -> {b}" for a, b in sorted(self.edges)])
-
-    def known_names(self) -> set[str]:
-        """Every name a step may refer to, before its own variables."""
-        if self._known is None:
-            self._known = {*self.params, *self.imports, *self.agents, *CALLABLE_BUILTINS}
-        return self._known
-
-    _known: set[str] | None = None
 
 
 @dataclass(slots=True)
@@ -179,9 +163,6 @@ class Spend:
     calls: float = 0.0
     unbounded_tokens: bool = False
     agents: dict[str, float] = field(default_factory=dict)
-
-    def add_call(self, agent: str, allowance: float | None) -> None:
-        self.absorb(Spend(allowance or 0.0, 1.0, allowance is None, {agent: 1.0}), 1.0)
 
     def absorb(self, inner: Spend, times: float | None) -> None:
         """Count a nested fan-out `times` over (or as unbounded when its size is unknown)."""

@@ -123,12 +123,8 @@ def _check_params(module: ast.Module, ctx: Context) -> None:
 
 def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
     if ref.name not in types:
-        ctx.error(
-            "unknown-type",
-            f"unknown type '{ref.name}' (use {', '.join(BUILTIN_TYPES)} "
-            f"or a model imported with `use`){did_you_mean(ref.name, types)}",
-            ref,
-        )
+        note = f" (use {', '.join(BUILTIN_TYPES)} or a model imported with `use`)"
+        ctx.unknown("unknown-type", "type", ref.name, types, ref, note=note)
     for arg in ref.args:
         _check_type(arg, types, ctx)
 
@@ -145,12 +141,8 @@ def _check_budget(item: ast.BudgetItem, ctx: Context) -> None:
     key, value = item.key.id, item.value
     want = BUDGET_KEYS.get(key)
     if want is None:
-        ctx.error(
-            "budget",
-            f"unknown budget '{key}' (use tokens, calls, cost or time)"
-            f"{did_you_mean(key, BUDGET_KEYS)}",
-            item.key,
-        )
+        note = " (use tokens, calls, cost or time)"
+        ctx.unknown("budget", "budget", key, BUDGET_KEYS, item.key, note=note)
     elif key in ctx.budget:
         ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
     elif value.dimension != want:
@@ -183,12 +175,8 @@ def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
             ctx.error("duplicate", f"field '{key}' is given twice in agent '{name}'", fld.key)
         seen.add(key)
         if key not in AGENT_FIELDS:
-            ctx.error(
-                "agent-field",
-                f"unknown agent field '{key}' (fields: "
-                f"{', '.join(AGENT_FIELDS)}){did_you_mean(key, AGENT_FIELDS)}",
-                fld.key,
-            )
+            note = f" (fields: {', '.join(AGENT_FIELDS)})"
+            ctx.unknown("agent-field", "agent field", key, AGENT_FIELDS, fld.key, note=note)
         else:
             _check_field(key, fld.value, info, ctx)
     ctx.agents[name] = info
@@ -263,12 +251,8 @@ def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
         return
     for tool in value.items:
         if tool.id not in ctx.tools and tool.id not in ctx.imports:  # `use`d: a Python tool
-            ctx.error(
-                "unknown-tool",
-                f"unknown tool '{tool.id}' (tools: "
-                f"{listing(sorted(ctx.tools))}){did_you_mean(tool.id, ctx.tools)}",
-                tool,
-            )
+            note = f" (tools: {listing(sorted(ctx.tools))})"
+            ctx.unknown("unknown-tool", "tool", tool.id, ctx.tools, tool, note=note)
     info.tools = tuple(t.id for t in value.items)
 
 
@@ -287,13 +271,8 @@ def _check_edges(chain: ast.EdgeChain, ctx: Context) -> None:
     # Tested against the agents as they are: a file may hold 200,000 edges.
     unknown = [node for node in chain.names if node.id not in ctx.agents and node.id != HUMAN]
     for node in unknown:
-        known = {*ctx.agents, HUMAN}
-        ctx.error(
-            "unknown-agent",
-            f"unknown agent '{node.id}' in edges (declared: "
-            f"{listing(sorted(ctx.agents))}){did_you_mean(node.id, known)}",
-            node,
-        )
+        note = f" in edges (declared: {listing(sorted(ctx.agents))})"
+        ctx.unknown("unknown-agent", "agent", node.id, {*ctx.agents, HUMAN}, node, note=note)
     for a, b in [] if unknown else chain.pairs():
         if a.id == b.id:
             message = f"edge {a.id} -> {b.id} is not needed: an agent may always use its own output"

@@ -25,7 +25,7 @@ from swarmflow.dsl.check_context import (
     number,
     sources_of,
 )
-from swarmflow.dsl.diagnostics import did_you_mean, suggest
+from swarmflow.dsl.diagnostics import NameIndex, did_you_mean, listing, suggest
 from swarmflow.dsl.literals import show_quantity
 
 _PARAM_TYPES = {"str": T.STRING, "int": T.NUMBER, "float": T.NUMBER, "bool": T.BOOL, "list": T.LIST}
@@ -53,6 +53,13 @@ class ExprChecker(ABC):
     """`infer(node)`: the value of an expression, reporting what is wrong with it. The
     statement checker fills in how a `|x| { ... }` body is checked."""
 
+    assigned_at: dict[str, int]
+    """Each name the steps assign, with the first line assigning it (for used-before)."""
+    known: set[str]
+    """Every name a step may refer to, before its own variables."""
+    name_index: NameIndex
+    """Those and every name the steps bind, for did-you-mean in linear time."""
+
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.scope = Scope()
@@ -74,7 +81,7 @@ class ExprChecker(ABC):
         if value.type not in refused:
             return True
         hint = " (use .text for its text)" if value.type == T.OUTPUT else ""
-        self.ctx.misuse(f"{what}; this is {value.describe()}{hint}", node)
+        self.ctx.misuse(f"{what}; this is {value.type}{hint}", node)
         return False
 
     def infer_all(self, node: ast.Call) -> frozenset[str]:
@@ -109,17 +116,16 @@ class ExprChecker(ABC):
             if not callable_ok:
                 self.ctx.misuse(f"'{name}' is a built-in; call it: {name}(...)", node)
             return Value(T.CALLABLE)
-        elif name in self.ctx.assigned_at:
+        elif name in self.assigned_at:
             self.ctx.error(
                 "unknown-name",
                 f"'{name}' is used before it has a value "
-                f"(it is assigned on line {self.ctx.assigned_at[name]})",
+                f"(it is assigned on line {self.assigned_at[name]})",
                 node,
             )
         else:
-            known = self.ctx.known_names()
-            close = self.ctx.name_index.suggest(
-                name, lambda n: n in known or self.scope.lookup(n) is not None
+            close = self.name_index.suggest(
+                name, lambda n: n in self.known or self.scope.lookup(n) is not None
             )
             hint = f"; did you mean '{close}'?" if close else ""
             self.ctx.error("unknown-name", f"unknown name '{name}'{hint}", node)
@@ -138,7 +144,7 @@ class ExprChecker(ABC):
             fields = SNAPSHOT_FIELDS if base.type == T.SNAPSHOT else OUTPUT_FIELDS
             if attr not in fields:
                 self.ctx.misuse(
-                    f"{base.describe()} has no '{attr}' (it has "
+                    f"{base.type} has no '{attr}' (it has "
                     f"{', '.join(fields)}){did_you_mean(attr, fields)}",
                     node,
                 )
@@ -150,22 +156,22 @@ class ExprChecker(ABC):
             )
         if base.type in (T.LIST, T.OUTCOMES):
             self.ctx.misuse(
-                f"{base.describe()} has no '.{attr}'; take one item first, e.g. items[0].{attr}",
+                f"{base.type} has no '.{attr}'; take one item first, e.g. items[0].{attr}",
                 node,
             )
         elif base.type in _NO_ATTRIBUTES:
-            self.ctx.misuse(f"{base.describe()} has no attribute '{attr}'", node)
+            self.ctx.misuse(f"{base.type} has no attribute '{attr}'", node)
         return Value(T.UNKNOWN, base.sources)
 
     def index(self, node: ast.Index) -> Value:
         base, key = self.infer(node.value), self.infer(node.index)
         if key.type not in (T.NUMBER, T.STRING, T.UNKNOWN):
-            self.ctx.misuse(f"an index is a number or a key, not {key.describe()}", node.index)
+            self.ctx.misuse(f"an index is a number or a key, not {key.type}", node.index)
         if base.type in (T.LIST, T.OUTCOMES):
             return base.element()
         if base.type in _NOT_INDEXED:
             hint = "; use .text or .value" if base.type == T.OUTPUT else ""
-            self.ctx.misuse(f"{base.describe()} cannot be indexed{hint}", node)
+            self.ctx.misuse(f"{base.type} cannot be indexed{hint}", node)
         return Value(T.STRING if base.type == T.STRING else T.UNKNOWN, base.sources)
 
     def unary(self, node: ast.Unary) -> Value:
@@ -209,7 +215,7 @@ class ExprChecker(ABC):
             self.model_ref(node.output, "ask ... as")
         if agent is None:
             return Value()
-        answer = self.to_agent(agent, prompt, node.prompt, f"ask in the {agent} session")
+        answer = self.to_agent(agent, [(prompt, node.prompt, f"ask in the {agent} session")])
         return answer if node.output is None else Value(T.MODEL, answer.sources)
 
     def send(self, node: ast.Send) -> Value:
@@ -219,7 +225,7 @@ class ExprChecker(ABC):
         if agent is None:
             return Value()
         shown = value.element() if node.each else value
-        return self.to_agent(agent, shown, node.value, f"send in the {agent} session")
+        return self.to_agent(agent, [(shown, node.value, f"send in the {agent} session")])
 
     def session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
@@ -234,12 +240,13 @@ class ExprChecker(ABC):
     def handoff(self, value: Value, target: str, node: Any, via: str) -> None:
         """The handoff rule, statically: every source of `value` needs an edge to `target`."""
         for source in sorted(value.sources):
-            if not self.ctx.allows(source, target):
+            if source != target and (source, target) not in self.ctx.edges:
+                edges = listing([f"{a} -> {b}" for a, b in sorted(self.ctx.edges)])
                 self.ctx.error(
                     "handoff",
                     f"{source}'s output reaches {target} here ({via}), but no edge "
                     f"{source} -> {target} is declared; add `edges {source} -> {target}` "
-                    f"(declared edges: {self.ctx.shown_edges()})",
+                    f"(declared edges: {edges})",
                     node,
                 )
 
@@ -248,12 +255,8 @@ class ExprChecker(ABC):
         if not isinstance(node, ast.Name):
             self.ctx.misuse(f"{what} takes the name of a model imported with `use`", node)
         elif node.id not in self.ctx.imports:
-            self.ctx.error(
-                "unknown-name",
-                f"unknown model '{node.id}' (import it with `use {node.id} from "
-                f"package.module`){did_you_mean(node.id, self.ctx.imports)}",
-                node,
-            )
+            note = f" (import it with `use {node.id} from package.module`)"
+            self.ctx.unknown("unknown-name", "model", node.id, self.ctx.imports, node, note=note)
 
     def raw_outcomes(self, value: Value, node: Any) -> None:
         """Outcomes handed to an agent as they are would include the failed ones."""
@@ -276,14 +279,15 @@ class ExprChecker(ABC):
                 node,
             )
 
-    def to_agent(self, agent: str, value: Value, node: Any, via: str) -> Value:
-        """`value` handed to `agent` in one call: the handoff rule, the spend, its output."""
-        self.handoff(value, agent, node, via)
-        self.agent_spend(agent)
+    def to_agent(self, agent: str, handed: Iterable[tuple[Value, Any, str]]) -> Value:
+        """One call of `agent` with values (each with its place and role): the handoff rule,
+        the agent's use and spend, and its output."""
+        self.ctx.used_agents.add(agent)
+        for value, node, via in handed:
+            self.handoff(value, agent, node, via)
+        allowance = self.ctx.agents[agent].allowance
+        self.spends[-1].absorb(Spend(allowance or 0.0, 1.0, allowance is None, {agent: 1.0}), 1)
         return Value(T.OUTPUT, frozenset({agent}))
-
-    def agent_spend(self, agent: str) -> None:
-        self.spends[-1].add_call(agent, self.ctx.agents[agent].allowance)
 
     def keywords(self, node: ast.Call, agents: tuple[str, ...] = ()) -> dict[str, Value]:
         """Check the option names against the operator's; returns the values of those not in
@@ -313,7 +317,7 @@ class ExprChecker(ABC):
         if value.type in NOT_SEQUENCES:
             self.ctx.misuse(
                 f"{operator}(...) needs a list (or the outcomes of parallel or pipeline), "
-                f"but this is {value.describe()}",
+                f"but this is {value.type}",
                 node,
             )
         return value
@@ -351,7 +355,6 @@ class ExprChecker(ABC):
         return Value()
 
     def agent_call(self, node: ast.Call, agent: str) -> Value:
-        self.ctx.used_agents.add(agent)
         self.no_lambdas(
             node,
             f"an agent call takes no |x| {{ ... }} body; to run {agent} per item use "
@@ -363,20 +366,18 @@ class ExprChecker(ABC):
                 f"{agent}(prompt, name: value)",
                 node.args[1],
             )
-        for arg in node.args:
-            value = self.infer(arg)
+        handed = [(self.infer(arg), arg, "prompt") for arg in node.args]
+        for value, arg, _ in handed:
             self.raw_outcomes(value, arg)
-            self.handoff(value, agent, arg, "prompt")
         for kw in node.keywords:
             if kw.name == "output":
                 self.model_ref(kw.value, "output:")
                 continue
             value = self.infer(kw.value)
             if kw.name != "workspace":  # lending a workspace is not handing a value over
-                self.handoff(value, agent, kw.value, f"card variable '{kw.name}'")
+                handed.append((value, kw.value, f"card variable '{kw.name}'"))
         self.card_variables(agent, node.keywords, node.func)
-        self.agent_spend(agent)
-        return Value(T.OUTPUT, frozenset({agent}))
+        return self.to_agent(agent, handed)
 
     def builtin_call(self, node: ast.Call) -> Value:
         """A built-in function, checked against its entry in the callables table."""
@@ -413,7 +414,7 @@ class ExprChecker(ABC):
         for i, arg in enumerate(node.args):
             value = self.infer(arg)
             if i == 0 and value.type in _NOT_TEXT:
-                self.ctx.misuse(f"the question must be text, not {value.describe()}", arg)
+                self.ctx.misuse(f"the question must be text, not {value.type}", arg)
             self.handoff(value, HUMAN, arg, "question" if i == 0 else "payload")
         given = self.keywords(node)
         written = {kw.name: kw.value for kw in node.keywords}
@@ -441,18 +442,16 @@ class ExprChecker(ABC):
         self.ctx.used_agents.update({*roles, *([lead] if lead else [])})
         if len(node.args) != 1:
             self.ctx.misuse("team(task, lead: agent) takes one task", node.func)
-        for arg in node.args:
-            value = self.infer(arg)
+        handed = [(self.infer(arg), arg, "team task") for arg in node.args]
+        for value, arg, _ in handed:
             self.raw_outcomes(value, arg)
-            if lead is not None:
-                self.handoff(value, lead, arg, "team task")
         self.keywords(node, agents=("lead", "roles"))
         listen = given.get("listen")
         if isinstance(listen, ast.Str) and "".join(listen.texts) not in ("passive", "blocking"):
             self.ctx.misuse('listen is "passive" or "blocking"', listen)
         if lead is None:
             return Value()
-        self.agent_spend(lead)
+        self.to_agent(lead, handed)
         self.spends[-1].unbounded_tokens = True  # the model decides how many turns a team takes
         return Value(T.UNKNOWN, frozenset({lead}))
 
@@ -461,10 +460,8 @@ class ExprChecker(ABC):
         if not isinstance(node, ast.Name):
             self.ctx.misuse(f"{why}, named bare: lead: coder, roles: [coder]", node)
         elif node.id not in self.ctx.agents:
-            self.ctx.error(
-                "unknown-agent",
-                f"unknown agent '{node.id}' ({why}){did_you_mean(node.id, self.ctx.agents)}",
-                node,
+            self.ctx.unknown(
+                "unknown-agent", "agent", node.id, self.ctx.agents, node, note=f" ({why})"
             )
         else:
             return node.id
@@ -527,8 +524,7 @@ class ExprChecker(ABC):
                 self.ctx.misuse("a pipeline stage takes one item: |x| { ... }", stage)
             return self.lambda_value(stage, [item] * len(stage.params))
         if isinstance(stage, ast.Name) and stage.id in self.ctx.agents:
-            self.ctx.used_agents.add(stage.id)
-            return self.to_agent(stage.id, item, stage, "pipeline stage")
+            return self.to_agent(stage.id, [(item, stage, "pipeline stage")])
         if isinstance(stage, ast.Name) and stage.id in self.ctx.imports:
             return Value(T.UNKNOWN, item.sources)
         self.ctx.misuse(

@@ -21,13 +21,16 @@ from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
 class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
-    __slots__ = ("_cumulative", "_messages", "_tools", "_tools_units")
+    __slots__ = ("_cumulative", "_known", "_messages", "_tools", "_tools_units")
 
-    def __init__(self) -> None:
+    def __init__(self, tools: Sequence[ToolSpec] = (), tools_units: int = 0) -> None:
+        """`tools` and `tools_units`: the schemas a session sends and their size, known once
+        per agent (`AgentProfile`): its first request then need not measure them again."""
         self._messages: Sequence[Message] = ()
         self._cumulative: list[int] = []
         """Units of the previous request's messages up to and including each one."""
         self._tools: Sequence[ToolSpec] | None = None
+        self._known = (tools, tools_units)
         self._tools_units = 0
 
     def measure(self, request: ModelRequest) -> dict[str, int]:
@@ -35,7 +38,8 @@ class PrefixMeter:
         tools, messages = request.tools, request.messages
         same_tools = self._tools is not None and (tools is self._tools or tools == self._tools)
         if not same_tools:
-            self._tools_units = sum(spec_units(spec) for spec in tools)
+            known, units = self._known
+            self._tools_units = units if tools is known else sum(spec_units(s) for s in tools)
         self._tools = tools
         shared = _common_length(self._messages, messages) if same_tools else 0
         cumulative = self._cumulative

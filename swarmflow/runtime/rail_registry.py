@@ -32,7 +32,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -79,9 +79,11 @@ class Amend:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the rails at one hook decided: the payload as amended, and any veto."""
+class Verdict(NamedTuple):
+    """What the rails at one hook decided: the payload as amended, and any veto.
+
+    A named tuple: a turn makes four, one at each hook, even with no rails, and a tuple is
+    made in half the time of a frozen dataclass."""
 
     payload: Any
     veto: Veto | None = None

@@ -152,7 +152,7 @@ class AgentSession:
         self._specs = profile.specs
         self._tool_source, self._tool_names = profile.source, profile.tools
         self._tool_runner: ToolRunner | None = None  # made at the first tool call
-        self._prefix = PrefixMeter()
+        self._prefix = PrefixMeter(profile.specs, profile.spec_units)
         self._system_message = Message("system", system) if system else None
         # The part of every request that compaction cannot shrink: role card and tool schemas.
         self._fixed_units = profile.spec_units + (

@@ -12,10 +12,12 @@ import pytest
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.cli import main
 from swarmflow.core.events import ContextCompacted, ModelCalled
-from swarmflow.core.messages import ModelResponse, ToolCall
+from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from swarmflow.core.tokens import spec_units
 from swarmflow.flows import TEAM
 from swarmflow.models import OpenAIModel
 from swarmflow.report import digest
+from swarmflow.runtime.prefix import PrefixMeter
 from swarmflow.testing import FunctionModel
 from tests.support.chat_server import ChatServer, completion, usage, wire_call
 
@@ -129,3 +131,12 @@ async def test_on_the_wire_each_request_starts_with_the_previous_one() -> None:
         assert after["messages"][: len(before["messages"])] == before["messages"]
     spend = digest(result.events).by_agent()["looper"]
     assert spend.tokens_cached == 4 * 90 + 150  # the provider's own count, where it reports one
+
+
+def test_tool_sizes_known_in_advance_measure_as_the_schemas_do() -> None:
+    specs = [ToolSpec("list_files", "List files.", {"type": "object", "properties": {}})]
+    known = PrefixMeter(specs, sum(spec_units(s) for s in specs))
+    other = [ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})]
+    for tools in (specs, other):  # a request with other tools is measured afresh
+        request = ModelRequest(messages=[Message("user", "walk the tree")], tools=tools)
+        assert known.measure(request) == PrefixMeter().measure(request)
