@@ -99,7 +99,7 @@ class _BlockRun:
             raise self.error
         if self.returned is not None:
             return self.returned
-        finals = {n: self.results[w][n] for n, w in self.block.finals.items() if w in self.results}
+        finals = {n: self.results[w][n] for n, w in self.block.finals.items()}
         last = self.results.get(self.block.value_step or "", {})
         return {**finals, VALUE: last.get(VALUE)}
 
@@ -217,13 +217,12 @@ class Evaluator:
         return DslError([diag], self.program.source)
 
     async def evaluate(self, node: Any) -> Any:
+        """The value of `node`: a constant as written, a list item by item, the rest by kind."""
+        if isinstance(node, ast.Number | ast.Const):
+            return literal_value(node)
+        if isinstance(node, ast.ListExpr):
+            return [await self.evaluate(item) for item in node.items]
         return await _EXPRESSIONS[type(node)](self, node)
-
-    async def constant(self, node: ast.Number | ast.Const) -> Any:
-        return literal_value(node)
-
-    async def list_(self, node: ast.ListExpr) -> list[Any]:
-        return [await self.evaluate(item) for item in node.items]
 
     async def name(self, node: ast.Name) -> Any:
         if node.id not in self.values:
@@ -390,10 +389,7 @@ class Evaluator:
 
 _EXPRESSIONS: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
     ast.Name: Evaluator.name,
-    ast.Number: Evaluator.constant,
-    ast.Const: Evaluator.constant,
     ast.Str: Evaluator.string,
-    ast.ListExpr: Evaluator.list_,
     ast.Attribute: Evaluator.attribute,
     ast.Index: Evaluator.index,
     ast.Unary: Evaluator.unary,
@@ -404,11 +400,11 @@ _EXPRESSIONS: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
 }
 
 
-def _agent_names(node: ast.Expr) -> Any:
+def _agent_names(node: Any) -> Any:
     """`coder` is "coder", `[coder, reviewer]` is ["coder", "reviewer"] (check made sure)."""
     if isinstance(node, ast.ListExpr):
         return [item.id for item in node.items if isinstance(item, ast.Name)]
-    return node.id if isinstance(node, ast.Name) else None
+    return node.id
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
