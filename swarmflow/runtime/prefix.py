@@ -21,19 +21,18 @@ from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
 class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
-    __slots__ = ("_cumulative", "_messages", "_sent", "_tools", "_tools_units")
+    __slots__ = ("_cumulative", "_messages", "_tools", "_tools_units")
 
     def __init__(self, tools: Sequence[ToolSpec] = (), tools_units: int = 0) -> None:
         """`tools` and `tools_units`: the schemas the session sends and their size, measured
         once per agent and run (`AgentProfile`), so that its first request need not."""
-        self._messages: Sequence[Message] = ()
+        self._messages: Sequence[Message] | None = None
+        """The previous request's messages; None before the first request."""
         self._cumulative: list[int] = []
         """Units of the previous request's messages up to and including each one."""
         self._tools = tools
         self._tools_units = tools_units
         """The size of `_tools`: as given, or measured when a request sends other tools."""
-        self._sent = False
-        """Whether there was a previous request to compare with."""
 
     def measure(self, request: ModelRequest) -> dict[str, int]:
         """`prompt_tokens` and `prefix_tokens` of `request`, then remember it as the previous."""
@@ -42,9 +41,9 @@ class PrefixMeter:
         if not kept_tools:
             self._tools, self._tools_units = tools, sum(spec_units(spec) for spec in tools)
         # Only a request after one with the same tools can repeat a prefix of it.
-        repeats = kept_tools and self._sent
-        self._sent = True
-        shared = _common_length(self._messages, messages) if repeats else 0
+        previous = self._messages
+        repeats = kept_tools and previous is not None
+        shared = _common_length(previous, messages) if repeats and previous is not None else 0
         cumulative = self._cumulative
         del cumulative[shared:]
         total = cumulative[-1] if cumulative else 0
