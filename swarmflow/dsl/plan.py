@@ -11,21 +11,25 @@ A step that may `return` waits for every step before it and holds back every ste
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
 from swarmflow.dsl import ast
-from swarmflow.dsl.check_context import CALLABLE_BUILTINS, HUMAN, OPERATORS
+from swarmflow.dsl.callables import callable_names, names
+from swarmflow.dsl.check import check_module
 from swarmflow.dsl.check_decls import AGENT_FIELDS
+from swarmflow.dsl.diagnostics import DslError
+from swarmflow.dsl.parser import parse_module
 
 VALUE = "(value)"
 """The name under which an expression statement keeps its value."""
 SESSION = "@session"
 """The name under which a `session` block keeps its session, for the turns inside it."""
-Compound = ast.If | ast.Match | ast.Loop | ast.Session
 Position = tuple[int, int]
+OPERATORS = names("operator")
 _LIMIT_KEYS = {"tokens": "tokens", "calls": "calls", "cost": "cost", "time": "seconds"}
 
 
@@ -61,16 +65,6 @@ class Block:
 
 
 @dataclass(frozen=True)
-class ParamSpec:
-    """One input of the flow."""
-
-    name: str
-    type: str
-    default: Any = None
-    has_default: bool = False
-
-
-@dataclass(frozen=True)
 class AgentSpec:
     """One agent as declared: its name, and the `Agent(...)` options its fields give."""
 
@@ -85,7 +79,8 @@ class Program:
     name: str
     filename: str
     source: str
-    params: list[ParamSpec]
+    params: list[inspect.Parameter]
+    """The flow's inputs, as its signature has them (`annotation` is the type as written)."""
     returns: str | None
     agents: list[AgentSpec]
     edges: list[tuple[str, str]]
@@ -93,6 +88,8 @@ class Program:
     module: ast.Module
     steps: Block
     lambdas: dict[Position, Block]
+    models: list[ast.Name]
+    """Names used as an answer's model (`output: M`, `ask ... as M`), in source order."""
 
     def steps_mermaid(self) -> str:
         """The steps as a Mermaid flowchart; inner blocks are subgraphs."""
@@ -102,6 +99,19 @@ class Program:
         """The steps in Graphviz DOT."""
         head = [f'digraph "{self.name}_steps" {{', "    node [shape=box];"]
         return "\n".join([*head, *_drawn(self.steps, "dot", "    "), "}"])
+
+
+def compile_source(
+    source: str, filename: str = "<string>", *, base_dir: str | None = None
+) -> Program:
+    """The plan of steps of `.swarm` text; raises `DslError` if `check` finds errors."""
+    module, found = parse_module(source, filename)
+    if module is not None:
+        found += check_module(module, filename, base_dir=base_dir)
+    errors = [d for d in found if d.is_error]
+    if module is None or errors:
+        raise DslError(found if module is None else errors, source)
+    return plan_module(module, source, filename)
 
 
 def plan_module(module: ast.Module, source: str = "", filename: str = "<string>") -> Program:
@@ -119,7 +129,12 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
         filename=filename,
         source=source,
         params=[
-            ParamSpec(p.name.id, p.type.show(), literal_value(p.default), p.default is not None)
+            inspect.Parameter(
+                p.name.id,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=p.type.show(),
+                default=inspect.Parameter.empty if p.default is None else literal_value(p.default),
+            )
             for p in flow.params
         ],
         returns=flow.returns.show() if flow.returns else None,
@@ -129,6 +144,7 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
         module=module,
         steps=planner.block(module.steps[0].stmts if module.steps else [], "s"),
         lambdas=planner.lambdas,
+        models=sorted(planner.models, key=lambda n: (n.line, n.column)),
     )
 
 
@@ -151,87 +167,59 @@ def _field_value(value: ast.FieldValue) -> Any:
     return "none" if isinstance(value, ast.Const) else literal_value(value)  # `workspace none`
 
 
-@dataclass
-class _Scope:
-    """A block while it is planned; its `finals` say who last wrote each name."""
-
-    prefix: str
-    bound: set[str]
-    block: Block = field(default_factory=Block)
-    barrier: str | None = None
-    """The last step that may `return`: every later step waits for it."""
-
-
 class _Planner:
     """Walks statements and expressions, planning blocks."""
 
     def __init__(self, source: str, agents: set[str], imports: set[str]) -> None:
         self.lines = source.splitlines()
         self.agents = agents
-        self.globals = {*agents, *imports, *CALLABLE_BUILTINS, *OPERATORS, HUMAN}
+        self.globals = {*agents, *imports, *callable_names(), *OPERATORS}
         self.lambdas: dict[Position, Block] = {}
+        self.models: list[ast.Name] = []
 
     def block(self, stmts: list[ast.Stmt], prefix: str, bound: tuple[str, ...] = ()) -> Block:
-        scope = _Scope(prefix, set(bound))
+        """Plan one block: each step reads a name from the step that last wrote it, and waits
+        for those steps; a step that may `return` waits for all before and holds back all
+        after it."""
+        block, barrier = Block(), None
         for stmt in stmts:
-            self._add(scope, *self._step(f"{prefix}{len(scope.block.steps)}", stmt))
+            step, reads = self._step(f"{prefix}{len(block.steps)}", stmt)
+            step.reads = {name: block.finals.get(name) for name in sorted(reads)}
+            free = (n for n, w in step.reads.items() if w is None and n not in bound)
+            block.outer.update(dict.fromkeys(free))
+            if SESSION in reads and SESSION not in step.writes:
+                step.writes += (SESSION,)  # a turn hands the session on to the next turn
+            step.waits = {w for w in step.reads.values() if w is not None}
+            if step.returns:
+                step.waits.update(block.steps)
+            elif barrier is not None:
+                step.waits.add(barrier)
+            block.steps[step.id] = step
+            block.finals.update(dict.fromkeys(step.writes, step.id))
+            barrier = step.id if step.returns else barrier
             if isinstance(stmt, ast.Return):
                 break  # anything after it is unreachable (the checker said so)
         if stmts and isinstance(stmts[-1], ast.ExprStmt):
-            scope.block.value_step = next(reversed(scope.block.steps))
-        return scope.block
-
-    def _add(self, scope: _Scope, step: Step, reads: set[str]) -> None:
-        """Resolve what `step` reads to the steps that wrote it, and chain it after them."""
-        block = scope.block
-        step.reads = {name: block.finals.get(name) for name in sorted(reads)}
-        for name, writer in step.reads.items():
-            if writer is None and name not in scope.bound:
-                block.outer.setdefault(name)
-        if SESSION in reads and SESSION not in step.writes:
-            step.writes += (SESSION,)  # a turn hands the session on to the next turn
-        step.waits = {w for w in step.reads.values() if w is not None}
-        if step.returns:
-            step.waits.update(block.steps)
-        elif scope.barrier is not None:
-            step.waits.add(scope.barrier)
-        block.steps[step.id] = step
-        block.finals.update(dict.fromkeys(step.writes, step.id))
-        if step.returns:
-            scope.barrier = step.id
+            block.value_step = next(reversed(block.steps))
+        return block
 
     def _step(self, sid: str, stmt: ast.Stmt) -> tuple[Step, set[str]]:
-        step, reads = Step(sid, "expr", self._label(stmt), stmt), set[str]()
-        if isinstance(stmt, ast.If | ast.Match | ast.Loop | ast.Session):
-            self._compound(step, stmt, reads)
-            return step, reads
-        assert isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return)
-        if stmt.value is not None:
-            self._expr(stmt.value, reads)
-        step.kind, step.returns = self._kind(stmt), isinstance(stmt, ast.Return)
-        if not step.returns:
-            step.writes = (stmt.target.id if isinstance(stmt, ast.Assign) else VALUE,)
-        return step, reads
-
-    def _compound(self, step: Step, stmt: Compound, reads: set[str]) -> None:
-        """`if`, `match`, loops and sessions: one step whose inner blocks are planned alone."""
-        heads: list[ast.Expr]
-        titled: list[tuple[str, ast.Block | None]]
-        if isinstance(stmt, ast.If):
-            heads, titled = [stmt.cond], [("then", stmt.then), ("else", stmt.orelse)]
-        elif isinstance(stmt, ast.Match):
-            heads, titled = [stmt.subject], [(_arm_title(arm), arm.body) for arm in stmt.arms]
-        elif isinstance(stmt, ast.Loop):
-            heads, titled = [stmt.over], [("round", stmt.body)]
-        else:
-            heads, titled = [kw.value for kw in stmt.keywords], [("turns", stmt.body)]
+        """A step and the names it reads; `if`, `match`, loops and sessions plan their inner
+        blocks alone."""
+        heads, titled = _parts(stmt)
+        step, reads = Step(sid, self._kind(stmt), self._label(stmt), stmt), set[str]()
         for head in heads:
             self._expr(head, reads)
+        if isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return):
+            step.returns = isinstance(stmt, ast.Return)
+            if not step.returns:
+                step.writes = (stmt.target.id if isinstance(stmt, ast.Assign) else VALUE,)
+            return step, reads
         bound = (SESSION,) if isinstance(stmt, ast.Session) else ()
         if isinstance(stmt, ast.Loop) and stmt.var:
             bound = (stmt.var.id,)
         blocks = [
-            self.block(b.stmts, f"{step.id}.b{i}.", bound) if b else None
+            self.block(b.stmts, f"{sid}.b{i}.", bound) if b else None
             for i, (_, b) in enumerate(titled)
         ]
         inner = [b for b in blocks if b is not None]
@@ -242,10 +230,10 @@ class _Planner:
             reads.update(until - set(inner[0].finals))
         if not isinstance(stmt, ast.Session):  # a session's block always runs; others may not
             reads.update(writes)  # a name a run leaves unassigned keeps the value it had
-        step.kind = {ast.Loop: "loop", ast.Session: "session"}.get(type(stmt), "if")
         step.blocks, step.titles = tuple(blocks), tuple(t for t, _ in titled)
         step.writes = tuple(writes)
         step.returns = any(s.returns for b in inner for s in b.steps.values())
+        return step, reads
 
     def _expr(self, node: ast.Expr, reads: set[str]) -> None:
         """Add the names `node` reads; plan the `|x| { ... }` bodies inside it."""
@@ -254,16 +242,21 @@ class _Planner:
                 reads.add(item.id)
             elif isinstance(item, ast.Ask | ast.Send):
                 reads.add(SESSION)
+                if isinstance(item, ast.Ask) and item.output is not None:
+                    self.models.append(item.output)
+            elif isinstance(item, ast.Keyword) and item.name == "output":
+                if isinstance(item.value, ast.Name):
+                    self.models.append(item.value)
             elif isinstance(item, ast.Lambda):
                 names = tuple(p.id for p in item.params)
                 body = self.block(item.body.stmts, f"L{item.line}_{item.column}.s", names)
                 self.lambdas[(item.line, item.column)] = body
                 reads.update(body.outer)
 
-    def _kind(self, stmt: ast.Assign | ast.ExprStmt | ast.Return) -> str:
-        """How the step is drawn: what its statement calls."""
-        if isinstance(stmt, ast.Return):
-            return "return"
+    def _kind(self, stmt: ast.Stmt) -> str:
+        """How the step is drawn: its statement, or what its statement calls."""
+        if not isinstance(stmt, ast.Assign | ast.ExprStmt):
+            return _KINDS[type(stmt)]
         if isinstance(stmt.value, ast.Ask | ast.Send):
             return "operator"
         name = stmt.value.func.id if isinstance(stmt.value, ast.Call) else ""
@@ -271,7 +264,7 @@ class _Planner:
             return "agent"
         if name in OPERATORS:
             return "operator"
-        return "call" if name and name not in CALLABLE_BUILTINS else "expr"
+        return "call" if name and name not in callable_names() else "expr"
 
     def _label(self, stmt: ast.Stmt) -> str:
         line = self.lines[stmt.line - 1] if 1 <= stmt.line <= len(self.lines) else ""
@@ -283,8 +276,29 @@ class _Planner:
         return text + (" …" if more else "")
 
 
-def _arm_title(arm: ast.Arm) -> str:
-    return "else" if arm.pattern is None else f'"{arm.pattern}"'
+_KINDS = {
+    ast.Return: "return",
+    ast.If: "if",
+    ast.Match: "if",
+    ast.Loop: "loop",
+    ast.Session: "session",
+}
+
+
+def _parts(stmt: ast.Stmt) -> tuple[list[ast.Expr], list[tuple[str, ast.Block | None]]]:
+    """What a statement evaluates first, and its inner blocks with their titles."""
+    if isinstance(stmt, ast.If):
+        return [stmt.cond], [("then", stmt.then), ("else", stmt.orelse)]
+    if isinstance(stmt, ast.Match):
+        arms: list[tuple[str, ast.Block | None]] = [
+            ("else" if a.pattern is None else f'"{a.pattern}"', a.body) for a in stmt.arms
+        ]
+        return [stmt.subject], arms
+    if isinstance(stmt, ast.Loop):
+        return [stmt.over], [("round", stmt.body)]
+    if isinstance(stmt, ast.Session):
+        return [kw.value for kw in stmt.keywords], [("turns", stmt.body)]
+    return [stmt.value] if stmt.value is not None else [], []
 
 
 _SHAPES = {

@@ -9,15 +9,17 @@ reach the runner as themselves.
 
 Expressions call the real operators one to one (`coder(x)` is `await agent("coder", x)`,
 `parallel(n) |i| {...}` is `await parallel(factory, n=n)`, ...), so a `.swarm` flow and its
-Python twin record the same events.
+Python twin record the same events. The checker has vouched for names, arities and kinds of
+the flow's own values; the errors left here are those only a run's values can cause (a model's
+answer of the wrong kind, an input out of range), each located at its expression.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
-import math
 import operator
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,12 +34,14 @@ from swarmflow.core.outcomes import Ok
 from swarmflow.dsl import ast
 from swarmflow.dsl.callables import value_of
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.plan import SESSION, VALUE, Block, Program, Step
+from swarmflow.dsl.plan import OPERATORS, SESSION, VALUE, Block, Program, Step, literal_value
 from swarmflow.operators import agent, agent_session, budget, parallel, pipeline
 from swarmflow.runtime.prompts import render_prompt
 
 UNSET: Any = object()
 """The value of a name with none on this path (assigned in a branch or loop that did not run)."""
+Ended = dict[str, Any]
+"""What a step or block that did not `return` hands on: the last value of each name."""
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
@@ -64,23 +68,17 @@ class Returned:
 async def execute(program: Program, imports: dict[str, Any], inputs: dict[str, Any]) -> Any:
     """Run the flow's steps with `inputs`; the value of its `return` (or None)."""
     agents = frozenset(a.name for a in program.agents)
-    ended = await run_block(Evaluator(program, imports, agents, inputs), program.steps)
+    ended = await _BlockRun(Evaluator(program, imports, agents, inputs), program.steps).run()
     return ended.value if isinstance(ended, Returned) else ended[VALUE]
-
-
-async def run_block(ev: Evaluator, block: Block) -> Returned | dict[str, Any]:
-    """Run one block with the names `ev` knows: `Returned`, or the last value of each name
-    it assigns."""
-    return await _BlockRun(ev, block).run()
 
 
 @dataclass
 class _BlockRun:
-    """The state of one block while it runs."""
+    """One block while it runs, with the names `ev` knows from outside it."""
 
     ev: Evaluator
     block: Block
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, Ended] = field(default_factory=dict)
     returned: Returned | None = None
     error: Exception | None = None
 
@@ -89,7 +87,8 @@ class _BlockRun:
         self.sorter = TopologicalSorter({s.id: s.waits for s in self.block.steps.values()})
         self.sorter.prepare()
 
-    async def run(self) -> Returned | dict[str, Any]:
+    async def run(self) -> Returned | Ended:
+        """`Returned`, or the last value of each name the block assigns."""
         ready = self._ready()
         while len(ready) == 1:  # a chain runs in this task, with no checkpoint between steps
             ready = await self._run_one(self.block.steps[ready[0]])
@@ -100,7 +99,7 @@ class _BlockRun:
             raise self.error
         if self.returned is not None:
             return self.returned
-        finals = {n: self.results[w][n] for n, w in self.block.finals.items() if w in self.results}
+        finals = {n: self.results[w][n] for n, w in self.block.finals.items()}
         last = self.results.get(self.block.value_step or "", {})
         return {**finals, VALUE: last.get(VALUE)}
 
@@ -123,7 +122,7 @@ class _BlockRun:
             for n, w in step.reads.items()
         }
         ev = self.ev.within(scope)
-        out = await _STEPS[step.kind](self, step, ev)
+        out = await _STEPS.get(type(step.stmt), _simple)(step, ev)
         if isinstance(out, Returned):
             self.returned = out
             return []  # every later step waits on this one, so none of them starts
@@ -134,66 +133,69 @@ class _BlockRun:
     def _ready(self) -> list[str]:
         return sorted(self.sorter.get_ready(), key=self.order.__getitem__)
 
-    async def _simple(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
-        """A statement with no blocks inside; what a step hands on is its scope, updated."""
-        stmt = step.stmt
-        assert isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return)
-        value = await ev.evaluate(stmt.value) if stmt.value is not None else None
-        return Returned(value) if step.returns else {**ev.values, step.writes[0]: value}
 
-    async def _branch(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
-        """Run the block the condition (or the matched arm) picks, if any."""
-        stmt = step.stmt
-        if isinstance(stmt, ast.If):
-            chosen = step.blocks[0] if await ev.evaluate(stmt.cond) else step.blocks[1]
-        else:
-            assert isinstance(stmt, ast.Match)
-            index = arm_for(await ev.evaluate(stmt.subject), stmt.arms)
-            chosen = step.blocks[index] if index is not None else None
-        ended = await run_block(ev, chosen) if chosen else {}
-        return ended if isinstance(ended, Returned) else {**ev.values, **ended}
-
-    async def _loop(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
-        """Rounds one after another; what a round assigns is what the next one reads."""
-        stmt, body, env = step.stmt, step.blocks[0], dict(ev.values)
-        assert isinstance(stmt, ast.Loop) and body is not None
-        for item in await ev.rounds(stmt):
-            if stmt.var is not None:
-                env[stmt.var.id] = item
-            ended = await run_block(ev.within(env), body)
-            if isinstance(ended, Returned):
-                return ended
-            env.update(ended)
-            if stmt.until is not None and await ev.within(env).evaluate(stmt.until):
-                break
-        return env
-
-    async def _session(self, step: Step, ev: Evaluator) -> dict[str, Any] | Returned:
-        """A session, open while its block runs (however the block ends)."""
-        stmt, body = step.stmt, step.blocks[0]
-        assert isinstance(stmt, ast.Session) and body is not None
-        card_vars = {kw.name: await ev.evaluate(kw.value) for kw in stmt.keywords}
-        async with agent_session(stmt.agent.id, **card_vars) as handle:
-            ended = await run_block(ev.within({**ev.values, SESSION: handle}), body)
-        return ended if isinstance(ended, Returned) else {**ev.values, **ended}
+async def _simple(step: Step, ev: Evaluator) -> Ended | Returned:
+    """A statement with no blocks inside; what a step hands on is its scope, updated."""
+    stmt = step.stmt
+    assert isinstance(stmt, ast.Assign | ast.ExprStmt | ast.Return)
+    value = await ev.evaluate(stmt.value) if stmt.value is not None else None
+    return Returned(value) if step.returns else {**ev.values, step.writes[0]: value}
 
 
-_STEPS: dict[str, Callable[[_BlockRun, Step, Evaluator], Awaitable[dict[str, Any] | Returned]]] = {
-    **dict.fromkeys(("agent", "operator", "call", "expr", "return"), _BlockRun._simple),
-    "if": _BlockRun._branch,
-    "loop": _BlockRun._loop,
-    "session": _BlockRun._session,
-}
+async def _inner(ev: Evaluator, block: Block | None) -> Ended | Returned:
+    """Run an inner block (None: nothing); what it assigns updates the enclosing scope."""
+    ended = await _BlockRun(ev, block).run() if block else {}
+    return ended if isinstance(ended, Returned) else {**ev.values, **ended}
 
 
-def arm_for(value: Any, arms: list[ast.Arm]) -> int | None:
-    """The first arm whose text is `value` (an enum by its value), else the `else` arm."""
-    if isinstance(value, Enum):
-        value = value.value
-    for i, arm in enumerate(arms):
+async def _if(step: Step, ev: Evaluator) -> Ended | Returned:
+    assert isinstance(step.stmt, ast.If)
+    return await _inner(ev, step.blocks[0 if await ev.evaluate(step.stmt.cond) else 1])
+
+
+async def _match(step: Step, ev: Evaluator) -> Ended | Returned:
+    """Run the first arm whose text is the value (an enum by its value), else the `else` arm."""
+    assert isinstance(step.stmt, ast.Match)
+    value = await ev.evaluate(step.stmt.subject)
+    value = value.value if isinstance(value, Enum) else value
+    for arm, block in zip(step.stmt.arms, step.blocks, strict=False):
         if arm.pattern is None or (isinstance(value, str) and arm.pattern == value):
-            return i
-    return None
+            return await _inner(ev, block)
+    return ev.values
+
+
+async def _loop(step: Step, ev: Evaluator) -> Ended | Returned:
+    """Rounds one after another; what a round assigns is what the next one reads."""
+    stmt, body, env = step.stmt, step.blocks[0], dict(ev.values)
+    assert isinstance(stmt, ast.Loop) and body is not None
+    for item in await ev.rounds(stmt):
+        if stmt.var is not None:
+            env[stmt.var.id] = item
+        ended = await _BlockRun(ev.within(env), body).run()
+        if isinstance(ended, Returned):
+            return ended
+        env.update(ended)
+        if stmt.until is not None and await ev.within(env).evaluate(stmt.until):
+            break
+    return env
+
+
+async def _session(step: Step, ev: Evaluator) -> Ended | Returned:
+    """A session, open while its block runs (however the block ends)."""
+    stmt, body = step.stmt, step.blocks[0]
+    assert isinstance(stmt, ast.Session) and body is not None
+    card_vars = {kw.name: await ev.evaluate(kw.value) for kw in stmt.keywords}
+    async with agent_session(stmt.agent.id, **card_vars) as handle:
+        ended = await _BlockRun(ev.within({**ev.values, SESSION: handle}), body).run()
+    return ended if isinstance(ended, Returned) else {**ev.values, **ended}
+
+
+_STEPS: dict[type, Callable[[Step, Evaluator], Awaitable[Ended | Returned]]] = {
+    ast.If: _if,
+    ast.Match: _match,
+    ast.Loop: _loop,
+    ast.Session: _session,
+}
 
 
 @dataclass
@@ -207,7 +209,7 @@ class Evaluator:
 
     def within(self, values: dict[str, Any]) -> Evaluator:
         """An evaluator of the same run that knows `values`."""
-        return Evaluator(self.program, self.imports, self.agents, values)
+        return dataclasses.replace(self, values=values)
 
     def fail(self, node: ast.Node, message: str) -> DslError:
         """A located run-time error in the flow's own expressions."""
@@ -215,6 +217,11 @@ class Evaluator:
         return DslError([diag], self.program.source)
 
     async def evaluate(self, node: Any) -> Any:
+        """The value of `node`: a constant as written, a list item by item, the rest by kind."""
+        if isinstance(node, ast.Number | ast.Const):
+            return literal_value(node)
+        if isinstance(node, ast.ListExpr):
+            return [await self.evaluate(item) for item in node.items]
         return await _EXPRESSIONS[type(node)](self, node)
 
     async def name(self, node: ast.Name) -> Any:
@@ -235,7 +242,7 @@ class Evaluator:
             return functools.partial(agent, node.id)
         if node.id in self.imports:
             return self.imports[node.id]
-        return value_of(node.id)  # the checker let through only names that are one of these
+        return budget if node.id == "budget" else value_of(node.id)
 
     async def string(self, node: ast.Str) -> str:
         parts = [node.texts[0]]
@@ -288,20 +295,21 @@ class Evaluator:
     async def call(self, node: ast.Call) -> Any:
         """Agents, operators and imports are awaited; a built-in's mistakes are located."""
         name = node.func.id
-        if name in ("parallel", "pipeline"):
-            return await (self.parallel if name == "parallel" else self.pipeline)(node)
-        fn = budget if name == "budget" else self.callable_of(node.func)
+        if name == "parallel":
+            return await self.parallel(node)
+        if name == "pipeline":
+            return await self.pipeline(node)
+        fn = self.callable_of(node.func)
         args = [await self.evaluate(a) for a in node.args]
         args += [functools.partial(self.run_body, lam) for lam in node.lambdas]
-        options = await self.options(node)
         if name in self.agents:
-            return await fn(*(args or [""]), **options)
-        if name in self.imports or name in ("budget", "compact", "human", "team"):
-            return await _call(fn, *args, **options)
-        try:
-            return fn(*args)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise self.fail(node, f"{name}(...) failed: {exc}") from None
+            args = args or [""]  # an agent called with no prompt
+        elif name not in self.imports and name not in OPERATORS:
+            try:
+                return fn(*args)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise self.fail(node, f"{name}(...) failed: {exc}") from None
+        return await _call(fn, *args, **await self.options(node))
 
     async def options(self, node: ast.Call) -> dict[str, Any]:
         """A call's `name: value` options; a team's `lead` and `roles` name agents, bare."""
@@ -330,17 +338,13 @@ class Evaluator:
 
     async def parallel(self, node: ast.Call, *, stream: bool = False) -> Any:
         """`parallel(n) |i| { ... }`: n branches of the body, or the streaming form."""
-        n = await self.evaluate(node.args[0])
-        if isinstance(n, bool) or not isinstance(n, int | float) or math.isnan(n) or n < 0:
-            raise self.fail(
-                node.args[0], f"parallel(n) needs a number of branches, 0 or more; got {n!r}"
-            )
+        n = self.count(node.args[0], await self.evaluate(node.args[0]), "parallel(n)", "branches")
         given = await self.options(node)
         factory = functools.partial(self.run_body, node.lambdas[0])  # `|i|` is the branch index
         if stream:
             given.pop("first", None)
-            return parallel.stream(factory, n=int(n), **given)
-        return await parallel(factory, n=int(n), **given)  # a fractional count rounds down
+            return parallel.stream(factory, n=n, **given)
+        return await parallel(factory, n=n, **given)
 
     async def ask(self, node: ast.Ask) -> Any:
         prompt = await self.evaluate(node.prompt)
@@ -361,9 +365,13 @@ class Evaluator:
         value = await self.evaluate(loop.over)
         if loop.var is not None:
             return self.items(loop.over, value, "for ... in")
+        return list(range(self.count(loop.over, value, "repeat", "rounds")))
+
+    def count(self, node: ast.Node, value: Any, what: str, unit: str) -> int:
+        """A number of branches or rounds, 0 or more (a fractional one rounds down)."""
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise self.fail(loop.over, f"repeat needs a number of rounds, 0 or more; got {value!r}")
-        return list(range(int(value)))
+            raise self.fail(node, f"{what} needs a number of {unit}, 0 or more; got {value!r}")
+        return int(value)
 
     def items(self, node: ast.Node, value: Any, what: str) -> list[Any]:
         if not isinstance(value, str | bytes | Mapping):
@@ -374,26 +382,14 @@ class Evaluator:
     async def run_body(self, lam: ast.Lambda, *args: Any) -> Any:
         """Run a `|x| { ... }` body with `args` bound to its names; its value."""
         env = {**self.values, **dict(zip((p.id for p in lam.params), args, strict=False))}
-        ended = await run_block(self.within(env), self.program.lambdas[(lam.line, lam.column)])
+        body = self.program.lambdas[(lam.line, lam.column)]
+        ended = await _BlockRun(self.within(env), body).run()
         return ended.value if isinstance(ended, Returned) else ended[VALUE]
-
-
-async def _constant(ev: Evaluator, node: ast.Number | ast.Const) -> Any:
-    if isinstance(node, ast.Number):
-        return int(node.value) if node.is_integer else node.value
-    return node.value
-
-
-async def _list(ev: Evaluator, node: ast.ListExpr) -> list[Any]:
-    return [await ev.evaluate(item) for item in node.items]
 
 
 _EXPRESSIONS: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
     ast.Name: Evaluator.name,
-    ast.Number: _constant,
-    ast.Const: _constant,
     ast.Str: Evaluator.string,
-    ast.ListExpr: _list,
     ast.Attribute: Evaluator.attribute,
     ast.Index: Evaluator.index,
     ast.Unary: Evaluator.unary,
@@ -404,11 +400,11 @@ _EXPRESSIONS: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
 }
 
 
-def _agent_names(node: ast.Expr) -> Any:
+def _agent_names(node: Any) -> Any:
     """`coder` is "coder", `[coder, reviewer]` is ["coder", "reviewer"] (check made sure)."""
     if isinstance(node, ast.ListExpr):
         return [item.id for item in node.items if isinstance(item, ast.Name)]
-    return node.id if isinstance(node, ast.Name) else None
+    return node.id
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -9,20 +9,40 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Agent, Team
 from swarmflow.dsl import ast
 from swarmflow.dsl.check_decls import sibling
 from swarmflow.dsl.diagnostics import Diagnostic, DslError
-from swarmflow.dsl.plan import ParamSpec, Program
+from swarmflow.dsl.plan import Program, compile_source
 from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
-_CONVERTERS: dict[str, Any] = {"int": int, "float": float}
-_TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
+_CONVERTED: dict[str, type] = {"int": int, "float": float, "bool": bool}
+
+
+def load_flow(path: str | Path) -> Flow[..., Any]:
+    """A runnable `swarmflow.Flow` from a `.swarm` file; raises `DslError` with diagnostics."""
+    file = Path(path)
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    made = load_source(source, str(path), base_dir=str(file.parent))
+    # `swarmflow resume` loads the flow from here
+    made.source_path = str(file.resolve())  # type: ignore[attr-defined]
+    return made
+
+
+def load_source(
+    source: str, filename: str = "<string>", *, base_dir: str | None = None
+) -> Flow[..., Any]:
+    """A runnable `swarmflow.Flow` from `.swarm` text."""
+    return build_flow(compile_source(source, filename, base_dir=base_dir), base_dir)
 
 
 def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
@@ -36,24 +56,16 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
         for a in program.agents
     ]
 
-    async def run_steps(**given: Any) -> Any:
-        inputs = {
-            p.name: convert_input(p, given[p.name]) for p in program.params if p.name in given
-        }
-        defaults = {p.name: p.default for p in program.params if p.has_default}
-        return await execute(program, imports, {**defaults, **inputs})
+    params = {p.name: p for p in program.params}
 
-    params = [
-        inspect.Parameter(
-            p.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=p.type,
-            default=p.default if p.has_default else inspect.Parameter.empty,
-        )
-        for p in program.params
-    ]
+    async def run_steps(**given: Any) -> Any:
+        inputs = {n: p.default for n, p in params.items() if p.default is not p.empty}
+        inputs.update((n, convert_input(p, given[n])) for n, p in params.items() if n in given)
+        return await execute(program, imports, inputs)
+
     returns = program.returns or inspect.Signature.empty
-    run_steps.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    signature = inspect.Signature(program.params, return_annotation=returns)
+    run_steps.__signature__ = signature  # type: ignore[attr-defined]
     run_steps.__name__ = run_steps.__qualname__ = program.name
     run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
     here = str(Path(base_dir).resolve()) if base_dir is not None else "."
@@ -70,26 +82,20 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
 
 def _tool(name: str, imports: dict[str, Any]) -> Any:
     """A built-in tool by name; a `use`d tool or tool server as is; a plain function as `@tool`
-    makes it."""
+    makes it (`resolve_imports` refused every other import)."""
     value = imports.get(name, name)
-    if isinstance(value, Tool | ToolProvider | type) or not callable(value):
-        return value  # a non-tool is refused by Agent with a message naming it
-    return tool(value)
+    return value if isinstance(value, str | Tool | ToolProvider) else tool(value)
 
 
-def convert_input(param: ParamSpec, value: Any) -> Any:
-    """`"3"` for an `int` input is 3; a value of the right type passes unchanged."""
-    if not isinstance(value, str) or param.type not in ("int", "float", "bool"):
+def convert_input(param: inspect.Parameter, value: Any) -> Any:
+    """`"3"` for an `int` input is 3, `"yes"` for a `bool` True; other values pass unchanged."""
+    kind = param.annotation
+    if not isinstance(value, str) or kind not in _CONVERTED:
         return value
-    if param.type == "bool":
-        word = value.strip().lower()
-        if word in _TRUE | _FALSE:
-            return word in _TRUE
-        raise ValueError(f"input '{param.name}' is a bool: use true or false, not {value!r}")
     try:
-        return _CONVERTERS[param.type](value)
-    except ValueError:
-        raise ValueError(f"input '{param.name}' is {param.type}: {value!r} is not one") from None
+        return TypeAdapter(_CONVERTED[kind]).validate_python(value.strip())
+    except ValidationError:
+        raise ValueError(f"input '{param.name}' is {kind}: {value!r} is not one") from None
 
 
 def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, Any]:
@@ -104,15 +110,13 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
                 found[name.local.id] = _import(use.module, name.name.id, base_dir)
             except ImportError as exc:
                 problems.append((name, str(exc)))
-    for refs, why_not in ((_model_refs, _not_model), (_tool_refs, _not_tool)):
-        for node in refs(program.module):  # an import that failed is reported already
+    for refs, why_not in ((program.models, _not_model), (_tool_refs(program.module), _not_tool)):
+        for node in refs:  # an import that failed is reported already
             if node.id in found and (why := why_not(node.id, found[node.id])):
                 problems.append((node, why))
     if problems:
-        diagnostics = [
-            Diagnostic.at(node, "import", why, program.filename) for node, why in problems
-        ]
-        raise DslError(diagnostics, program.source)
+        found_at = [Diagnostic.at(n, "import", why, program.filename) for n, why in problems]
+        raise DslError(found_at, program.source)
     return found
 
 
@@ -133,17 +137,6 @@ def _not_tool(name: str, value: Any) -> str:
         what += f" {repr(value)[:40]}"
     why = "list a function, an @tool function or a tool server here"
     return f"'{name}' is not a tool but the {what}; {why}"
-
-
-def _model_refs(module: ast.Module) -> list[ast.Name]:
-    """Names used as `output:` and `ask ... as` models, in source order."""
-    refs: list[ast.Expr | None] = []
-    for item in (n for block in module.steps for n in ast.walk(block)):
-        if isinstance(item, ast.Ask):
-            refs.append(item.output)
-        elif isinstance(item, ast.Call):
-            refs.extend(kw.value for kw in item.keywords if kw.name == "output")
-    return sorted((r for r in refs if isinstance(r, ast.Name)), key=lambda r: (r.line, r.column))
 
 
 def _tool_refs(module: ast.Module) -> list[ast.Name]:

@@ -68,6 +68,9 @@ class OutputSchema:
     """The schema as the prompt states it."""
     canonical: str
     """The schema with sorted keys: the journal digests it into the call's key."""
+    validator: object
+    """The type's validator when this was built: `model_rebuild()` replaces it, and then the
+    schema may have changed too."""
 
 
 _SCHEMAS: WeakKeyDictionary[type[BaseModel], OutputSchema] = WeakKeyDictionary()
@@ -78,12 +81,13 @@ hundreds of microseconds for a small model, and a structured call needs it twice
 def output_schema(output: type[BaseModel]) -> OutputSchema:
     """The request spec and the texts of `output`'s JSON schema."""
     found = _SCHEMAS.get(output)
-    if found is None:
+    if found is None or found.validator is not output.__pydantic_validator__:
         schema = output.model_json_schema()
         found = _SCHEMAS[output] = OutputSchema(
             OutputSpec(output.__name__, schema),
             json.dumps(schema),
             json.dumps(schema, sort_keys=True),
+            output.__pydantic_validator__,
         )
     return found
 

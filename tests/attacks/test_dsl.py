@@ -33,11 +33,6 @@ def test_with_the_edge_from_human_the_checker_is_content() -> None:
     assert [d for d in check_source(source, "t.swarm") if d.is_error] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="swarmflow/dsl load_flow reads the file with read_text and lets UnicodeDecodeError "
-    "out; `swarmflow check`/`run` already say 'cannot read FILE'",
-)
 def test_a_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "binary.swarm"
     path.write_bytes(b"\xff\xfe flow \x00\x01")

@@ -41,7 +41,9 @@ def test_each_example_checks_clean(source):
 async def test_each_runnable_example_runs_with_the_demo_model(source):
     flow = load_source(source, "doc.swarm")
     inputs = {
-        p.name: "a report long enough to act on" for p in flow.program.params if not p.has_default
+        name: "a report long enough to act on"
+        for name, p in flow.signature.parameters.items()
+        if p.default is p.empty
     }
     result = await run(
         flow, model=demo_model(), human=lambda q, payload: payload or "yes", **inputs

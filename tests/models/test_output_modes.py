@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from swarmflow import Agent, ConfigError, Team, agent, agent_session, flow, run
 from swarmflow.core.capabilities import Capabilities, capabilities_for, server_kind
@@ -95,6 +96,29 @@ async def test_structured_answer_uses_json_schema_mode_and_records_it(
     assert sent["json_schema"]["schema"] == Review.model_json_schema()
     called = [e for e in result.events if e.type == "model_called"]
     assert [e.output_mode for e in called] == ["json_schema", "json_schema"]
+
+
+async def test_a_rebuilt_output_type_sends_its_new_schema(
+    chat_server: ChatServer, make_model: MakeModel
+) -> None:
+    class Verdict(BaseModel):
+        ok: bool
+
+    @flow(team=Team([Agent("reviewer")]))
+    async def judge(draft: str) -> Verdict:
+        return (await agent("reviewer", draft, output=Verdict)).value
+
+    chat_server.script(completion('{"ok": true}'), completion('{"ok": true, "why": "tidy"}'))
+    await run(judge, model=make_model(), draft="x = 1")
+    Verdict.model_fields["why"] = FieldInfo(annotation=str)
+    Verdict.model_rebuild(force=True)
+    result = await run(judge, model=make_model(), draft="x = 1")
+
+    assert result.status == "ok"
+    sent = [b["response_format"]["json_schema"]["schema"] for b in chat_server.bodies]
+    assert "why" not in sent[0]["properties"]
+    assert sent[1] == Verdict.model_json_schema()
+    assert sent[1]["required"] == ["ok", "why"]
 
 
 async def test_rejected_json_schema_steps_down_once_with_a_recorded_reason(

@@ -4,6 +4,7 @@ topology checks and events as a tool call."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -135,13 +137,27 @@ async def test_hostile_requests_get_clear_statuses() -> None:
     assert all(answer["ok"] is False and answer["error"] for _, answer in result.output)
 
 
-def _serve(run_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
+@contextlib.contextmanager
+def _served(run_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """`swarmflow board serve RUN_DIR` as a subprocess, stopped with Ctrl-C on the way out
+    (and killed if it will not stop), so that no server outlives its test."""
     argv = [sys.executable, "-m", "swarmflow.cli", "board", "serve", str(run_dir)]
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=_env())
     assert server.stdout is not None
-    url = server.stdout.readline().removeprefix("board: ").strip()
-    token = server.stdout.readline().removeprefix("token: ").split()[0]
-    return server, url, token
+    try:
+        url = server.stdout.readline().removeprefix("board: ").strip()
+        token = server.stdout.readline().removeprefix("token: ").split()[0]
+        yield server, url, token
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            raise
+        finally:
+            server.stdout.close()
 
 
 @flow(team=TEAM)
@@ -155,19 +171,13 @@ def test_board_serve_serves_a_run_directory_and_appends_to_its_log(tmp_path: Pat
     result = anyio.run(lambda: run(asks_helper, model=FunctionModel(lambda r: "x")))
     run_dir = result.run_dir
     (run_dir / "run.json").write_text(json.dumps({"flow": f"{__file__}:asks_helper"}))
-    server, url, token = _serve(run_dir)
-    try:
+    with _served(run_dir) as (server, url, token):
         assert (run_dir / "run.pid").read_text() == str(server.pid)
         base = ["--url", url, "--token", token, "--as", "helper"]
         waited = anyio.run(cli, "wait", *base, "--timeout", "20")
         reply = functools.partial(cli, stdin="yes, here: ✓\n".encode())
         sent = anyio.run(reply, "send", *base, "ext", "-", "--mention", "lead")
         wrong = anyio.run(cli, "show", "--url", url, "--token", "nope", "--as", "helper")
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
-        assert server.stdout is not None
-        server.stdout.close()
     assert waited[0] == 0 and "still there?" in waited[1], waited
     assert sent[0] == 0 and "posted message 2 to #ext" in sent[1]
     assert wrong[0] == 1 and "token" in wrong[2]
