@@ -217,7 +217,3 @@ class DslError(SwarmflowError):
             else "\n".join(d.header() for d in self.diagnostics)
         )
         super().__init__(text or "invalid .swarm file")
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.is_error]

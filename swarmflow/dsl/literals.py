@@ -42,35 +42,40 @@ class _Body:
         return self.line, offset - self.line_start + 1
 
 
-def split_template(token: Any) -> tuple[list[str], list[Hole], list[Problem]]:
-    """Texts between holes (unescaped), holes as (source, line, column), and problems."""
+def split_template(
+    token: Any, *, holes: bool = True
+) -> tuple[list[str], list[Hole], list[Problem]]:
+    """Texts between holes (unescaped), holes as (source, line, column), and problems.
+
+    With `holes=False` braces are plain text (agent cards are Jinja templates): one text.
+    """
     body = _Body(token)
-    if not _SPECIAL.intersection(body.text):  # plain text: nothing to walk
+    if not (_SPECIAL if holes else {"\\"}).intersection(body.text):  # nothing to walk
         return [body.text], [], []
     texts: list[str] = []
-    holes: list[Hole] = []
+    found_holes: list[Hole] = []
     problems: list[Problem] = []
     current: list[str] = []
-    for found in _TEMPLATE.finditer(body.text):
+    for found in (_TEMPLATE if holes else _PLAIN).finditer(body.text):
         piece, at = found.group(), found.start()
-        if piece in ("{{", "}}"):
+        if piece[0] == "\\":
+            current.append(_escape(piece, at, body, problems))
+        elif not holes or piece[0] not in "{}":
+            current.append(piece)
+        elif piece in ("{{", "}}"):
             current.append(piece[0])
         elif piece == "}":
             problems.append(
                 ("a lone '}' in a string; write '}}' for a literal brace", *body.place(at))
             )
-        elif piece[0] == "{":
+        else:
             texts.append("".join(current))
             current = []
-            _hole(piece, at, body, holes, problems)
-        elif piece[0] == "\\":
-            current.append(_escape(piece, at, body, problems))
-        else:
-            current.append(piece)
+            _hole(piece, at, body, found_holes, problems)
     texts.append("".join(current))
-    if len(texts) != len(holes) + 1:  # a broken hole: keep the text, drop the holes
+    if len(texts) != len(found_holes) + 1:  # a broken hole: keep the text, drop the holes
         return ["".join(texts)], [], problems
-    return texts, holes, problems
+    return texts, found_holes, problems
 
 
 def _hole(piece: str, at: int, body: _Body, holes: list[Hole], problems: list[Problem]) -> None:
@@ -95,19 +100,6 @@ def _escape(piece: str, at: int, body: _Body, problems: list[Problem]) -> str:
         )
     )
     return ch
-
-
-def plain_text(token: Any) -> tuple[str, list[Problem]]:
-    """A string with escapes resolved and braces kept (agent cards are Jinja templates)."""
-    body = _Body(token)
-    if "\\" not in body.text:
-        return body.text, []
-    problems: list[Problem] = []
-    pieces = [
-        _escape(p, found.start(), body, problems) if (p := found.group())[0] == "\\" else p
-        for found in _PLAIN.finditer(body.text)
-    ]
-    return "".join(pieces), problems
 
 
 # -- numbers with units --------------------------------------------------------------------

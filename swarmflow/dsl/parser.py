@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -84,19 +85,13 @@ class Origin:
         return self.line + text.count("\n", 0, pos), pos - line_start + 1
 
 
-@dataclass(frozen=True, slots=True)
-class _Lexing:
-    text: str
-    where: Origin
-
-
-_lexing: ContextVar[_Lexing | None] = ContextVar("swarm_lexing", default=None)
+_lexing: ContextVar[tuple[str, Origin]] = ContextVar("swarm_lexing", default=("", Origin()))
 
 
 @contextmanager
 def lexing(text: str, where: Origin) -> Iterator[None]:
     """Tell the post-lexer which text it reads, and where that text sits in its file."""
-    token = _lexing.set(_Lexing(text, where))
+    token = _lexing.set((text, where))
     try:
         yield
     finally:
@@ -109,16 +104,16 @@ class Newlines(PostLex):
     always_accept = ("_NL", "SEMICOLON", *_keyword_terminals())
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        return _Pass(_lexing.get() or _Lexing("", Origin())).run(stream)
+        return _Pass(*_lexing.get()).run(stream)
 
 
 class _Pass:
     """One pass over the tokens of one text."""
 
-    def __init__(self, lexing: _Lexing) -> None:
-        self.text = lexing.text
-        self.where = lexing.where
-        self.placing = lexing.where != Origin()  # decided once: this runs for every token
+    def __init__(self, text: str, where: Origin) -> None:
+        self.text = text
+        self.where = where
+        self.placing = where != Origin()  # decided once: this runs for every token
         self.stack: list[str] = ["LPAR"] if self.where.in_parens else []
         self.levels: list[int] = [0] * (len(self.stack) + 1)  # deepening tokens per level
         self.depth = len(self.stack) * 3
@@ -187,24 +182,20 @@ class _Pass:
 
 # -- the parser ----------------------------------------------------------------------------
 
-_parser: Lark | None = None
 
-
+@cache
 def get_parser() -> Lark:
     """The shared LALR parser, built on first use (and cached across processes by lark)."""
-    global _parser
-    if _parser is None:
-        _parser = Lark(
-            _GRAMMAR.read_text(encoding="utf-8"),
-            parser="lalr",
-            lexer="contextual",
-            postlex=Newlines(),
-            start=["start", "expr"],
-            maybe_placeholders=True,
-            transformer=AstBuilder(),
-            cache=True,  # lark keeps the analysed tables in a temp file: loads in a few ms
-        )
-    return _parser
+    return Lark(
+        _GRAMMAR.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        postlex=Newlines(),
+        start=["start", "expr"],
+        maybe_placeholders=True,
+        transformer=AstBuilder(),
+        cache=True,  # lark keeps the analysed tables in a temp file: loads in a few ms
+    )
 
 
 def parse_module(
@@ -267,24 +258,16 @@ _SIMPLE_HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]
 
 
 def _dotted(path: str, line: int, column: int) -> ast.Expr:
-    parts = path.split(".")
-    if parts[0] in CONSTANTS:
-        return ast.Const(
-            value=CONSTANTS[parts[0]],
-            line=line,
-            column=column,
-            end_line=line,
-            end_column=column + len(parts[0]),
-        )
-    node: ast.Expr = ast.Name(
-        id=parts[0], line=line, column=column, end_line=line, end_column=column + len(parts[0])
-    )
-    end = column + len(parts[0])
-    for part in parts[1:]:
+    """`a.b.c` as the parser would build it, each node spanning from `a` to its own end."""
+    head, *rest = path.split(".")
+    end = column + len(head)
+    at = {"line": line, "column": column, "end_line": line}
+    node: ast.Expr = ast.Name(id=head, end_column=end, **at)
+    if head in CONSTANTS:
+        node = ast.Const(value=CONSTANTS[head], end_column=end, **at)
+    for part in rest:
         end += len(part) + 1
-        node = ast.Attribute(
-            value=node, attr=part, line=line, column=column, end_line=line, end_column=end
-        )
+        node = ast.Attribute(value=node, attr=part, end_column=end, **at)
     return node
 
 

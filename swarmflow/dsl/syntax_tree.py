@@ -11,13 +11,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 from lark import Token, Transformer
 
 from swarmflow.dsl import ast
 from swarmflow.dsl.diagnostics import Diagnostic, Spot
-from swarmflow.dsl.literals import UnitError, parse_quantity, plain_text, split_template
+from swarmflow.dsl.literals import UnitError, parse_quantity, split_template
 
 HoleParser = Callable[[str, int, int], Any]
 
@@ -33,14 +33,11 @@ def _at(first: Any, last: Any | None = None) -> dict[str, Any]:
     }
 
 
-class _Args(NamedTuple):
-    """The inside of a call's parentheses, before it is spread into a node."""
-
-    args: list[Any]
-    keywords: list[ast.Keyword]
-
-
-_NO_ARGS = _Args([], [])
+def _arguments(items: list[Any] | None) -> dict[str, Any]:
+    """The `args` and `keywords` fields of a call or session, from inside its parentheses."""
+    items = [x for x in items or () if x is not None]
+    keywords = [x for x in items if isinstance(x, ast.Keyword)]
+    return {"args": [x for x in items if not isinstance(x, ast.Keyword)], "keywords": keywords}
 
 
 @dataclass
@@ -128,9 +125,9 @@ class AstBuilder(Transformer[Token, Any]):
 
     def _field_value(self, token: Token) -> Any:
         if token.type in ("STRING", "LONG_STRING"):
-            text, problems = plain_text(token)
+            texts, _, problems = split_template(token, holes=False)
             build_state.get().problems_at(problems)
-            return ast.Str(texts=[text], **_at(token))
+            return ast.Str(texts=texts, **_at(token))
         if token.type == "NONE":
             return ast.Const(value=None, **_at(token))
         if token.type in ("NUMBER", "COST"):
@@ -178,14 +175,7 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.If(cond=c[1], then=c[2], orelse=orelse, **_at(c[0], orelse or c[2]))
 
     def session_stmt(self, c: list[Any]) -> ast.Session:
-        args = c[2] or _NO_ARGS
-        return ast.Session(
-            agent=self._name(c[1]),
-            args=args.args,
-            keywords=args.keywords,
-            body=c[3],
-            **_at(c[0], c[3]),
-        )
+        return ast.Session(agent=self._name(c[1]), body=c[3], **_arguments(c[2]), **_at(c[0], c[3]))
 
     def loop_stmt(self, c: list[Any]) -> ast.Loop:
         until = c[-1]
@@ -203,8 +193,9 @@ class AstBuilder(Transformer[Token, Any]):
         head, body = c[0], c[-1]
         pattern = None
         if head.type == "STRING":
-            pattern, problems = plain_text(head)
+            texts, _, problems = split_template(head, holes=False)
             build_state.get().problems_at(problems)
+            pattern = texts[0]
         if not isinstance(body, ast.Block):
             body = ast.Block(stmts=[body], **_at(body))
         return ast.Arm(pattern=pattern, body=body, **_at(head, body))
@@ -267,16 +258,14 @@ class AstBuilder(Transformer[Token, Any]):
     def call(self, c: list[Any]) -> ast.Call:
         """`f(...) |x| { ... }`; `parallel(n) { ... }` (its block is a body with no names) and
         `budget()` are calls too, so that every later stage has one form for them all."""
-        args: _Args = c[1] or _NO_ARGS
         lambdas = [
             ast.Lambda(params=[], body=x, **_at(x)) if isinstance(x, ast.Block) else x
             for x in c[3:]
         ]
         return ast.Call(
             func=self._name(c[0]),
-            args=args.args,
-            keywords=args.keywords,
             lambdas=lambdas,
+            **_arguments(c[1]),
             **_at(c[0], lambdas[-1] if lambdas else c[2]),
         )
 
@@ -284,9 +273,8 @@ class AstBuilder(Transformer[Token, Any]):
         params = [self._name(t) for t in c[1:-1] if isinstance(t, Token)]
         return ast.Lambda(params=params, body=c[-1], **_at(c[0], c[-1]))
 
-    def arguments(self, c: list[Any]) -> _Args:
-        args = [x for x in c if x is not None and not isinstance(x, ast.Keyword)]
-        return _Args(args, [x for x in c if isinstance(x, ast.Keyword)])
+    def arguments(self, c: list[Any]) -> list[Any]:
+        return c
 
     def keyword(self, c: list[Any]) -> ast.Keyword:
         return ast.Keyword(name=str(c[0]), value=c[1], **_at(c[0], c[1]))
