@@ -76,9 +76,10 @@ def describe_unexpected(
     unclosed = _unclosed_before(token, before, source, filename) if where == Origin() else None
     if unclosed is not None:
         return unclosed
-    opener = _mismatched_opener(token, before)
-    if opener is not None:
-        return _never_closed(filename, opener, f"before the '{token}' on line {token.line}")
+    opened = _open_brackets(before)
+    if token.type in _CLOSERS and opened and before[opened[-1]].type != _CLOSERS[token.type]:
+        where_to = f"before the '{token}' on line {token.line}"  # `)` closing a `[`, say
+        return _never_closed(filename, before[opened[-1]], where_to)
     spot = token
     if before and before[-1].type == "NAME" and str(before[-1]) in _PYTHON_HABITS:
         spot = before[-1]
@@ -137,14 +138,6 @@ def _assigned(source: str, token: Token) -> bool:
     """Whether `name =` (an assignment, not `==`) begins at `token`."""
     rest = source[token.end_pos or 0 :].lstrip(" \t")
     return rest.startswith("=") and not rest.startswith(("==", "=>"))
-
-
-def _mismatched_opener(token: Token, before: list[Token]) -> Token | None:
-    """The innermost open bracket when `token` closes a different kind of bracket."""
-    stack = _open_brackets(before)
-    if token.type in _CLOSERS and stack and before[stack[-1]].type != _CLOSERS[token.type]:
-        return before[stack[-1]]
-    return None
 
 
 def _diag(filename: str, where: Token | Spot, message: str, width: int = 1) -> Diagnostic:
@@ -231,16 +224,16 @@ def _lambda_body(token: Token, expected: set[str], before: list[Token]) -> str |
 
 
 def _keyword_equals(token: Token, expected: set[str], before: list[Token]) -> str | None:
-    if token.type == "EQUAL" and _inside_parentheses(before):
+    if token.type == "EQUAL" and _open_kinds(before)[-1:] == ["LPAR"]:
         return "keyword arguments are written name: value, not name = value"
     if token.type == "EQUAL" and before and before[-1].type in ("RPAR", "RSQB", "NAME"):
         return "only a plain name can be assigned: write `name = value` on its own line"
     return None
 
 
-def _inside_parentheses(before: list[Token]) -> bool:
-    stack = _open_brackets(before)
-    return bool(stack) and before[stack[-1]].type == "LPAR"
+def _open_kinds(before: list[Token]) -> list[str]:
+    """The kinds of the brackets still open after `before`, innermost last."""
+    return [before[i].type for i in _open_brackets(before)]
 
 
 def _python_habit(token: Token, expected: set[str], before: list[Token]) -> str | None:
@@ -262,15 +255,11 @@ def _reserved_word(token: Token, expected: set[str], before: list[Token]) -> str
 def _early_line_end(token: Token, expected: set[str], before: list[Token]) -> str | None:
     if token.type == "_NL":
         return f"this line ends too early; expected {_expected(expected)}"
-    if token.type == "RBRACE" and not _has_opener(before, "LBRACE"):
+    if token.type == "RBRACE" and "LBRACE" not in _open_kinds(before):
         return "unmatched '}': there is no '{' for it to close"
-    if token.type == "RPAR" and not _has_opener(before, "LPAR"):
+    if token.type == "RPAR" and "LPAR" not in _open_kinds(before):
         return "unmatched ')': there is no '(' for it to close"
     return None
-
-
-def _has_opener(before: list[Token], opener: str) -> bool:
-    return any(before[i].type == opener for i in _open_brackets(before))
 
 
 _HINTS: tuple[Callable[[Token, set[str], list[Token]], str | None], ...] = (
