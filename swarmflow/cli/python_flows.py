@@ -74,8 +74,8 @@ def check_python_flow(flow: Any) -> tuple[list[Diagnostic], str]:
                     agent.name if agent.name in named else None,
                     "error",
                     "budget",
-                    f"agent '{agent.name}' may spend {show_quantity(agent.allowance, 'count')} "
-                    f"tokens but the whole flow has {show_quantity(tokens, 'count')}",
+                    f"agent '{agent.name}' may spend {show_quantity(agent.allowance)} "
+                    f"tokens but the whole flow has {show_quantity(tokens)}",
                 )
             )
     return sorted(found, key=lambda d: (d.line, d.column)), source

@@ -261,8 +261,8 @@ def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
     if tokens is not None and value.value > tokens:
         ctx.warning(
             "budget",
-            f"agent '{info.decl.name.id}' may spend {show_quantity(value.value, 'count')} "
-            f"tokens but the whole flow has {show_quantity(tokens, 'count')}",
+            f"agent '{info.decl.name.id}' may spend {show_quantity(value.value)} "
+            f"tokens but the whole flow has {show_quantity(tokens)}",
             value,
         )
 

@@ -582,14 +582,14 @@ class ExprChecker(ABC):
             per = "round" if label.startswith(("repeat", "for")) else "branch"
             who = ", ".join(f"{a} x{c:g}" for a, c in sorted(inner.agents.items()))
             each = ", ".join(
-                f"{a} {show_quantity(self.ctx.agents[a].allowance or 0, 'count')}"
+                f"{a} {show_quantity(self.ctx.agents[a].allowance or 0)}"
                 for a in sorted(inner.agents)
             )
             detail = f"at allowances of {each}" if what == "tokens" else ""
             message = (
-                f"{label} may need {show_quantity(need, 'count')} {what} ({who} per {per}, "
+                f"{label} may need {show_quantity(need)} {what} ({who} per {per}, "
                 f"{detail or 'at one model call per agent call'}) but the flow's budget is "
-                f"{show_quantity(have, 'count')} {what}; lower the "
+                f"{show_quantity(have)} {what}; lower the "
                 f"{'rounds' if per == 'round' else 'fan-out'} or the allowance, or raise the budget"
             )
             if n.exact:

@@ -143,20 +143,9 @@ def _split(text: str) -> tuple[float, str]:
         raise UnitError(f"{text} is not a number") from None
 
 
-def show_quantity(value: float, dimension: str) -> str:
-    """A readable form of a quantity for messages: `1.6M`, `30m`, `$5.00`."""
-    if dimension == "cost":
-        return f"${value:.2f}"
-    if dimension == "duration":
-        return _show_duration(value)
+def show_quantity(value: float) -> str:
+    """A count in a message's words, with its unit folded back in: `1.6M`, `400k`, `12`."""
     for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:
             return f"{value / scale:g}{suffix}"
     return f"{value:g}"
-
-
-def _show_duration(seconds: float) -> str:
-    for suffix, scale in (("h", 3600.0), ("m", 60.0)):
-        if seconds >= scale and (seconds / scale).is_integer():
-            return f"{seconds / scale:g}{suffix}"
-    return f"{seconds:g}s"
