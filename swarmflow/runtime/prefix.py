@@ -21,27 +21,29 @@ from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
 class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
-    __slots__ = ("_cumulative", "_known", "_messages", "_tools", "_tools_units")
+    __slots__ = ("_cumulative", "_messages", "_tools", "_tools_units")
 
     def __init__(self, tools: Sequence[ToolSpec] = (), tools_units: int = 0) -> None:
-        """`tools` and `tools_units`: the schemas a session sends and their size, known once
-        per agent (`AgentProfile`): its first request then need not measure them again."""
-        self._messages: Sequence[Message] = ()
+        """`tools` and `tools_units`: the schemas the session sends and their size, measured
+        once per agent and run (`AgentProfile`), so that its first request need not."""
+        self._messages: Sequence[Message] | None = None
+        """The previous request's messages; None before the first request."""
         self._cumulative: list[int] = []
         """Units of the previous request's messages up to and including each one."""
-        self._tools: Sequence[ToolSpec] | None = None
-        self._known = (tools, tools_units)
-        self._tools_units = 0
+        self._tools = tools
+        self._tools_units = tools_units
+        """The size of `_tools`: as given, or measured when a request sends other tools."""
 
     def measure(self, request: ModelRequest) -> dict[str, int]:
         """`prompt_tokens` and `prefix_tokens` of `request`, then remember it as the previous."""
         tools, messages = request.tools, request.messages
-        same_tools = self._tools is not None and (tools is self._tools or tools == self._tools)
-        if not same_tools:
-            known, units = self._known
-            self._tools_units = units if tools is known else sum(spec_units(s) for s in tools)
-        self._tools = tools
-        shared = _common_length(self._messages, messages) if same_tools else 0
+        kept_tools = tools is self._tools or tools == self._tools
+        if not kept_tools:
+            self._tools, self._tools_units = tools, sum(spec_units(spec) for spec in tools)
+        # Only a request after one with the same tools can repeat a prefix of it.
+        previous = self._messages
+        repeats = kept_tools and previous is not None
+        shared = _common_length(previous, messages) if repeats and previous is not None else 0
         cumulative = self._cumulative
         del cumulative[shared:]
         total = cumulative[-1] if cumulative else 0
@@ -50,7 +52,7 @@ class PrefixMeter:
             cumulative.append(total)
         self._messages = messages
         reused = 0
-        if same_tools:
+        if repeats:
             reused = self._tools_units + (cumulative[shared - 1] if shared else 0)
         # Units become tokens at one rate for both, so the share is the share of units.
         return {
