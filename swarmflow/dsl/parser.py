@@ -52,14 +52,12 @@ def _keyword_terminals() -> tuple[str, ...]:
 
 
 class LexError(Exception):
-    """Text the post-lexer refuses, with its place."""
+    """Text the post-lexer refuses, at the token where it stopped."""
 
-    def __init__(self, message: str, line: int, column: int, width: int = 1) -> None:
+    def __init__(self, message: str, token: Token) -> None:
         super().__init__(message)
         self.message = message
-        self.line = line
-        self.column = column
-        self.width = width
+        self.token = token
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +135,7 @@ class _Pass:
     def _ends_statement(self, token: Token) -> bool:
         inside = self.stack[-1] if self.stack else "LBRACE"
         if token.type == "SEMICOLON" and inside != "LBRACE":
-            raise LexError(
-                "';' ends a statement, so it cannot stand inside ( ) or [ ]",
-                token.line or 1,
-                token.column or 1,
-            )
+            raise LexError("';' ends a statement, so it cannot stand inside ( ) or [ ]", token)
         if inside != "LBRACE" or self.ended:
             return False
         following = _CONTINUATION.match(self.text, token.end_pos or 0)  # no copy of the rest
@@ -170,9 +164,7 @@ class _Pass:
             raise LexError(
                 f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
                 "brackets and blocks); split it into smaller steps",
-                token.line or 1,
-                token.column or 1,
-                len(token),
+                token,
             )
 
     def _reset_level(self) -> None:
@@ -230,9 +222,7 @@ def _parse(source: str, start: str, filename: str, where: Origin) -> tuple[Any, 
         with lexing(source, where):
             return get_parser().parse(source, start=start), None
     except LexError as exc:
-        from swarmflow.dsl.syntax_errors import describe_lex_error
-
-        return None, describe_lex_error(exc, filename)
+        return None, Diagnostic.at(exc.token, "syntax", exc.message, filename)
     except UnexpectedInput as exc:
         from swarmflow.dsl.syntax_errors import describe_unexpected  # only after a mistake
 

@@ -10,7 +10,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from swarmflow.dsl.callables import names
 from swarmflow.dsl.diagnostics import Diagnostic, Spot, did_you_mean, suggest
-from swarmflow.dsl.parser import LexError, Origin, get_parser, tokens
+from swarmflow.dsl.parser import Origin, get_parser, tokens
 
 _STATEMENT_STARTS = frozenset({"RETURN", "IF", "SESSION"})
 # How a message names a kind of token: when it is expected, and when it is found (`{}`: its text).
@@ -54,11 +54,6 @@ def _starts(rule: str) -> frozenset[str]:
 @cache
 def _literals() -> dict[str, str]:
     return {t.name: t.pattern.value for t in get_parser().terminals if t.pattern.type == "str"}
-
-
-def describe_lex_error(exc: LexError, filename: str) -> Diagnostic:
-    """A tokenizer error as a diagnostic."""
-    return _diag(filename, Spot(exc.line, exc.column), exc.message, exc.width)
 
 
 def describe_unexpected(
