@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from swarmflow import run
+from swarmflow import FlowFailed, run
 from swarmflow.dsl import DslError
 from swarmflow.testing import FunctionModel, ScriptedModel, Step
 
@@ -241,3 +241,17 @@ def test_load_reports_missing_imports_and_non_models_where_they_are_used():
     messages = [(d.line, d.message) for d in caught.value.diagnostics]
     assert any("has no 'nothing'" in m for _, m in messages)
     assert any(line == 7 and "not a pydantic model" in m for line, m in messages)
+
+
+async def test_text_inputs_become_the_declared_number_or_truth_value():
+    source = (
+        "flow f(n: int, rate: float, ok: bool) -> str\n"
+        'steps {\n  return "{n + 1} {rate * 2} {ok}"\n}\n'
+    )
+    model = FunctionModel(lambda r: "")
+    result = await run(load(source), n=" 3", rate="0.5", ok="yes", model=model)
+    assert result.output == "4 1.0 True"
+    with pytest.raises(FlowFailed, match="input 'n' is int: 'three' is not one"):
+        await run(load(source), n="three", rate="0.5", ok="no", model=model)
+    with pytest.raises(FlowFailed, match="input 'ok' is bool: 'maybe' is not one"):
+        await run(load(source), n="3", rate="0.5", ok="maybe", model=model)
