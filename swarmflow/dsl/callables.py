@@ -109,11 +109,13 @@ def table() -> dict[str, Entry]:
     return found
 
 
+@cache  # the table is fixed once built; the planner asks for each step
 def names(*kinds: Kind) -> frozenset[str]:
     """The names of the given kinds."""
     return frozenset(e.name for e in table().values() if e.kind in kinds)
 
 
+@cache
 def callable_names() -> frozenset[str]:
     """Names a step calls as `name(...)`: built-in functions, compact, pipeline and human."""
     return frozenset(e.name for e in table().values() if e.call)

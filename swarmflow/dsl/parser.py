@@ -252,9 +252,11 @@ def _dotted(path: str, line: int, column: int) -> ast.Expr:
     head, *rest = path.split(".")
     end = column + len(head)
     at = {"line": line, "column": column, "end_line": line}
-    node: ast.Expr = ast.Name(id=head, end_column=end, **at)
-    if head in CONSTANTS:
-        node = ast.Const(value=CONSTANTS[head], end_column=end, **at)
+    node: ast.Expr = (
+        ast.Const(value=CONSTANTS[head], end_column=end, **at)
+        if head in CONSTANTS
+        else ast.Name(id=head, end_column=end, **at)
+    )
     for part in rest:
         end += len(part) + 1
         node = ast.Attribute(value=node, attr=part, end_column=end, **at)

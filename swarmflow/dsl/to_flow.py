@@ -22,7 +22,8 @@ from swarmflow.dsl.run import execute
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 
-_CONVERTED: dict[str, type] = {"int": int, "float": float, "bool": bool}
+_CONVERTED: dict[str, TypeAdapter[Any]] = {t.__name__: TypeAdapter(t) for t in (int, float, bool)}
+"""How a text input becomes the number or truth value its declared type asks for."""
 
 
 def load_flow(path: str | Path) -> Flow[..., Any]:
@@ -93,7 +94,7 @@ def convert_input(param: inspect.Parameter, value: Any) -> Any:
     if not isinstance(value, str) or kind not in _CONVERTED:
         return value
     try:
-        return TypeAdapter(_CONVERTED[kind]).validate_python(value.strip())
+        return _CONVERTED[kind].validate_python(value.strip())
     except ValidationError:
         raise ValueError(f"input '{param.name}' is {kind}: {value!r} is not one") from None
 

@@ -41,9 +41,8 @@ class PrefixMeter:
         if not kept_tools:
             self._tools, self._tools_units = tools, sum(spec_units(spec) for spec in tools)
         # Only a request after one with the same tools can repeat a prefix of it.
-        previous = self._messages
-        repeats = kept_tools and previous is not None
-        shared = _common_length(previous, messages) if repeats and previous is not None else 0
+        previous = self._messages if kept_tools else None
+        shared = _common_length(previous, messages) if previous is not None else 0
         cumulative = self._cumulative
         del cumulative[shared:]
         total = cumulative[-1] if cumulative else 0
@@ -52,7 +51,7 @@ class PrefixMeter:
             cumulative.append(total)
         self._messages = messages
         reused = 0
-        if repeats:
+        if previous is not None:
             reused = self._tools_units + (cumulative[shared - 1] if shared else 0)
         # Units become tokens at one rate for both, so the share is the share of units.
         return {
