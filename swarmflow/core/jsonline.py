@@ -36,10 +36,13 @@ def _plain(value: Any) -> Any:
 def json_line(data: Any) -> bytes:
     """Compact JSON bytes of `data`, anything unknown as its `str`."""
     try:
-        return orjson.dumps(data, default=_plain, option=_OPTIONS)
+        line = orjson.dumps(data, default=_plain, option=_OPTIONS)
     except orjson.JSONEncodeError:  # a lone surrogate, or an integer wider than 64 bits
         plain = _finite(to_jsonable_python(data, fallback=str))
         return json.dumps(plain, separators=(",", ":")).encode("ascii")
+    # orjson's bytes keep the whole buffer it wrote into (4 KB for a 300-byte event): a line
+    # is held until the next write barrier, and the memory sink keeps every line of the run.
+    return memoryview(line).tobytes()
 
 
 def _finite(plain: Any) -> Any:
