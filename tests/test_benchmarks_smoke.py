@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks._harness import TINY, table, write_json
 from benchmarks.cases import CASES
 from benchmarks.cases.dsl import generate
@@ -43,3 +45,32 @@ async def test_the_peers_shapes_run_for_swarmflow_at_a_tiny_size() -> None:
     assert set(results) == {"fanout 10", "chain", "skew"}
     assert all(set(by_engine) == {"swarmflow"} for by_engine in results.values())
     assert "fan-out N=10, per branch" in report(results, [])
+
+
+async def test_the_counted_fan_out_runs_for_swarmflow_and_the_baseline() -> None:
+    """`bench-peers --instructions` runs each engine's fan-out once under valgrind."""
+    from benchmarks.peers.shapes import fan_out_once
+
+    await fan_out_once("swarmflow", 10)
+    await fan_out_once("baseline", 10)
+
+
+def test_the_instruction_report_compares_swarmflow_with_each_peer() -> None:
+    from benchmarks.peers.instructions import report
+
+    per = {"swarmflow": 600_000.0, "langgraph": 1_300_000.0, "pydantic-graph": 1_000_000.0,
+           "baseline": 50_000.0}  # fmt: skip
+    text = report(per, ["langgraph", "pydantic-graph"], 0.5)
+    assert "swarmflow/langgraph: 0.46x pass" in text
+    assert "swarmflow/pydantic-graph: 0.60x MISS" in text
+    assert "(12.0x raw)" in text
+
+
+def test_counting_without_valgrind_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.peers.instructions import CounterMissing, count
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CounterMissing, match="apt-get install valgrind"):
+        count(Path("python"), Path("shapes.py"), "swarmflow", 10, [])

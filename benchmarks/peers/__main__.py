@@ -3,6 +3,7 @@
     python -m benchmarks.peers                 # creates .venv-peers on first use
     python -m benchmarks.peers --quick         # fewer runs, N = 1,000 only
     python -m benchmarks.peers --venv /tmp/peers --runs 7
+    python -m benchmarks.peers --instructions  # per-branch instruction counts (valgrind)
 
 Every engine and the raw-asyncio baseline run in one process (the peers' interpreter, with
 swarmflow imported from this checkout), their order rotating every round, so the load of a
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import FULL, QUICK, Settings, load_average
-from benchmarks.peers import ENGINES, PEER_MODULES, PEER_PACKAGES
+from benchmarks.peers import ENGINES, PEER_MODULES, PEER_PACKAGES, instructions
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = ROOT / ".venv-peers"
 SHAPES = Path(__file__).resolve().parent / "shapes.py"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "peers.json"
+COUNTS_JSON = ROOT / "benchmarks" / "results" / "peers-instructions.json"
 SHAPE_TIMEOUT = 1800
 PEER_RATIO_TARGET = 0.5
 """Per fan-out branch, swarmflow may cost at most this share of each peer's cost."""
@@ -112,6 +114,12 @@ Results = dict[str, dict[str, Figure]]
 """shape -> engine -> figure."""
 
 
+def _imports() -> list[str]:
+    """`shapes.py`'s flags that import swarmflow from this checkout and its dependencies from
+    the project's site-packages."""
+    return ["--swarmflow", str(ROOT), "--site", sysconfig.get_paths()["purelib"]]
+
+
 def run_shapes(
     python: Path, engines: Sequence[str], sizes: Sequence[int], settings: Settings
 ) -> dict[str, Any]:
@@ -121,10 +129,7 @@ def run_shapes(
         str(SHAPES),
         "--engines",
         ",".join(["swarmflow", *engines]),
-        "--swarmflow",
-        str(ROOT),
-        "--site",
-        sysconfig.get_paths()["purelib"],
+        *_imports(),
         "--sizes",
         ",".join(map(str, sizes)),
         "--steps",
@@ -230,8 +235,30 @@ def _parser() -> argparse.ArgumentParser:
         default=",".join(ENGINES),
         help=f"comma-separated subset of: {', '.join(ENGINES)}",
     )
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
+    parser.add_argument("--json", type=Path, default=None, help="where to write results")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per fan-out branch under valgrind instead of timing",
+    )
     return parser
+
+
+def count_instructions(python: Path, engines: Sequence[str], path: Path) -> int:
+    """The `--instructions` mode: the per-branch counts, printed and written as JSON."""
+    started = time.perf_counter()
+    print(f"[peers] counting swarmflow, {', '.join(engines)} under callgrind ...", file=sys.stderr)
+    try:
+        per = instructions.per_branch(python, SHAPES, ["swarmflow", *engines], _imports())
+    except instructions.CounterMissing as exc:
+        raise PeersUnavailable(f"bench-peers: {exc}") from None
+    print(instructions.report(per, engines, PEER_RATIO_TARGET))
+    meta = {"low": instructions.LOW, "high": instructions.HIGH,
+            "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"meta": meta, "per_branch": per}, indent=2) + "\n")
+    print(f"\nresults in {path} ({meta['seconds']:.0f} s)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -243,10 +270,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = (1_000,) if args.quick else (1_000, 10_000)
     started = time.perf_counter()
     python = ensure_peers(args.venv, install=not args.no_install)
+    if args.instructions:
+        return count_instructions(python, engines, args.json or COUNTS_JSON)
     raw = run_shapes(python, engines, sizes, settings)
     results = figures(raw, sizes, settings.chain_calls)
     print(report(results, engines))
-    _write(args.json, results, raw["versions"], settings, time.perf_counter() - started)
+    _write(args.json or DEFAULT_JSON, results, raw["versions"], settings,
+           time.perf_counter() - started)  # fmt: skip
     return 0
 
 

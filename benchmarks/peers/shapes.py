@@ -332,6 +332,27 @@ async def measure(
     return out
 
 
+COUNT_WARMUP = 50
+"""Branches of the warm-up fan-out in `--count` mode (imports and first-use caches)."""
+
+
+async def fan_out_once(engine: str, n: int) -> None:
+    """`engine`'s fan-out of `n` branches, once after a small warm-up, untimed: what
+    `--count` runs under an instruction counter (`python -m benchmarks.peers --instructions`)."""
+    ours = _Swarmflow() if engine == "swarmflow" else None
+    try:
+        for size in (COUNT_WARMUP, n):
+            if engine == BASELINE:
+                await gather_baseline(size)
+            elif ours is not None:
+                await ours.fanout(size)()
+            else:
+                await PEERS[engine]["fanout"](size)()
+    finally:
+        if ours is not None:
+            ours.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--engines", default="swarmflow," + ",".join(PEERS))
@@ -341,11 +362,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--count", default="", help="run ENGINE's fan-out once (see fan_out_once)")
+    parser.add_argument("--size", type=int, default=1000, help="branches for --count")
     args = parser.parse_args()
     if args.swarmflow:
         sys.path.insert(0, args.swarmflow)
     if args.site:
         sys.path.append(args.site)
+    if args.count:
+        asyncio.run(fan_out_once(args.count, args.size))
+        return
     engines = [e for e in args.engines.split(",") if e]
     sizes = [int(s) for s in args.sizes.split(",") if s]
     result = asyncio.run(measure(engines, sizes, args.steps, args.runs, args.warmup))
