@@ -6,7 +6,8 @@ not UTF-8, so the fast serializer refuses it. The line is then written with ever
 character escaped, as JSON allows: it stays one whole line and reads back as the same text.
 
 orjson writes the lines: every event and journal record is one, and it serialises a typical
-event in about a third of the time `pydantic_core.to_json` takes (docs/benchmarks.md). What
+event in about half the time `pydantic_core.to_json` takes, its copy included
+(docs/benchmarks.md). What
 orjson does not know (a pydantic model, a set, a path) goes through pydantic's own
 conversion. A float that is not finite is written as `null` on every path: strict JSON, which
 every reader takes (`jq` refuses `NaN`).
