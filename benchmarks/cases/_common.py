@@ -17,7 +17,7 @@ import asyncio
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ import anyio
 from benchmarks._harness import Probe, Timings
 from swarmflow import Agent, Flow, RunResult, Team, run
 from swarmflow.core.messages import ModelRequest, Usage
+from swarmflow.rails import Rail
 from swarmflow.testing import FunctionModel, Step
 
 WORKER = "worker"
@@ -89,11 +90,11 @@ def runs_folder() -> Iterator[Path]:
 
 
 async def run_flow(
-    flow: Flow[..., Any], model: Any, root: Path, **inputs: Any
+    flow: Flow[..., Any], model: Any, root: Path, *, rails: Sequence[Rail] = (), **inputs: Any
 ) -> tuple[float, RunResult]:
     """One whole `run()` with the JSONL sink; seconds and result. Fails loudly if the run did."""
     started = time.perf_counter()
-    result = await run(flow, model=model, events="jsonl", runs_root=root, **inputs)
+    result = await run(flow, model=model, events="jsonl", runs_root=root, rails=rails, **inputs)
     wall = time.perf_counter() - started
     result.raise_for_status()
     shutil.rmtree(result.run_dir, ignore_errors=True)

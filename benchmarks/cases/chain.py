@@ -17,6 +17,11 @@ and then answers: the inner loop's per-call cost, tool execution included (infor
 (one card variable) that asks for a structured answer (`output=`): the shape of most real
 calls, and the one that shows a cost per role card or per output type.
 
+`equipped agent()`: `calls` one-call `agent()` sessions of an agent with the flagship coder's
+seven tools (their schemas go out with every request; the model calls none) while an observing
+rail runs at every session hook: the per-session and per-call cost of tools and rails, which
+the other rows' bare agent does not show.
+
 `operators`: `calls` steps in sequence, cycling `agent()` / `compact()` / `budget()`.
 Baseline: the same loop in plain asyncio (an awaited fake call, a list filter, a dict).
 """
@@ -55,6 +60,8 @@ from benchmarks.cases._common import (
 from swarmflow import Agent, Flow, Team, agent, agent_session, budget, compact, flow
 from swarmflow.core.messages import ModelRequest
 from swarmflow.core.ports import ToolContext, ToolResult
+from swarmflow.flows import TEAM as FLAGSHIP_TEAM
+from swarmflow.rails import Hook, Rail, rail
 from swarmflow.testing import FunctionModel, Step, tool_call
 from swarmflow.tools import ArgsModel, ToolRegistry
 
@@ -130,6 +137,23 @@ async def carded_chain(steps: int) -> float:
     started = time.perf_counter()
     for i in range(steps):
         await agent(REVIEWER, f"change {i}", output=Review, project="calc")
+    return time.perf_counter() - started
+
+
+EQUIPPED = "equipped"
+EQUIPPED_TEAM = Team(
+    [Agent(EQUIPPED, tools=list(next(a for a in FLAGSHIP_TEAM.agents if a.name == "coder").tools))]
+)
+OBSERVER: Rail = rail("observer", list(Hook), lambda _ctx: None)
+"""A rail at every hook that only looks: what running the rails costs, with no veto."""
+
+
+@flow(team=EQUIPPED_TEAM)
+async def equipped_chain(steps: int) -> float:
+    """`steps` one-call `agent()` sessions of an agent with tools; returns their seconds."""
+    started = time.perf_counter()
+    for i in range(steps):
+        await agent(EQUIPPED, f"step {i}")
     return time.perf_counter() - started
 
 
@@ -237,11 +261,12 @@ def steps_probe(
     steps: int,
     root: Path,
     model: Callable[[], FunctionModel] = zero_latency_model,
+    rails: tuple[Rail, ...] = (),
 ) -> Probe:
     """Times one run of a chain flow; `inner` is the chain alone, without the run's set-up."""
 
     async def probe() -> Timings:
-        wall, result = await run_flow(target, model(), root, steps=steps)
+        wall, result = await run_flow(target, model(), root, rails=rails, steps=steps)
         return {"wall": wall, "inner": float(result.output)}
 
     return probe
@@ -316,6 +341,11 @@ def bench(settings: Settings) -> list[Row]:
             _baseline(_sequential_calls, calls),
             settings,
         )
+        equipped = alternate(
+            steps_probe(equipped_chain, calls, root, rails=(OBSERVER,)),
+            _baseline(_sequential_calls, calls),
+            settings,
+        )
         ops = alternate(
             steps_probe(operator_chain, calls, root), _baseline(_operator_loop, calls), settings
         )
@@ -326,6 +356,7 @@ def bench(settings: Settings) -> list[Row]:
     shapes = (
         ("agent()", agents, "a fresh one-call session each step"),
         ("carded agent()", carded, "an inline role card and a structured answer each step"),
+        ("equipped agent()", equipped, "the coder's seven tools, a rail at every hook"),
     )
     for shape, probe, note in shapes:
         rows.append(
