@@ -10,129 +10,49 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from swarmflow._live import TextDelta
-    from swarmflow.batches.local import batch
-    from swarmflow.core.budget import BudgetSnapshot, Limits
-    from swarmflow.core.errors import (
-        AgentFailed,
-        BudgetExhausted,
-        ConfigError,
-        FlowFailed,
-        HumanTimeout,
-        ModelError,
-        RunPaused,
-        SwarmflowError,
-        TopologyError,
-    )
-    from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
-    from swarmflow.core.output import AgentOutput
-    from swarmflow.core.patch import Patch
-    from swarmflow.core.team import Agent, Team
-    from swarmflow.operators import (
-        agent,
-        agent_session,
-        budget,
-        compact,
-        human,
-        parallel,
-        pipeline,
-        team,
-    )
-    from swarmflow.result import RunResult
-    from swarmflow.runner import run, run_sync
-    from swarmflow.runtime.flow import Flow, flow
-    from swarmflow.runtime.team_result import RoleReport, TeamResult
-    from swarmflow.stream import stream
-    from swarmflow.tools.function_tool import ToolCallContext, tool
-    from swarmflow.tools.mcp import mcp_http, mcp_stdio
-    from swarmflow.tools.policy import tool_policy
+    from swarmflow.batches.local import batch as batch
+    from swarmflow.core.budget import BudgetSnapshot as BudgetSnapshot
+    from swarmflow.core.budget import Limits as Limits
+    from swarmflow.core.errors import AgentFailed as AgentFailed
+    from swarmflow.core.errors import BudgetExhausted as BudgetExhausted
+    from swarmflow.core.errors import ConfigError as ConfigError
+    from swarmflow.core.errors import FlowFailed as FlowFailed
+    from swarmflow.core.errors import HumanTimeout as HumanTimeout
+    from swarmflow.core.errors import ModelError as ModelError
+    from swarmflow.core.errors import RunPaused as RunPaused
+    from swarmflow.core.errors import SwarmflowError as SwarmflowError
+    from swarmflow.core.errors import TopologyError as TopologyError
+    from swarmflow.core.outcomes import Cancelled as Cancelled
+    from swarmflow.core.outcomes import Empty as Empty
+    from swarmflow.core.outcomes import Failed as Failed
+    from swarmflow.core.outcomes import Ok as Ok
+    from swarmflow.core.output import AgentOutput as AgentOutput
+    from swarmflow.core.patch import Patch as Patch
+    from swarmflow.core.team import Team as Team
+    from swarmflow.operators import agent as agent
+    from swarmflow.operators import agent_session as agent_session
+    from swarmflow.operators import budget as budget
+    from swarmflow.operators import compact as compact
+    from swarmflow.operators import human as human
+    from swarmflow.operators import parallel as parallel
+    from swarmflow.operators import pipeline as pipeline
+    from swarmflow.operators import team as team
+    from swarmflow.operators.agent import Agent as Agent
+    from swarmflow.runner.lifecycle import run as run
+    from swarmflow.runner.lifecycle import run_sync as run_sync
+    from swarmflow.runner.live import TextDelta as TextDelta
+    from swarmflow.runner.result import RunResult as RunResult
+    from swarmflow.runtime.flow import Flow as Flow
+    from swarmflow.runtime.flow import flow as flow
+    from swarmflow.stream import stream as stream
+    from swarmflow.teams.result import RoleReport as RoleReport
+    from swarmflow.teams.result import TeamResult as TeamResult
+    from swarmflow.tools.function_tool import ToolCallContext as ToolCallContext
+    from swarmflow.tools.function_tool import tool as tool
+    from swarmflow.tools.mcp import mcp_http as mcp_http
+    from swarmflow.tools.mcp import mcp_stdio as mcp_stdio
+    from swarmflow.tools.policy import tool_policy as tool_policy
 
-# The same names and modules as the imports above (a test keeps the two in step).
-export_lazily(
-    __name__,
-    {
-        "swarmflow._live": ("TextDelta",),
-        "swarmflow.batches.local": ("batch",),
-        "swarmflow.core.budget": ("BudgetSnapshot", "Limits"),
-        "swarmflow.core.errors": (
-            "AgentFailed",
-            "BudgetExhausted",
-            "ConfigError",
-            "FlowFailed",
-            "HumanTimeout",
-            "ModelError",
-            "RunPaused",
-            "SwarmflowError",
-            "TopologyError",
-        ),
-        "swarmflow.core.outcomes": ("Cancelled", "Empty", "Failed", "Ok"),
-        "swarmflow.core.output": ("AgentOutput",),
-        "swarmflow.core.patch": ("Patch",),
-        "swarmflow.core.team": ("Agent", "Team"),
-        "swarmflow.operators": (
-            "agent",
-            "agent_session",
-            "budget",
-            "compact",
-            "human",
-            "parallel",
-            "pipeline",
-            "team",
-        ),
-        "swarmflow.result": ("RunResult",),
-        "swarmflow.runner": ("run", "run_sync"),
-        "swarmflow.runtime.flow": ("Flow", "flow"),
-        "swarmflow.runtime.team_result": ("RoleReport", "TeamResult"),
-        "swarmflow.stream": ("stream",),
-        "swarmflow.tools.function_tool": ("ToolCallContext", "tool"),
-        "swarmflow.tools.mcp": ("mcp_http", "mcp_stdio"),
-        "swarmflow.tools.policy": ("tool_policy",),
-    },
-)
+export_lazily(__name__)
 
 __version__ = "0.1.0"
-
-__all__ = [
-    "Agent",
-    "AgentFailed",
-    "AgentOutput",
-    "BudgetExhausted",
-    "BudgetSnapshot",
-    "Cancelled",
-    "ConfigError",
-    "Empty",
-    "Failed",
-    "Flow",
-    "FlowFailed",
-    "HumanTimeout",
-    "Limits",
-    "ModelError",
-    "Ok",
-    "Patch",
-    "RoleReport",
-    "RunPaused",
-    "RunResult",
-    "SwarmflowError",
-    "Team",
-    "TeamResult",
-    "TextDelta",
-    "ToolCallContext",
-    "TopologyError",
-    "agent",
-    "agent_session",
-    "batch",
-    "budget",
-    "compact",
-    "flow",
-    "human",
-    "mcp_http",
-    "mcp_stdio",
-    "parallel",
-    "pipeline",
-    "run",
-    "run_sync",
-    "stream",
-    "team",
-    "tool",
-    "tool_policy",
-]

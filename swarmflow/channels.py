@@ -1,6 +1,6 @@
 """Human channels: where `human()` questions go."""
 
 from swarmflow.core.ports import HumanChannel
-from swarmflow.runtime.human_channels import ConsoleHuman, DeferredHuman, NoHuman, ScriptedHuman
+from swarmflow.operators.human_channels import ConsoleHuman, DeferredHuman, NoHuman, ScriptedHuman
 
 __all__ = ["ConsoleHuman", "DeferredHuman", "HumanChannel", "NoHuman", "ScriptedHuman"]

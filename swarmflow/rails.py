@@ -1,6 +1,6 @@
 """Rails: capabilities attached to session lifecycle hooks."""
 
-from swarmflow.runtime.goals import GoalView
-from swarmflow.runtime.rail_registry import Amend, Hook, Rail, RailContext, Veto, rail
+from swarmflow.runtime.rails import Amend, Hook, Rail, RailContext, Veto, rail
+from swarmflow.sessions.goals import GoalView
 
 __all__ = ["Amend", "GoalView", "Hook", "Rail", "RailContext", "Veto", "rail"]

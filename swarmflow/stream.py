@@ -5,7 +5,7 @@
             ...                     # an event (RunStarted, ModelCalled, ...) or a TextDelta
     print(events.result.status)
 
-Every event of the run arrives in order, typed (the models of `swarmflow.core.events`),
+Every event of the run arrives in order, typed (the models of `swarmflow.record.events`),
 ending with `run_finished`; `TextDelta`s carry model text as it streams in when the model
 streams (`OpenAIModel(..., stream=True)`). Leaving the `async with` block early cancels the
 run. A plain `async for item in swarmflow.stream(...)` works too when it is read to the end.
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from swarmflow._live import TextDelta, delta_listener
 from swarmflow.core.errors import ConfigError, FlowFailed
-from swarmflow.core.events import EventBase
-from swarmflow.runner import RunResult, run
+from swarmflow.record.events import EventBase
+from swarmflow.runner.lifecycle import RunResult, run
+from swarmflow.runner.live import TextDelta, delta_listener
 from swarmflow.runtime.flow import Flow
 
 if TYPE_CHECKING:

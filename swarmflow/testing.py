@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 
-from swarmflow._model_guard import BLOCK_ENV, allow_model_calls, check_real_call_allowed
 from swarmflow.core.messages import (
     ModelRequest,
     ModelResponse,
@@ -23,6 +22,7 @@ from swarmflow.core.messages import (
     Usage,
 )
 from swarmflow.core.tokens import estimate_prompt, estimate_tokens
+from swarmflow.models.guard import BLOCK_ENV, allow_model_calls, check_real_call_allowed
 
 __all__ = [
     "BLOCK_ENV",

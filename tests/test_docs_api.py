@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import swarmflow
-from swarmflow.core import events
+from swarmflow.record import events
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
 MODULES = ("swarmflow", "swarmflow.testing", "swarmflow.channels", "swarmflow.models")

@@ -1,8 +1,10 @@
 """`import swarmflow` imports no module it does not need; each public name loads on first use.
 
-The packages that export their names lazily (`swarmflow.core.lazy`) list each name twice: in
-an `if TYPE_CHECKING:` import, for type checkers, and in `export_lazily`, for the runtime.
-The checks here keep the two in step and the names what they were when imported eagerly.
+The packages that export their names lazily (`swarmflow.core.lazy`) say each name once: as a
+`from module import Name as Name` in their `if TYPE_CHECKING:` block, which type checkers read
+as a re-export, and from which `export_lazily` takes, at run time, the module of each name and
+the package's `__all__`. The checks here read that block on their own, keep what the runtime
+sees the same, and keep the names what they were when imported eagerly.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import swarmflow
-from swarmflow.core.lazy import LazyPackage
+from swarmflow.core.lazy import LazyPackage, all_order, type_checking_exports
 
 PACKAGE = Path(swarmflow.__file__).parent
 LAZY = sorted(
@@ -32,16 +34,22 @@ def _python(code: str) -> str:
     return done.stdout.strip()
 
 
+def _source(package: str) -> ast.Module:
+    return ast.parse((PACKAGE.parent / package.replace(".", "/") / "__init__.py").read_text())
+
+
 def _type_checking_imports(package: str) -> dict[str, str]:
-    """Name -> module, from the `if TYPE_CHECKING:` block of the package's `__init__.py`."""
-    module = importlib.import_module(package)
-    tree = ast.parse(Path(str(module.__file__)).read_text())
+    """Name -> module, from the `if TYPE_CHECKING:` block of the package's `__init__.py`,
+    each a re-export that type checkers see (`from module import Name as Name`)."""
     found: dict[str, str] = {}
-    for node in tree.body:
+    for node in _source(package).body:
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
             for stmt in node.body:
                 assert isinstance(stmt, ast.ImportFrom) and stmt.module, ast.dump(stmt)
-                found.update({alias.name: stmt.module for alias in stmt.names})
+                for alias in stmt.names:
+                    assert alias.asname == alias.name, f"{package}: {alias.name} is not re-exported"
+                    assert alias.name not in found, f"{package}: {alias.name} twice"
+                    found[alias.name] = stmt.module
     return found
 
 
@@ -56,6 +64,64 @@ def test_type_checkers_and_the_runtime_see_the_same_names(package: str) -> None:
     assert isinstance(module, LazyPackage)
     assert _type_checking_imports(package) == module.__dict__["_exports"]
     assert set(module.__dict__["_exports"]) == set(module.__all__)
+    assert module.__all__ == sorted(module.__all__, key=all_order)
+
+
+@pytest.mark.parametrize("package", LAZY)
+def test_each_public_name_is_said_once(package: str) -> None:
+    """Only the `if TYPE_CHECKING:` block names them: no `__all__`, no map beside it."""
+    tree = _source(package)
+    assigned = {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    assert "__all__" not in assigned
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "export_lazily"
+    ]
+    assert [ast.unparse(c) for c in calls] == ["export_lazily(__name__)"]
+
+
+def test_all_is_sorted_as_ruff_sorts_it() -> None:
+    """Constants, then classes, then the rest, each in natural order (ruff's RUF022)."""
+    names = ["f10", "Flow", "DEMO_TASK", "f2", "TEAM", "T", "FixResult", "batch", "_x"]
+    assert sorted(names, key=all_order) == [
+        "DEMO_TASK",
+        "TEAM",
+        "FixResult",
+        "Flow",
+        "T",
+        "_x",
+        "batch",
+        "f2",
+        "f10",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("block", "why"),
+    [
+        ("from a.b import C\n", "write `C as C`"),
+        ("from a.b import C as D\n", "write `C as C`"),
+        ("import a.b\n", "write `from module import Name as Name`"),
+        ("from a.b import C as C\n    from a.c import C as C\n", "'C' is exported twice"),
+    ],
+)
+def test_a_block_that_does_not_say_each_name_once_is_refused(
+    tmp_path: Path, block: str, why: str
+) -> None:
+    init = tmp_path / "__init__.py"
+    init.write_text(f"from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    {block}")
+    with pytest.raises(ImportError, match=why):
+        type_checking_exports(str(init))
+    init.write_text("x = 1\n")
+    with pytest.raises(ImportError, match="no `if TYPE_CHECKING:` block"):
+        type_checking_exports(str(init))
 
 
 @pytest.mark.parametrize("package", LAZY)
@@ -108,7 +174,7 @@ def test_the_command_line_parser_loads_none_of_the_runtime() -> None:
         "import sys; from swarmflow.cli import build_parser; build_parser(); "
         "print(' '.join(m for m in sys.modules if m.split('.')[0] in "
         "('pydantic', 'anyio', 'structlog', 'lark', 'jinja2') "
-        "or m.startswith(('swarmflow.runner', 'swarmflow.runtime', 'swarmflow.run_dirs', "
+        "or m.startswith(('swarmflow.runner.lifecycle', 'swarmflow.runtime', 'swarmflow.durable.run_dirs', "
         "'swarmflow.operators', 'swarmflow.flows'))))"
     )
     assert loaded == ""

@@ -80,7 +80,7 @@ def test_import_has_no_heavy_side_effects() -> None:
 
 
 def test_submodules_import() -> None:
-    for mod in ("swarmflow.testing", "swarmflow.channels", "swarmflow.rails", "swarmflow.sinks"):
+    for mod in ("swarmflow.testing", "swarmflow.channels", "swarmflow.rails", "swarmflow.record.sinks"):
         importlib.import_module(mod)
 
 

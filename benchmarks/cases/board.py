@@ -28,8 +28,8 @@ import anyio.lowlevel
 from benchmarks._harness import Row, Settings, Target, run_async
 from benchmarks.cases._common import function_model, runs_folder
 from swarmflow import Agent, Team, flow, run
-from swarmflow.runtime.board import Board, board_for
 from swarmflow.runtime.context import current_run
+from swarmflow.teams.board import Board, board_for
 
 CASE = "board"
 GROUP = 5
@@ -89,7 +89,7 @@ def check(board: Board, seen: Traffic, messages: int) -> None:
 async def exchange(agents: int, messages: int) -> tuple[Traffic, float]:
     """Inside a running flow: make the threads, run the traffic, check it."""
     board = board_for(current_run())
-    names = list(current_run().team.names)
+    names = list(current_run().deps.team.names)
     groups = _threads(names)
     for k, members in enumerate(groups):
         board.create_thread(members[0], f"t{k}", members[1:])

@@ -26,7 +26,7 @@ from benchmarks._harness import Row, Settings, Target, run_async
 from benchmarks.cases._common import function_model, runs_folder
 from swarmflow import Agent, Team, TopologyError, agent, flow, run
 from swarmflow.runtime.context import current_run
-from swarmflow.runtime.handoff import check_outgoing
+from swarmflow.sessions.handoff import check_outgoing
 
 CASE = "handoff"
 PROMPT_CHARS = 100_000
@@ -95,7 +95,7 @@ async def measured(products: int, repeats: int) -> dict[str, float]:
 
     figures["refused"] = _median_ms(refused, repeats)
     figures["floor"] = _median_ms(prompts["fresh"].encode, repeats)
-    figures["index"] = float(len(run_ctx.fingerprints))
+    figures["index"] = float(len(run_ctx.state.fingerprints))
     return figures
 
 

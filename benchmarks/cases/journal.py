@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import swarmflow.runner
+import swarmflow.runner.lifecycle
 from benchmarks._harness import Probe, Row, Settings, Target, Timings, alternate
 from benchmarks.cases._common import run_flow, runs_folder, zero_latency_model
 from benchmarks.cases.chain import agent_chain, session_chain
@@ -34,12 +34,12 @@ OVERHEAD_TARGET = 1.10
 @contextmanager
 def journal_off() -> Iterator[None]:
     """Runs started inside open no journal."""
-    real = swarmflow.runner.open_journal
-    swarmflow.runner.open_journal = lambda *_args, **_kw: None  # type: ignore[assignment,return-value]
+    real = swarmflow.runner.lifecycle.open_journal
+    swarmflow.runner.lifecycle.open_journal = lambda *_args, **_kw: None  # type: ignore[assignment,return-value]
     try:
         yield
     finally:
-        swarmflow.runner.open_journal = real
+        swarmflow.runner.lifecycle.open_journal = real
 
 
 def _probe(target: Flow[..., Any], root: Path, *, journal: bool, **inputs: Any) -> Probe:

@@ -14,8 +14,8 @@ from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.outcome import budget_stopped, task_result, unrecorded_result
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
-from swarmflow.run_dirs import read_log
-from swarmflow.runner import run
+from swarmflow.durable.run_dirs import read_log
+from swarmflow.runner.lifecycle import run
 from swarmflow.runtime.flow import Flow
 
 

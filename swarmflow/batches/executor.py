@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from swarmflow.batches.attempt import run_task
 from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.progress import Spending
 from swarmflow.batches.results import TaskResult
+from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task
-from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.runtime.flow import Flow
 
 LOCAL = "local"
 RAY = "ray"
@@ -43,19 +40,6 @@ class Executor(Protocol):
 
     async def run(self, task: Task) -> TaskResult | None:
         """The task's result line, or None when it is left unfinished (a re-run resumes it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """What every task of one batch invocation shares, wherever it runs."""
-
-    flow: Flow[..., Any]
-    runs: Path
-    options: dict[str, Any]
-    """`run()`'s options for every task, its per-task `budget` included."""
-    budget: Limits
-    """The shared budget of the whole batch."""
-    concurrency: int
 
 
 class LocalExecutor:

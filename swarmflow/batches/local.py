@@ -16,14 +16,15 @@ from typing import Any
 
 import anyio
 
-from swarmflow.batches.executor import Executor, Setup, open_executor, ray_address
+from swarmflow.batches.executor import Executor, open_executor, ray_address
 from swarmflow.batches.outcome import BatchResult
 from swarmflow.batches.progress import Progress
 from swarmflow.batches.results import RESULTS, ResultsWriter, TaskResult, read_results
+from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task, as_tasks
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.runner import RUN_OPTIONS
+from swarmflow.runner.lifecycle import RUN_OPTIONS
 from swarmflow.runtime.flow import Flow
 
 RUNS = "runs"

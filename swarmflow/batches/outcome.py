@@ -12,8 +12,8 @@ from swarmflow.batches.progress import Progress
 from swarmflow.batches.results import RESULTS, TaskResult
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import BudgetExhausted
-from swarmflow.result import RunResult
-from swarmflow.run_dirs import read_log
+from swarmflow.durable.run_dirs import read_log
+from swarmflow.runner.result import RunResult
 
 
 @dataclass(slots=True)

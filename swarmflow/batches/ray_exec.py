@@ -27,10 +27,10 @@ from ray import cloudpickle
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from swarmflow.batches.attempt import run_task
-from swarmflow.batches.executor import Setup
 from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.ray_ledger import ActorLedger, BudgetKeeper
 from swarmflow.batches.results import TaskResult
+from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import ConfigError
 

@@ -29,7 +29,7 @@ import ray
 from swarmflow.batches.ledger import BatchLedger
 from swarmflow.core.budget import Charge, Limits, Reservation, reserve_on
 from swarmflow.core.errors import BudgetExhausted
-from swarmflow.runtime.replay import spend
+from swarmflow.durable.replay import spend
 
 DIMENSIONS = ("tokens", "cost", "calls")
 FIELDS = tuple(f"{kind}_{dim}" for kind in ("spent", "reserved") for dim in DIMENSIONS)

@@ -100,7 +100,7 @@ async def _batch(flow: Any, args: argparse.Namespace) -> Any:
     if args.fsync:
         options["durability"] = "fsync"
     if args.demo:
-        from swarmflow.demo_model import demo_model
+        from swarmflow.flows.demo_model import demo_model
 
         return await batch(flow, args.inputs, model=demo_model(), **options)
     async with model_from_args(args) as model:

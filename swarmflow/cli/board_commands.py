@@ -8,7 +8,7 @@
 
 The token comes from `--token`, else `SWARMFLOW_BOARD_TOKEN`, else the `board.json` of
 `--run-dir RUN_DIR` (which also gives the URL). Exit status: 0 done, 1 refused by the board,
-2 usage error or no board to talk to. The protocol is in `swarmflow.board.http`.
+2 usage error or no board to talk to. The protocol is in `swarmflow.teams.http`.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def _where(args: argparse.Namespace) -> tuple[str, str]:
     """The board's URL and token from the options, the environment or the run directory."""
     url, token = args.url, args.token or os.environ.get(TOKEN_ENV)
     if args.run_dir:
-        from swarmflow.board.http import read_address
         from swarmflow.core.errors import ConfigError
+        from swarmflow.teams.http import read_address
 
         try:
             address = read_address(args.run_dir)
@@ -170,11 +170,12 @@ def serve_command(args: argparse.Namespace) -> int:
     """Serve RUN_DIR's board until interrupted (Ctrl-C)."""
     import anyio
 
-    from swarmflow.board.run_dir import open_run_board
+    from swarmflow.cli.flow_refs import load_flow_named
     from swarmflow.core.errors import ConfigError
+    from swarmflow.runner.reopen import open_run_board
 
     try:
-        board_run = open_run_board(args.run_dir)
+        board_run = open_run_board(args.run_dir, load_flow_named)
     except ConfigError as exc:
         print(f"swarmflow board serve: {exc}", file=sys.stderr)
         return USAGE
@@ -191,7 +192,7 @@ def serve_command(args: argparse.Namespace) -> int:
 async def _serve(board_run: Any, port: int) -> None:
     import anyio
 
-    from swarmflow.board.http import serving_board
+    from swarmflow.teams.http import serving_board
 
     async with board_run as ctx, serving_board(ctx, port) as address:
         announce(address.url, address.token, address.path)
@@ -214,7 +215,7 @@ class BoardAnnouncer:
     def write(self, event: Any, line: bytes) -> None:
         if event is None or getattr(event, "type", "") != "board_served":
             return
-        from swarmflow.board.http import read_address
+        from swarmflow.teams.http import read_address
 
         address = read_address(Path(event.address_file).parent)
         print(f"board: {address.url}", file=sys.stderr, flush=True)

@@ -20,10 +20,10 @@ from swarmflow.flows.demo import BANNER, demo_model
 from swarmflow.flows.parallel_coder_arbiter import solve
 from swarmflow.flows.progress import ProgressSink
 from swarmflow.flows.target_repo import DEMO_TASK, create_target
+from swarmflow.operators.human_channels import ConsoleHuman, ScriptedHuman
+from swarmflow.record.runs_root import resolve_runs_root
 from swarmflow.report import render_report
-from swarmflow.runner import RunResult
-from swarmflow.runs_root import resolve_runs_root
-from swarmflow.runtime.human_channels import ConsoleHuman, ScriptedHuman
+from swarmflow.runner.lifecycle import RunResult
 from swarmflow.workspaces.git import git_succeeds
 
 USAGE_ERROR = 2

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.cli.model_options import add_model_options
-from swarmflow.runs_root import DEFAULT_RUNS_ROOT, RUNS_ENV
+from swarmflow.record.runs_root import DEFAULT_RUNS_ROOT, RUNS_ENV
 
 
 def register(subparsers: Any) -> None:

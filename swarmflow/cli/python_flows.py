@@ -14,8 +14,8 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from swarmflow.dsl.diagnostics import Diagnostic, DslError, Severity, Spot
-from swarmflow.dsl.literals import show_quantity
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError, Severity, Spot
+from swarmflow.dsl.syntax.literals import show_quantity
 
 
 def looks_like_python_flow(spec: str) -> bool:

@@ -146,7 +146,7 @@ def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
         program = compile_source(source, args.file, base_dir=str(Path(args.file).parent))
     except Exception:  # load_flow reports file and syntax problems with their places
         return dict(raw)
-    from swarmflow.dsl.to_flow import convert_input
+    from swarmflow.dsl.compile.to_flow import convert_input
 
     params = {p.name: p for p in program.params}
     unknown = sorted(set(raw) - set(params))
@@ -172,7 +172,7 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
     options: dict[str, Any] = {"sinks": [ProgressSink()]}  # the demo's live view, on stderr
     if args.demo:
-        from swarmflow.demo_model import demo_model
+        from swarmflow.flows.demo_model import demo_model
 
         options["model"] = demo_model()
         options["human"] = _approve
@@ -233,8 +233,8 @@ def _report(result: Any, *, as_json: bool = False) -> int:
 
 
 def _report_text(result: Any) -> str:
-    from swarmflow._failures import flow_line
     from swarmflow.cli.output_view import as_text
+    from swarmflow.runner.failures import flow_line
 
     lines = [f"status: {result.status}"]
     if result.error is not None:

@@ -63,7 +63,7 @@ def resume_command(args: argparse.Namespace) -> int:
 
     from swarmflow.cli.run_commands import parse_answers
     from swarmflow.core.errors import ConfigError
-    from swarmflow.run_dirs import open_interrupted
+    from swarmflow.durable.run_dirs import open_interrupted
 
     try:
         answers = parse_answers(args.answer)
@@ -105,7 +105,7 @@ async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) 
     from swarmflow import run
 
     if args.demo:
-        from swarmflow.demo_model import demo_model
+        from swarmflow.flows.demo_model import demo_model
 
         return await run(flow, model=demo_model(), **options)
     async with model_from_args(args) as model:
@@ -154,8 +154,8 @@ def _show(value: Any) -> str:
 
 def runs_command(args: argparse.Namespace) -> int:
     """One line per run directory: id, status, cost, age, flow."""
-    from swarmflow.run_dirs import list_runs
-    from swarmflow.runs_root import resolve_runs_root
+    from swarmflow.durable.run_dirs import list_runs
+    from swarmflow.record.runs_root import resolve_runs_root
 
     root = resolve_runs_root(args.root)
     rows = list_runs(root)
@@ -185,10 +185,12 @@ def clean_command(args: argparse.Namespace) -> int:
     import anyio
 
     from swarmflow.core.errors import ConfigError, WorkspaceError
-    from swarmflow.run_dirs import clean_run
+    from swarmflow.durable.run_dirs import dead_run
+    from swarmflow.workspaces.leftovers import remove_leftovers
 
     try:
-        removed = anyio.run(clean_run, Path(args.run_dir))
+        run_dir, repo = dead_run(Path(args.run_dir))
+        removed = [] if repo is None else anyio.run(remove_leftovers, repo, run_dir)
     except (ConfigError, WorkspaceError) as exc:
         print(f"swarmflow clean: {exc}", file=sys.stderr)
         return PROBLEMS

@@ -1,5 +1,6 @@
-"""The ports the runtime needs. Adapters (tools, workspaces, sinks, channels) implement them,
-so they live in core, where adapters may import them without pointing outward.
+"""The ports the runtime needs. Adapters (tools, workspaces, channels) implement them,
+so they live in core, where adapters may import them without pointing outward (the event
+sink's port is `swarmflow.record.sink`, beside the events it receives).
 
 The runtime never imports a concrete adapter, `openai` or `subprocess`.
 """
@@ -14,24 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from swarmflow.core.events import EventBase
 from swarmflow.core.patch import Patch
 from swarmflow.core.team import Agent
-
-
-@runtime_checkable
-class EventSink(Protocol):
-    """Receives every event, in order. `line` is the event's scrubbed JSON, UTF-8 encoded.
-
-    A sink that writes a file may hold lines until its optional `flush()`, which the run calls
-    before every external effect and at its end (the write-ahead rule, docs/durability.md).
-    """
-
-    def write(self, event: EventBase | None, line: bytes) -> None:
-        """`event` is None for sinks that declare `wants_objects = False` or that list the
-        `event_types` they want and this is not one of them."""
-
-    def close(self) -> None: ...
 
 
 @runtime_checkable

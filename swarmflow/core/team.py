@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,10 +18,6 @@ HUMAN = "human"
 
 WorkspaceKind = Literal["none", "local", "worktree", "shared"]
 SandboxMode = Literal["auto", "bwrap", "none"]
-
-# Set by the runtime while a run is active, so that `await coder("...")` works without this
-# layer importing the runtime (dependency inversion: the runtime installs the callable).
-agent_invoker: ContextVar[Callable[..., Any] | None] = ContextVar("agent_invoker", default=None)
 
 
 class Agent(BaseModel):
@@ -102,13 +97,6 @@ class Agent(BaseModel):
         if value == HUMAN:
             raise ValueError("'human' is the built-in node and cannot be declared as an agent")
         return value
-
-    def __call__(self, prompt: Any = "", **kwargs: Any) -> Any:
-        """Shorthand for `agent(self.name, prompt, **kwargs)` inside a running flow."""
-        invoke = agent_invoker.get()
-        if invoke is None:
-            raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")
-        return invoke(self.name, prompt, **kwargs)
 
 
 def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:

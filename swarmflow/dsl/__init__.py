@@ -15,31 +15,14 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from swarmflow.dsl.check import check_file, check_source
-    from swarmflow.dsl.diagnostics import Diagnostic, DslError, render_all
-    from swarmflow.dsl.parser import parse
-    from swarmflow.dsl.plan import compile_source
-    from swarmflow.dsl.to_flow import load_flow, load_source
+    from swarmflow.dsl.check.check import check_file as check_file
+    from swarmflow.dsl.check.check import check_source as check_source
+    from swarmflow.dsl.compile.plan import compile_source as compile_source
+    from swarmflow.dsl.compile.to_flow import load_flow as load_flow
+    from swarmflow.dsl.compile.to_flow import load_source as load_source
+    from swarmflow.dsl.syntax.diagnostics import Diagnostic as Diagnostic
+    from swarmflow.dsl.syntax.diagnostics import DslError as DslError
+    from swarmflow.dsl.syntax.diagnostics import render_all as render_all
+    from swarmflow.dsl.syntax.parser import parse as parse
 
-export_lazily(
-    __name__,
-    {
-        "swarmflow.dsl.check": ("check_file", "check_source"),
-        "swarmflow.dsl.diagnostics": ("Diagnostic", "DslError", "render_all"),
-        "swarmflow.dsl.parser": ("parse",),
-        "swarmflow.dsl.plan": ("compile_source",),
-        "swarmflow.dsl.to_flow": ("load_flow", "load_source"),
-    },
-)
-
-__all__ = [
-    "Diagnostic",
-    "DslError",
-    "check_file",
-    "check_source",
-    "compile_source",
-    "load_flow",
-    "load_source",
-    "parse",
-    "render_all",
-]
+export_lazily(__name__)

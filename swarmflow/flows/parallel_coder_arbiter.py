@@ -23,16 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.core.budget import BudgetSnapshot
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.events import PatchApplied
 from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
-from swarmflow.core.ports import EventSink, HumanChannel
+from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import Agent, Team
 from swarmflow.flows.target_repo import default_test_command
 from swarmflow.operators import agent, agent_session, budget, compact, human, parallel, pipeline
 from swarmflow.operators.agent_session import SessionHandle
-from swarmflow.runner import RunResult, run
+from swarmflow.record.events import PatchApplied
+from swarmflow.record.sink import EventSink
+from swarmflow.runner.lifecycle import RunResult, run
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow
 from swarmflow.workspaces import apply_patch
@@ -330,7 +331,7 @@ async def _apply(target: Path, patch: Patch, branch: str) -> str:
     """Point `branch` at the chosen patch and record the change in the event log."""
     sha = await apply_patch(target, patch, branch)
     run_ctx, scope = current_run("apply"), current_scope()
-    run_ctx.log.emit(
+    run_ctx.deps.log.emit(
         PatchApplied,
         branch=scope.branch,
         repository=str(target),
@@ -376,7 +377,7 @@ async def _fix(
     )
     if patch is None:
         return result
-    branch = output_branch or f"swarmflow/{current_run('fix').run_id}/result"
+    branch = output_branch or f"swarmflow/{current_run('fix').deps.run_id}/result"
     sha = await _apply(Path(target), patch, branch)
     return result.model_copy(update={"output_branch": branch, "commit": sha})
 
@@ -463,6 +464,6 @@ async def apply_verdict(
     )
     if patch is None:
         return result
-    branch = f"swarmflow/{current_run('apply').run_id}/result"
+    branch = f"swarmflow/{current_run('apply').deps.run_id}/result"
     sha = await _apply(Path(target), patch, branch)
     return result.model_copy(update={"output_branch": branch, "commit": sha})

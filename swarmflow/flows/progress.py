@@ -12,7 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from swarmflow.core.events import (
+from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
+from swarmflow.record.events import (
     AgentFinished,
     EventBase,
     HandoffRefused,
@@ -28,7 +29,6 @@ from swarmflow.core.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
-from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
 from swarmflow.report.digest import agent_label
 
 _COLORS = {

@@ -5,13 +5,6 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from swarmflow.models.openai_compat import OpenAIModel
+    from swarmflow.models.openai_compat import OpenAIModel as OpenAIModel
 
-export_lazily(
-    __name__,
-    {
-        "swarmflow.models.openai_compat": ("OpenAIModel",),
-    },
-)
-
-__all__ = ["OpenAIModel"]
+export_lazily(__name__)

@@ -14,8 +14,8 @@ import anyio.lowlevel
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.emptiness import is_empty
 from swarmflow.core.errors import ConfigError, RunPaused, is_fault_of_the_world
-from swarmflow.core.events import BranchFinished
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
+from swarmflow.record.events import BranchFinished
 from swarmflow.runtime.background import BranchWork, enter_work
 from swarmflow.runtime.context import RunContext, Scope, enter_scope
 
@@ -119,7 +119,7 @@ def discard_unstarted(
         if isinstance(maker, _Awaiting):
             maker.discard()
         out.append(Cancelled(i, paths[i], "cancelled before it started"))
-        run.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
+        run.deps.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
     return out
 
 
@@ -201,8 +201,8 @@ def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
     if isinstance(outcome, Failed):
         error = f"{type(outcome.error).__name__}: {outcome.error}"
     if node is not None:
-        run.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
-    run.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
+        run.state.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
+    run.deps.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
     return outcome
 
 
@@ -218,7 +218,9 @@ class BranchSet:
     group: TaskGroup
 
     async def run_branch(self, i: int, branch: str, ledger: Ledger, make: Maker) -> None:
-        node = self.run.graph.open("branch", branch, self.parent.node, f"{self.operator}[{i}]")
+        node = self.run.state.graph.open(
+            "branch", branch, self.parent.node, f"{self.operator}[{i}]"
+        )
         scope = Scope(branch, ledger, node)
         if self.limiter is None:
             outcome = await settle(self.run, node, scope, i, make, group=self.group)

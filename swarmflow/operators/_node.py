@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from swarmflow.core.events import OperatorFinished, OperatorStarted
+from swarmflow.record.events import OperatorFinished, OperatorStarted
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope, scoped
 
 
@@ -19,9 +19,9 @@ def operator_node(
     """Open a run-graph node for an operator call, with started/finished events."""
     run = current_run(f"{operator}()")
     parent = current_scope()
-    node = run.graph.open(operator, parent.branch, parent.node, label or operator)
+    node = run.state.graph.open(operator, parent.branch, parent.node, label or operator)
     if events:
-        run.log.emit(
+        run.deps.log.emit(
             OperatorStarted,
             branch=parent.branch,
             operator=operator,
@@ -37,9 +37,9 @@ def operator_node(
         status = "cancelled"
         raise
     finally:
-        run.graph.close(node, status)
+        run.state.graph.close(node, status)
         if events:
-            run.log.emit(
+            run.deps.log.emit(
                 OperatorFinished,
                 branch=parent.branch,
                 operator=operator,

@@ -7,8 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from swarmflow.core import team
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.agent_call import call_agent
+from swarmflow.runtime.context import maybe_run
+from swarmflow.sessions.call import call_agent
 
 
 def agent(
@@ -34,3 +37,13 @@ def agent(
     """
     # Not `async def`: returning the runtime's coroutine saves a frame per call in a fan-out.
     return call_agent(name, prompt, output=output, workspace=workspace, **card_vars)
+
+
+class Agent(team.Agent):
+    """One agent's declaration (`swarmflow.core.team.Agent`), callable inside a running flow:
+    `await coder("task")` is `await agent("coder", "task")`."""
+
+    def __call__(self, prompt: Any = "", /, **kwargs: Any) -> Coroutine[Any, Any, AgentOutput]:
+        if maybe_run() is None:
+            raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")
+        return agent(self.name, prompt, **kwargs)

@@ -9,14 +9,13 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel
 
-from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.output import AgentOutput
-from swarmflow.runtime.agent_call import declared_agent, finish_output, open_session
+from swarmflow.record.events import OperatorFinished, OperatorStarted
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
-from swarmflow.runtime.handoff import check_outgoing
-from swarmflow.runtime.prompts import render_prompt
-from swarmflow.runtime.replay import journaled_turn
-from swarmflow.runtime.session import AgentSession
+from swarmflow.sessions.call import declared_agent, finish_output, open_session
+from swarmflow.sessions.handoff import check_outgoing
+from swarmflow.sessions.prompts import render_prompt
+from swarmflow.sessions.session import AgentSession
 
 
 class SessionHandle:
@@ -28,7 +27,7 @@ class SessionHandle:
         self._run: RunContext = current_run(f"agent_session({name!r})")
         declared_agent(self._run, name)  # an unknown name fails here, not at the first turn
         parent = current_scope()
-        self._node = self._run.graph.open("agent_session", parent.branch, parent.node, name)
+        self._node = self._run.state.graph.open("agent_session", parent.branch, parent.node, name)
         self._scope = Scope(parent.branch, parent.ledger, self._node)
         self._session: AgentSession | None = None
         self._opening = anyio.Lock(fast_acquire=True)
@@ -42,7 +41,7 @@ class SessionHandle:
             return self._session
         async with self._opening:
             if self._session is None:
-                self._run.log.emit(
+                self._run.deps.log.emit(
                     OperatorStarted,
                     branch=self._scope.branch,
                     operator="agent_session",
@@ -63,7 +62,7 @@ class SessionHandle:
         )
         session = self._session or await self._open()
         async with session.turn_lock:
-            await journaled_turn(session, text, None)
+            await self._run.deps.take_turn(session, text, None)
         return finish_output(self._run, session, text, None, None)
 
     async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
@@ -80,7 +79,7 @@ class SessionHandle:
         )
         session = await self._open()
         async with session.turn_lock:  # a re-ask follows its own question, not another sender's
-            value = await journaled_turn(session, text, output)
+            value = await self._run.deps.take_turn(session, text, output)
         finish_output(self._run, session, text, value, None)
         return value
 
@@ -88,13 +87,13 @@ class SessionHandle:
         """End the session; it is also closed when the run ends."""
         if self._session is not None and not self._session.closed:
             self._session.close()
-            self._run.log.emit(
+            self._run.deps.log.emit(
                 OperatorFinished,
                 branch=self._scope.branch,
                 operator="agent_session",
                 node=str(self._node),
             )
-        self._run.graph.close(self._node)
+        self._run.state.graph.close(self._node)
 
     async def __aenter__(self) -> SessionHandle:
         return self

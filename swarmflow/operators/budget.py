@@ -10,6 +10,6 @@ async def budget() -> BudgetSnapshot:
     """A frozen snapshot of the remaining tokens, cost, calls and seconds for this branch."""
     run = current_run("budget()")
     scope = current_scope()
-    node = run.graph.open("budget", scope.branch, scope.node)
-    run.graph.close(node)
+    node = run.state.graph.open("budget", scope.branch, scope.node)
+    run.state.graph.close(node)
     return scope.ledger.snapshot()

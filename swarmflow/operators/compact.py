@@ -10,11 +10,11 @@ from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.emptiness import is_empty
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.events import OutcomesCompacted
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
 from swarmflow.core.output import AgentOutput
+from swarmflow.record.events import OutcomesCompacted
 from swarmflow.runtime.context import current_run, current_scope
-from swarmflow.runtime.handoff import sources_of
+from swarmflow.sessions.handoff import sources_of
 
 Keep = Callable[[Any], bool] | type[BaseModel] | None
 
@@ -29,7 +29,7 @@ def compact(outcomes: Iterable[Any], keep: Keep = None) -> list[Any]:
     items = _outcomes(outcomes)
     _check_keep(keep)
     run, scope = current_run("compact()"), current_scope()
-    node = run.graph.open("compact", scope.branch, scope.node)
+    node = run.state.graph.open("compact", scope.branch, scope.node)
     kept: list[Any] = []
     dropped: list[dict[str, Any]] = []
     for position, item in enumerate(items):
@@ -38,8 +38,8 @@ def compact(outcomes: Iterable[Any], keep: Keep = None) -> list[Any]:
             kept.append(value)
         else:
             dropped.append({"index": getattr(item, "index", position), "reason": why})
-    run.graph.close(node)
-    run.log.emit(OutcomesCompacted, branch=scope.branch, kept=len(kept), dropped=dropped)
+    run.state.graph.close(node)
+    run.deps.log.emit(OutcomesCompacted, branch=scope.branch, kept=len(kept), dropped=dropped)
     return kept
 
 
@@ -116,5 +116,5 @@ def _validate(value: Any, model: type[BaseModel]) -> tuple[Any, str | None]:
     run = current_run("compact()")
     sources = sources_of(run, value)
     if sources:
-        run.remember_product(validated, sources)  # validation must not launder provenance
+        run.state.remember_product(validated, sources)  # validation must not launder provenance
     return validated, None

@@ -8,11 +8,11 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import ConfigError, HumanError, HumanTimeout, RunPaused
-from swarmflow.core.events import HumanAnswered, HumanRequested
 from swarmflow.core.ports import HumanChannel
 from swarmflow.core.team import HUMAN
+from swarmflow.record.events import HumanAnswered, HumanRequested
 from swarmflow.runtime.context import RunContext, current_run, current_scope
-from swarmflow.runtime.handoff import check_outgoing, shown_text
+from swarmflow.sessions.handoff import check_outgoing, shown_text
 
 _NO_DEFAULT: Any = object()
 
@@ -37,14 +37,14 @@ async def human(
         raise ConfigError('human(on_timeout="default") needs default=')
     run, scope = current_run("human()"), current_scope()
     check_outgoing(run, HUMAN, str(question), values=[question, payload], via="human")
-    chosen = channel or run.human
+    chosen = channel or run.deps.human
     if chosen is None:
         raise HumanError("this run has no human channel")
     shown = _jsonable(payload)
     token = _token(run, scope.branch, question, shown)
-    recorded = run.journal.answer(token) if run.journal is not None else None
-    node = run.graph.open("human", scope.branch, scope.node, "human")
-    run.log.emit(
+    recorded = run.deps.journal.answer(token) if run.deps.journal is not None else None
+    node = run.state.graph.open("human", scope.branch, scope.node, "human")
+    run.deps.log.emit(
         HumanRequested,
         branch=scope.branch,
         question=question,
@@ -57,7 +57,7 @@ async def human(
         if recorded is not None:  # answered before the run was interrupted: not asked again
             answer, who, timed_out = recorded["answer"], str(recorded["answered_by"]), False
         else:
-            run.write_ahead()  # the question is an external effect: what came before is on disk
+            run.deps.write_ahead()  # the question is an external effect: what came before first
             answer, who, timed_out = await _ask(
                 run, chosen, question, payload, token=token, timeout=timeout
             )
@@ -68,11 +68,12 @@ async def human(
         else:
             answer = _convert(answer, output, question)
             _remember_answer(run, answer, given=f"{question}\n{shown_text(payload)}")
-        if run.journal is not None and recorded is None:
-            run.journal.write({"kind": "human_answered", "token": token, "branch": scope.branch,
-                               "question": question, "answer": _jsonable(answer),
-                               "answered_by": who, "timed_out": timed_out})  # fmt: skip
-        run.log.emit(
+        if run.deps.journal is not None and recorded is None:
+            run.deps.journal.write({"kind": "human_answered", "token": token,
+                                    "branch": scope.branch, "question": question,
+                                    "answer": _jsonable(answer), "answered_by": who,
+                                    "timed_out": timed_out})  # fmt: skip
+        run.deps.log.emit(
             HumanAnswered,
             branch=scope.branch,
             answer=_jsonable(answer),
@@ -82,7 +83,7 @@ async def human(
         status = "ok"
         return answer
     finally:
-        run.graph.close(node, status)
+        run.state.graph.close(node, status)
 
 
 async def _ask(
@@ -102,7 +103,7 @@ async def _ask(
     except RunPaused as paused:  # say how to resume this very run with an answer
         raise RunPaused(
             f"run paused for a human answer to {question!r}; resume with: "
-            f"swarmflow resume {run.run_dir} --answer {token}=VALUE",
+            f"swarmflow resume {run.deps.run_dir} --answer {token}=VALUE",
             token=paused.token,
             question=paused.question,
         ) from None
@@ -115,17 +116,17 @@ def _remember_answer(run: RunContext, answer: Any, *, given: str) -> None:
     """A person's answer is the product of the `human` node: handing it on to an agent needs
     the edge `human -> agent`, as for any agent's product (what the person was shown and
     echoed back stays its own agents')."""
-    tagged = not isinstance(answer, str | int | float | bool) and run.product_sources(answer)
+    tagged = not isinstance(answer, str | int | float | bool) and run.state.product_sources(answer)
     if not tagged and not isinstance(answer, str | int | float | bool):  # not a payload echoed
-        run.remember_product(answer, frozenset({HUMAN}))
-    run.fingerprints.add(HUMAN, shown_text(answer), given)
+        run.state.remember_product(answer, frozenset({HUMAN}))
+    run.state.fingerprints.add(HUMAN, shown_text(answer), given)
 
 
 def _on_timeout(
     run: RunContext, branch: str, question: str, *, timeout: float | None, policy: str, default: Any
 ) -> tuple[Any, str]:
     if policy == "fail":
-        run.log.emit(
+        run.deps.log.emit(
             HumanAnswered, branch=branch, answer=None, answered_by="timeout", timed_out=True
         )
         raise HumanTimeout(f"nobody answered {question!r} within {timeout}s")
@@ -154,13 +155,13 @@ def _token(run: RunContext, branch: str, question: str, shown: Any) -> str:
     payload that changed gets another, so an answer given to one is never applied to the other.
     """
     key = f"{branch}|{question}"
-    count = run.human_answers.get(key, 0)
-    run.human_answers[key] = count + 1
+    count = run.state.human_answers.get(key, 0)
+    run.state.human_answers[key] = count + 1
     import hashlib  # only when a person is asked; keeps `import swarmflow` cheap
     import json
 
     payload = json.dumps(shown, sort_keys=True, default=str)
-    material = "\x00".join((run.run_id, branch, question, payload, str(count)))
+    material = "\x00".join((run.deps.run_id, branch, question, payload, str(count)))
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 

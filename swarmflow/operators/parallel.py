@@ -86,7 +86,7 @@ class _Parallel:
         _check_options(items, limit, None)
         makers = branch_makers(items, n, "parallel.stream")
         run, parent = current_run("parallel.stream()"), current_scope()
-        node = run.graph.open("parallel.stream", parent.branch, parent.node)
+        node = run.state.graph.open("parallel.stream", parent.branch, parent.node)
         scope = Scope(parent.branch, parent.ledger, node)
 
         async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
@@ -100,7 +100,7 @@ class _Parallel:
                 status = "cancelled"
                 raise
             finally:
-                run.graph.close(node, status)
+                run.state.graph.close(node, status)
 
         return BackgroundStream("parallel.stream()", produce)
 

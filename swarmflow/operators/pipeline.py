@@ -42,7 +42,7 @@ def pipeline(
         raise ConfigError(f"pipeline() needs an iterable or async iterable source, got {source!r}")
     limits = _stage_limits(limit, len(stages))
     run, parent = current_run("pipeline()"), current_scope()
-    node = run.graph.open("pipeline", parent.branch, parent.node)
+    node = run.state.graph.open("pipeline", parent.branch, parent.node)
     plan = _Plan(run, Scope(parent.branch, parent.ledger, node), list(stages), limits)
 
     async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
@@ -54,7 +54,7 @@ def pipeline(
             status = "cancelled"
             raise
         finally:
-            run.graph.close(node, status)
+            run.state.graph.close(node, status)
 
     return BackgroundStream("pipeline()", produce, buffer=buffer or max(limits))
 
@@ -145,7 +145,7 @@ class _Plan:
             async for item in receive:
                 node, outcome = await self._stage(k, item, group)
                 if isinstance(outcome, Ok) and not last:
-                    self.run.graph.close(node)
+                    self.run.state.graph.close(node)
                     await nxt.send(_Item(item.index, outcome.value))
                 else:
                     await out.send(record(self.run, node, outcome))
@@ -153,7 +153,7 @@ class _Plan:
     async def _stage(self, k: int, item: _Item, group: TaskGroup) -> tuple[int, Outcome]:
         """One item through stage `k`, as a branch of its own (see `settle`)."""
         branch = self._branch(item.index)
-        node = self.run.graph.open("stage", branch, self.scope.node, f"stage[{k}]")
+        node = self.run.state.graph.open("stage", branch, self.scope.node, f"stage[{k}]")
         scope = Scope(branch, self.scope.ledger, node)
         stage, value = self.stages[k], item.value
         outcome = await settle(self.run, node, scope, item.index, lambda: stage(value), group=group)

@@ -20,10 +20,10 @@ from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.operators._node import operator_node
 from swarmflow.runtime.context import RunContext, Scope, current_run
-from swarmflow.runtime.handoff import check_outgoing
-from swarmflow.runtime.prompts import render_prompt
-from swarmflow.runtime.team_result import Listen, TeamResult
-from swarmflow.runtime.team_run import TeamPlan, TeamRun
+from swarmflow.sessions.handoff import check_outgoing
+from swarmflow.sessions.prompts import render_prompt
+from swarmflow.teams.result import Listen, TeamResult
+from swarmflow.teams.team_run import TeamPlan, TeamRun
 
 
 async def team(
@@ -76,7 +76,7 @@ def _plan(
         raise ConfigError(
             f"team(roles={roles!r}): give a list of agent names, not one string", operator="team"
         )
-    members = tuple(run.team.names) if roles is None else tuple(dict.fromkeys(roles))
+    members = tuple(run.deps.team.names) if roles is None else tuple(dict.fromkeys(roles))
     for name in (lead, *members):
         _check_declared(run, name)
     if lead not in members:
@@ -92,7 +92,7 @@ def _plan(
 def _mode(run: RunContext, name: str, listen: str) -> Listen:
     """The role's own `listen`, else the team's; a role that cannot call `wait_for_mention`
     cannot block, so it hears passively."""
-    agent = run.team.get(name)
+    agent = run.deps.team.get(name)
     can_block = "wait_for_mention" in agent.tools
     if agent.listen == "blocking" and not can_block:
         raise ConfigError(
@@ -105,12 +105,12 @@ def _mode(run: RunContext, name: str, listen: str) -> Listen:
 
 
 def _check_declared(run: RunContext, name: Any) -> None:
-    if isinstance(name, str) and run.team.has(name):
+    if isinstance(name, str) and run.deps.team.has(name):
         return
-    close = difflib.get_close_matches(str(name), run.team.names, n=1)
+    close = difflib.get_close_matches(str(name), run.deps.team.names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(
-        f"team(): unknown role {name!r}{hint}; the team declares {', '.join(run.team.names)}",
+        f"team(): unknown role {name!r}{hint}; the team declares {', '.join(run.deps.team.names)}",
         operator="team",
         agent=str(name),
     )

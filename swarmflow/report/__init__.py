@@ -8,28 +8,15 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from swarmflow.report.digest import Digest, agent_label, digest
-    from swarmflow.report.log import LogError, RunLog, read_log
-    from swarmflow.report.text import DEMO_MODEL, model_label, render_report, report_from_dir
+    from swarmflow.report.digest import Digest as Digest
+    from swarmflow.report.digest import agent_label as agent_label
+    from swarmflow.report.digest import digest as digest
+    from swarmflow.report.log import LogError as LogError
+    from swarmflow.report.log import RunLog as RunLog
+    from swarmflow.report.log import read_log as read_log
+    from swarmflow.report.text import DEMO_MODEL as DEMO_MODEL
+    from swarmflow.report.text import model_label as model_label
+    from swarmflow.report.text import render_report as render_report
+    from swarmflow.report.text import report_from_dir as report_from_dir
 
-export_lazily(
-    __name__,
-    {
-        "swarmflow.report.digest": ("Digest", "agent_label", "digest"),
-        "swarmflow.report.log": ("LogError", "RunLog", "read_log"),
-        "swarmflow.report.text": ("DEMO_MODEL", "model_label", "render_report", "report_from_dir"),
-    },
-)
-
-__all__ = [
-    "DEMO_MODEL",
-    "Digest",
-    "LogError",
-    "RunLog",
-    "agent_label",
-    "digest",
-    "model_label",
-    "read_log",
-    "render_report",
-    "report_from_dir",
-]
+export_lazily(__name__)

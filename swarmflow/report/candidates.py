@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from swarmflow.core.events import BranchFinished, EventBase, OutcomesCompacted, ToolExecuted
+from swarmflow.record.events import BranchFinished, EventBase, OutcomesCompacted, ToolExecuted
 from swarmflow.report._format import clip, table
 from swarmflow.report.digest import Digest, SessionDigest, branch_index
 

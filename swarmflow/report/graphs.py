@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from swarmflow.core.errors import SwarmflowError
-from swarmflow.core.events import EventBase, RunFinished, RunStarted
 from swarmflow.core.team import Agent, Team
+from swarmflow.record.events import EventBase, RunFinished, RunStarted
 from swarmflow.runtime.graph import dot_of, mermaid_of, node_of
 
 Which = Literal["topology", "steps", "run"]

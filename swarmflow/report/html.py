@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from swarmflow.core.events import EventBase
+from swarmflow.record.events import EventBase
 from swarmflow.report._format import as_json, clip, share
 from swarmflow.report.digest import Digest, digest
 from swarmflow.report.log import RunLog

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from swarmflow.core.errors import SwarmflowError
-from swarmflow.core.events import EventBase, parse_event
+from swarmflow.record.events import EventBase, parse_event
 
 LOG_NAME = "events.jsonl"
 

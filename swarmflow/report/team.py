@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from swarmflow.core.events import BoardMessagePosted, EventBase, MessageSent, ModelCalled
+from swarmflow.record.events import BoardMessagePosted, EventBase, MessageSent, ModelCalled
 from swarmflow.report._format import table
 
 TENTHS = 10

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from swarmflow.adherence import adherence
-from swarmflow.core.events import EventBase
+from swarmflow.record.events import EventBase
 from swarmflow.report._format import as_json, clip, share, table
+from swarmflow.report.adherence import adherence
 from swarmflow.report.candidates import candidates, render_candidates
 from swarmflow.report.digest import Digest, HumanExchange, branch_index, digest
 from swarmflow.report.log import RunLog, read_log

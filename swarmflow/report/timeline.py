@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from swarmflow.core.events import (
+from swarmflow.record.events import (
     BranchFinished,
     ContextCompacted,
     EventBase,

@@ -1,1 +1,3 @@
-"""Sessions, the scheduler, the run context, rails and human channels."""
+"""The kernel: what a run is given and what it holds, the run graph, background streams, rails and
+flows.
+"""

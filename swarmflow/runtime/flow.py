@@ -11,10 +11,10 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.events import OperatorFinished, OperatorStarted
 from swarmflow.core.ids import child_branch
 from swarmflow.core.team import Team
-from swarmflow.runtime.context import Scope, current_scope, maybe_run, running, scoped
+from swarmflow.record.events import OperatorFinished, OperatorStarted
+from swarmflow.runtime.context import RunContext, Scope, current_scope, maybe_run, running, scoped
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -60,15 +60,17 @@ class Flow(Generic[P, R]):
         assert run is not None
         parent = current_scope()
         # Numbered per run and parent branch: a resumed run must give it the same path.
-        branch = child_branch(parent.branch, f"flow:{self.name}", run.next_subflow(parent.branch))
-        node = run.graph.open("flow", branch, parent.node, self.name)
+        branch = child_branch(
+            parent.branch, f"flow:{self.name}", run.state.next_subflow(parent.branch)
+        )
+        node = run.state.graph.open("flow", branch, parent.node, self.name)
         scope = Scope(branch, parent.ledger.child(branch, self.limits), node)
         inner = (
             run
-            if self.team is run.team or not self.team.agents
-            else dataclasses.replace(run, team=self.team)
+            if self.team is run.deps.team or not self.team.agents
+            else RunContext(dataclasses.replace(run.deps, team=self.team), run.state)
         )
-        run.log.emit(
+        run.deps.log.emit(
             OperatorStarted,
             branch=branch,
             operator="flow",
@@ -82,8 +84,8 @@ class Flow(Generic[P, R]):
             status = "ok"
             return result
         finally:
-            run.graph.close(node, status)
-            run.log.emit(
+            run.state.graph.close(node, status)
+            run.deps.log.emit(
                 OperatorFinished, branch=branch, operator="flow", node=str(node), status=status
             )
 

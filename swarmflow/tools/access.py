@@ -22,8 +22,8 @@ from typing import Protocol, runtime_checkable
 import anyio.to_thread
 
 from swarmflow.core.errors import ToolError
-from swarmflow.core.events import SharedFileWritten
 from swarmflow.core.ports import ToolContext
+from swarmflow.record.events import SharedFileWritten
 from swarmflow.tools.base import workspace_of
 from swarmflow.tools.paths import resolve_inside
 from swarmflow.tools.walk import looks_binary

@@ -30,9 +30,9 @@ from anyio.abc import ByteReceiveStream
 from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
-from swarmflow.core.events import SandboxUnavailable
 from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
+from swarmflow.record.events import SandboxUnavailable
 from swarmflow.tools.base import ArgsModel, expect_args, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from swarmflow import Agent, Team
-from swarmflow.board.http import read_address
-from swarmflow.runtime.board import Board
 from swarmflow.runtime.context import current_run
+from swarmflow.teams.board import Board
+from swarmflow.teams.http import read_address
 from tests.teams.board_support import on_board
 
 TEAM = Team([Agent("lead"), Agent("helper")], edges=[("lead", "helper")])
@@ -35,7 +35,7 @@ def _exchange(url: str, token: str, length: str) -> bytes:
 @pytest.mark.parametrize("length", ["-1", "-99999"])
 async def test_a_negative_content_length_is_a_bad_request(length: str) -> None:
     async def body(board: Board) -> Any:
-        address = read_address(current_run().run_dir)
+        address = read_address(current_run().deps.run_dir)
         return await anyio.to_thread.run_sync(_exchange, address.url, address.token, length)
 
     result = await on_board(body, TEAM, board_port=0)
@@ -48,7 +48,7 @@ async def test_a_client_that_never_sends_its_body_does_not_hold_the_run_open() -
     parts: list[socket.socket] = []
 
     async def body(board: Board) -> str:
-        address = read_address(current_run().run_dir)
+        address = read_address(current_run().deps.run_dir)
         where = urlsplit(address.url)
         conn = socket.create_connection((where.hostname, where.port), timeout=10)
         parts.append(conn)

@@ -25,7 +25,7 @@ from swarmflow.cli import main
 from swarmflow.core.budget import Charge, Limits
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.core.states import EndReason
-from swarmflow.run_dirs import read_log
+from swarmflow.durable.run_dirs import read_log
 from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.batches.batch_target import answer, solve, task_list
 from tests.dsl.helpers import flow_text

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from swarmflow.core.jsonline import json_line
+from swarmflow.record.jsonline import json_line
 
 
 class Shape(BaseModel):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarmflow.core.events import EventBase
 from swarmflow.dsl import check_source, load_source
-from swarmflow.dsl.diagnostics import Diagnostic, render_all
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, render_all
+from swarmflow.record.events import EventBase
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

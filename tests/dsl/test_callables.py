@@ -6,8 +6,9 @@ import pytest
 
 from swarmflow import run
 from swarmflow.dsl import check_source
-from swarmflow.dsl.callables import callable_names, keywords, names, table
-from swarmflow.dsl.diagnostics import render_all
+from swarmflow.dsl.check.callables import callable_names, keywords, names, table
+from swarmflow.dsl.syntax.ast import OPERATORS
+from swarmflow.dsl.syntax.diagnostics import render_all
 from swarmflow.testing import FunctionModel
 
 from .helpers import flow_text, load
@@ -41,6 +42,12 @@ async def test_every_name_that_checks_as_a_value_runs_as_that_value(entry):
     )
     clean(source)
     assert await run_ok(source) is entry.value
+
+
+def test_the_syntax_stage_knows_the_operators_the_table_describes():
+    """The syntax errors suggest operators from the syntax stage's own list (the syntax stage
+    does not read this table); it names the same operators."""
+    assert names("operator") == OPERATORS
 
 
 @pytest.mark.parametrize("name", sorted(callable_names()))

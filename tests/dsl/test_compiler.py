@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from swarmflow.dsl import compile_source
-from swarmflow.dsl.parser import parse
-from swarmflow.dsl.plan import VALUE, Program, plan_module
+from swarmflow.dsl.compile.plan import VALUE, Program, plan_module
+from swarmflow.dsl.syntax.parser import parse
 
 from .bigflow import big_flow
 from .helpers import EXAMPLES, flow_text

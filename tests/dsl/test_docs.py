@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from swarmflow import run
-from swarmflow.demo_model import demo_model
 from swarmflow.dsl import check_source, load_source
-from swarmflow.dsl.diagnostics import render_all
+from swarmflow.dsl.syntax.diagnostics import render_all
+from swarmflow.flows.demo_model import demo_model
 
 from .helpers import DOCS, EXAMPLES
 
 _BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-GRAMMAR = Path(__file__).resolve().parents[2] / "swarmflow" / "dsl" / "grammar.lark"
+GRAMMAR = Path(__file__).resolve().parents[2] / "swarmflow" / "dsl" / "syntax" / "grammar.lark"
 
 
 def blocks() -> list[tuple[str, str, str]]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swarmflow.dsl import DslError, ast, parse
-from swarmflow.dsl.parser import parse_module
+from swarmflow.dsl import DslError, parse
+from swarmflow.dsl.syntax import ast
+from swarmflow.dsl.syntax.parser import parse_module
 
 from .helpers import EXAMPLES, flow_text
 
@@ -260,7 +261,7 @@ def test_the_grammar_is_lalr_without_conflicts(caplog):
 
     from lark import Lark, logger
 
-    from swarmflow.dsl.parser import _GRAMMAR, Newlines
+    from swarmflow.dsl.syntax.grammar import _GRAMMAR, Newlines
 
     old = logger.level
     logger.setLevel(logging.DEBUG)

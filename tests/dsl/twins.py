@@ -7,7 +7,7 @@ from typing import Any
 from swarm_examples import Review, Triage
 
 from swarmflow import Flow, agent, agent_session, human, team
-from swarmflow.runtime.prompts import render_prompt
+from swarmflow.sessions.prompts import render_prompt
 
 
 async def review_loop(task: str) -> str:

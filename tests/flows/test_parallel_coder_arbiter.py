@@ -17,7 +17,12 @@ import pytest
 
 from swarmflow import RunResult
 from swarmflow.channels import ScriptedHuman
-from swarmflow.core.events import (
+from swarmflow.core.messages import ModelRequest
+from swarmflow.flows import DEMO_TASK, FixResult, Verdict, create_target, demo_model, solve
+from swarmflow.flows.demo import Reply, policy
+from swarmflow.flows.parallel_coder_arbiter import TEAM, interpret_answer
+from swarmflow.flows.target_repo import default_test_command
+from swarmflow.record.events import (
     BranchFinished,
     HandoffRefused,
     HumanAnswered,
@@ -31,13 +36,8 @@ from swarmflow.core.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
-from swarmflow.core.messages import ModelRequest
-from swarmflow.flows import DEMO_TASK, FixResult, Verdict, create_target, demo_model, solve
-from swarmflow.flows.demo import Reply, policy
-from swarmflow.flows.parallel_coder_arbiter import TEAM, interpret_answer
-from swarmflow.flows.target_repo import default_test_command
+from swarmflow.record.sinks import read_events
 from swarmflow.report import DEMO_MODEL
-from swarmflow.sinks import read_events
 from swarmflow.testing import FunctionModel
 
 

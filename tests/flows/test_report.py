@@ -14,7 +14,11 @@ import anyio
 import pytest
 
 from swarmflow.cli import build_parser
-from swarmflow.core.events import (
+from swarmflow.flows import BANNER, create_target
+from swarmflow.flows.demo import GOOD_FIX
+from swarmflow.flows.progress import ProgressSink
+from swarmflow.flows.target_repo import BUGGY_LINE, default_test_command
+from swarmflow.record.events import (
     EventBase,
     HumanAnswered,
     HumanRequested,
@@ -26,10 +30,6 @@ from swarmflow.core.events import (
     SessionStarted,
     ToolExecuted,
 )
-from swarmflow.flows import BANNER, create_target
-from swarmflow.flows.demo import GOOD_FIX
-from swarmflow.flows.progress import ProgressSink
-from swarmflow.flows.target_repo import BUGGY_LINE, default_test_command
 from swarmflow.report import digest, render_report, report_from_dir
 from swarmflow.report.candidates import candidates, parse_verdict, tally_line
 from tests.support.chat_server import ChatServer, completion, wire_call

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from swarmflow import Agent, Team, agent, agent_session, flow, parallel, run
 from swarmflow.core.messages import ModelResponse, ToolCall, Usage
-from swarmflow.sinks.otel import OTelSink
+from swarmflow.record.sinks.otel import OTelSink
 from swarmflow.testing import FunctionModel
 
 TEAM = Team(

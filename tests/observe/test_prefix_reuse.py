@@ -11,13 +11,13 @@ import pytest
 
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.cli import main
-from swarmflow.core.events import ContextCompacted, ModelCalled
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.core.tokens import spec_units
 from swarmflow.flows import TEAM
 from swarmflow.models import OpenAIModel
+from swarmflow.record.events import ContextCompacted, ModelCalled
 from swarmflow.report import digest
-from swarmflow.runtime.prefix import PrefixMeter
+from swarmflow.sessions.prefix import PrefixMeter
 from swarmflow.testing import FunctionModel
 from tests.support.chat_server import ChatServer, completion, usage, wire_call
 

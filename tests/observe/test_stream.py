@@ -11,8 +11,8 @@ import pytest
 
 import swarmflow
 from swarmflow import Agent, ConfigError, Team, agent, flow, parallel
-from swarmflow.core.events import EventBase, ModelCalled, RunFinished, RunStarted, SessionEnded
 from swarmflow.models import OpenAIModel
+from swarmflow.record.events import EventBase, ModelCalled, RunFinished, RunStarted, SessionEnded
 from swarmflow.report import read_log
 from swarmflow.stream import TextDelta
 from swarmflow.testing import FunctionModel

@@ -31,8 +31,8 @@ from swarmflow import (
     run,
     run_sync,
 )
-from swarmflow.core.events import EventBase
-from swarmflow.sinks import MemorySink
+from swarmflow.record.events import EventBase
+from swarmflow.record.sinks import MemorySink
 from swarmflow.testing import FunctionModel
 from tests.runtime.helpers import of_type, run_one
 

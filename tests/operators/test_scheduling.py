@@ -50,7 +50,7 @@ async def test_cancelling_a_run_ends_every_session_and_leaves_no_task() -> None:
             o async for o in pipeline(coders, lambda c: c)
         ]
 
-    from swarmflow.sinks import MemorySink
+    from swarmflow.record.sinks import MemorySink
 
     memory = MemorySink()
     before = len(anyio.get_running_tasks()) if hasattr(anyio, "get_running_tasks") else None

@@ -196,7 +196,7 @@ async def test_a_deferred_question_inside_a_branch_pauses_the_whole_run() -> Non
 
 
 def test_pauses_wrapped_by_a_task_group_still_pause_the_run() -> None:
-    from swarmflow.runner import _pause_inside
+    from swarmflow.runner.lifecycle import _pause_inside
 
     first = RunPaused("q1", token="a", question="q1")
     second = RunPaused("q2", token="b", question="q2")

@@ -199,7 +199,7 @@ async def test_an_agent_messaging_itself_needs_a_self_edge() -> None:
 
 
 async def test_nested_messages_are_bounded_with_a_clear_refusal() -> None:
-    from swarmflow.runtime.messaging import MAX_MESSAGE_DEPTH
+    from swarmflow.sessions.messaging import MAX_MESSAGE_DEPTH
 
     model = FunctionModel(_messaging_itself)
     edges = [*EDGES, ("arbiter", "arbiter")]

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from swarmflow import Agent, RunResult, Team, flow, run
-from swarmflow.core.events import EventBase
+from swarmflow.record.events import EventBase
 
 
 async def run_one(

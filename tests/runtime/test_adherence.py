@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from swarmflow import Agent, agent
-from swarmflow.adherence import adherence
 from swarmflow.core.messages import ModelRequest
-from swarmflow.sinks import read_events
+from swarmflow.record.sinks import read_events
+from swarmflow.report.adherence import adherence
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from tests.runtime.helpers import of_type, run_one
 

@@ -16,8 +16,8 @@ from swarmflow import Agent, Ok, RunResult, Team, agent, agent_session, flow, hu
 from swarmflow.channels import DeferredHuman, ScriptedHuman
 from swarmflow.cli import main
 from swarmflow.core.errors import ModelUnavailable, ResumeDiverged
-from swarmflow.core.events import EventBase, parse_event
 from swarmflow.core.messages import ModelRequest
+from swarmflow.record.events import EventBase, parse_event
 from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel
 from tests.runtime import kill_target

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from swarmflow import Agent, agent, parallel
-from swarmflow.core.events import parse_event
-from swarmflow.sinks import JsonlSink, MemorySink, read_events
+from swarmflow.record.events import parse_event
+from swarmflow.record.sinks import JsonlSink, MemorySink, read_events
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from tests.runtime.helpers import run_one
 from tests.support.kill import kill_when_ready
@@ -82,7 +82,7 @@ async def test_api_keys_in_the_environment_never_reach_a_sink(
 
 
 def test_event_schema_is_json_serialisable() -> None:
-    from swarmflow.core.events import ModelCalled
+    from swarmflow.record.events import ModelCalled
 
     e = ModelCalled(run_id="r", seq=0, ts=0.0, t=0.0, tokens_in=3)
     assert json.loads(e.model_dump_json())["type"] == "model_called"
@@ -176,7 +176,7 @@ def test_the_cli_prints_no_echoed_secret(
 async def test_kept_events_are_built_when_read_and_match_the_log(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from swarmflow.core.events import EventBase
+    from swarmflow.record.events import EventBase
 
     monkeypatch.delenv("SWARMFLOW_VALIDATE_EVENTS", raising=False)  # production's fast path
     built: list[type] = []

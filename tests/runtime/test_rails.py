@@ -13,7 +13,7 @@ from swarmflow.core.errors import RailError
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, Usage
 from swarmflow.core.ports import ToolResult
 from swarmflow.rails import Amend, Hook, RailContext, Veto, rail
-from swarmflow.runtime.rail_registry import Rail, Rails
+from swarmflow.runtime.rails import Rail, Rails
 from swarmflow.testing import FunctionModel, ScriptedModel, Step, tool_call
 from tests.runtime.helpers import of_type, run_one
 
@@ -305,7 +305,7 @@ async def test_a_rail_answering_something_else_is_a_clear_error() -> None:
 
 
 def test_every_hook_has_a_documented_amend_type() -> None:
-    from swarmflow.runtime.rail_registry import AMENDS
+    from swarmflow.runtime.rails import AMENDS
 
     assert set(AMENDS) == set(Hook)
     assert AMENDS[Hook.AFTER_MODEL_CALL] is ModelResponse

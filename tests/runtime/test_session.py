@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarmflow import Agent, AgentFailed, BudgetExhausted, agent, agent_session
+from swarmflow import Agent, AgentFailed, BudgetExhausted, agent, agent_session, team
 from swarmflow.core.errors import ModelUnavailable
 from swarmflow.core.messages import ModelRequest, ModelResponse, Usage
 from swarmflow.core.tokens import estimate_prompt
@@ -337,21 +337,14 @@ async def test_cjk_is_estimated_conservatively_before_anything_is_learned() -> N
 # -- closing -----------------------------------------------------------------------------------
 
 
-async def test_a_session_closed_before_any_turn_ends_done_through_the_table(tmp_path) -> None:
-    """Its workspace cannot be made (no git repository), so no turn ever starts; the run
-    closes it at the end like every other session."""
-
-    async def body() -> str:
-        try:
-            await agent("a", "go")
-        except Exception as exc:
-            return type(exc).__name__
-        return "no error"
-
-    coder = Agent("a", workspace="worktree")
-    result = await run_one([coder], body, ScriptedModel([]), repo=tmp_path)
-    assert result.output != "no error"
-    ended = of_type(result, "session_ended")
-    assert [(e.state, e.reason, e.detail) for e in ended] == [
-        ("done", "completed", "closed before any turn")
-    ]
+async def test_a_session_closed_before_any_turn_ends_done_through_the_table() -> None:
+    """A Team run opens every role's session when it starts; the lead answers at once, so
+    the helper's session never has a turn, and the run closes it at the end like every other
+    session."""
+    roles = [Agent("lead"), Agent("helper")]
+    result = await run_one(roles, lambda: team("go", lead="lead"), ScriptedModel(["done"]))
+    ended = {e.agent: e for e in of_type(result, "session_ended")}
+    helper = ended["helper"]
+    assert (helper.state, helper.reason, helper.detail) == (
+        "done", "completed", "closed before any turn"
+    )  # fmt: skip

@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from swarmflow import Agent, RunResult, Team, flow, run
-from swarmflow.core.events import EventBase
 from swarmflow.core.ports import ToolContext, ToolResult
-from swarmflow.runtime.board import Board, board_for
+from swarmflow.record.events import EventBase
 from swarmflow.runtime.context import current_run
+from swarmflow.teams.board import Board, board_for
 from swarmflow.testing import FunctionModel
 from swarmflow.tools import default_registry
 

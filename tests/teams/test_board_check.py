@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.cli import main
-from swarmflow.dsl.callables import tool_names
+from swarmflow.dsl.check.callables import tool_names
 
 FLOW = """flow talk(task: str) -> any
 agent lead { tools [create_thread, send_message, wait_for_mention, submit] }

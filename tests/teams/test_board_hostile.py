@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from swarmflow.runtime.board import Board
-from swarmflow.runtime.board_rules import MAX_CONTENT, MAX_MENTIONS
+from swarmflow.teams.board import Board
+from swarmflow.teams.board_rules import MAX_CONTENT, MAX_MENTIONS
 from tests.teams.board_support import call_tool, of_type, on_board
 
 HOSTILE: list[tuple[str, str, dict[str, Any] | str, str]] = [

@@ -23,10 +23,10 @@ import anyio
 import pytest
 
 from swarmflow import Agent, Team, agent, flow, run
-from swarmflow.board.http import read_address
-from swarmflow.core.events import parse_event
-from swarmflow.runtime.board import Board, board_for
+from swarmflow.record.events import parse_event
 from swarmflow.runtime.context import current_run
+from swarmflow.teams.board import Board, board_for
+from swarmflow.teams.http import read_address
 from swarmflow.testing import FunctionModel
 from tests.teams.board_support import of_type, on_board
 
@@ -56,7 +56,7 @@ def _events(run_dir: Path) -> list[Any]:
 
 async def test_an_outside_agent_talks_on_a_live_run_through_the_commands() -> None:
     async def body(board: Board) -> Any:
-        here = current_run().run_dir
+        here = current_run().deps.run_dir
         mode = stat.S_IMODE((here / "board.json").stat().st_mode)
         token = read_address(here).token
         await agent("keeper", "keep it")
@@ -115,7 +115,7 @@ def _raw(url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, di
 
 async def test_hostile_requests_get_clear_statuses() -> None:
     async def body(board: Board) -> Any:
-        address = read_address(current_run().run_dir)
+        address = read_address(current_run().deps.run_dir)
         auth = {"Authorization": f"Bearer {address.token}"}
         asks = [
             (f"{address.url}/threads", b'{"as": "lead", "name": "x"}', {}),

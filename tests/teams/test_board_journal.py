@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from swarmflow import run
-from swarmflow.core.events import EventBase, parse_event
+from swarmflow.record.events import EventBase, parse_event
 from tests.support.kill import kill_when_ready
 from tests.teams import board_kill_target
 from tests.teams.board_kill_target import REQUEST, board_flow, policy

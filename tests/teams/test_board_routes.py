@@ -10,7 +10,7 @@ import anyio
 
 from swarmflow import Agent, Team, agent
 from swarmflow.core.messages import ModelRequest
-from swarmflow.runtime.board import Board
+from swarmflow.teams.board import Board
 from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.teams.board_support import BOARD_TOOLS, TEAM, call_tool, of_type, on_board
 

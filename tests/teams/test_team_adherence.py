@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from swarmflow import Agent, TeamResult, team
-from swarmflow.adherence import adherence, participants
 from swarmflow.core.messages import ModelRequest
+from swarmflow.report.adherence import adherence, participants
 from swarmflow.report.html import render_html
 from swarmflow.report.log import read_log
 from swarmflow.report.team import message_matrix, token_shares

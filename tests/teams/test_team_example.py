@@ -12,7 +12,7 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
-from swarmflow.adherence import adherence
+from swarmflow.report.adherence import adherence
 from tests.runtime.helpers import of_type
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "team_repo_qa"

@@ -13,7 +13,7 @@ import pytest
 from swarmflow import Agent, agent
 from swarmflow.core.errors import SwarmflowError
 from swarmflow.core.messages import ModelRequest
-from swarmflow.result import RunResult
+from swarmflow.runner.result import RunResult
 from swarmflow.testing import FunctionModel, tool_call
 from swarmflow.tools.sandbox import bwrap_problem
 

@@ -14,9 +14,9 @@ import anyio
 import pytest
 from anyio.abc import SocketStream
 
-from swarmflow.core.events import SandboxUnavailable
 from swarmflow.core.ports import ToolContext
 from swarmflow.core.team import Agent
+from swarmflow.record.events import SandboxUnavailable
 from swarmflow.tools import ToolRegistry
 from swarmflow.tools.sandbox import bwrap_problem
 from swarmflow.workspaces import DefaultWorkspaces, LocalWorkspace

@@ -12,8 +12,8 @@ import anyio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmflow.core.events import SharedFileWritten
 from swarmflow.core.ports import ToolContext, Workspace
+from swarmflow.record.events import SharedFileWritten
 from swarmflow.tools import ToolRegistry, default_registry
 from swarmflow.workspaces import DefaultWorkspaces
 

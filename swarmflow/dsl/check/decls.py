@@ -1,0 +1,282 @@
+"""Checks of the declarations: signature, imports, budget, agents and edges."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from swarmflow.dsl.check.context import (
+    BUILTIN_TYPES,
+    CALLABLE_BUILTINS,
+    HUMAN,
+    OPERATORS,
+    AgentInfo,
+    Context,
+)
+from swarmflow.dsl.syntax import ast
+from swarmflow.dsl.syntax.diagnostics import Spot, did_you_mean, listing
+from swarmflow.dsl.syntax.literals import show_quantity
+from swarmflow.sessions.cards import is_card_path
+
+BUDGET_KEYS = {"tokens": "count", "calls": "count", "cost": "cost", "time": "duration"}
+_DIMENSIONS = {"count": "a count such as 2M or 400", "cost": "a cost such as $5"}
+_DIMENSIONS["duration"] = "a duration such as 30m or 90s"
+AGENT_FIELDS = {
+    "card": "card",
+    "model": "model",
+    "tools": "tools",
+    "workspace": "workspace",
+    "allowance": "allowance",
+    "steps": "max_steps",
+    "description": "description",
+    "output_tokens": "max_output_tokens",
+}
+"""Each field of an agent block, with the `Agent(...)` option it sets."""
+WORKSPACES = ("none", "local", "worktree", "shared")
+
+
+def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = False) -> None:
+    """Every check that needs no steps; fills `ctx` for the steps check."""
+    if not module.flows:
+        message = "a .swarm file declares its signature first, e.g. `flow fix(task: str) -> str`"
+        ctx.error("missing-flow", message, Spot(1, 1))
+    for extra in module.flows[1:]:
+        message = f"a file declares one flow; '{extra.name.id}' is a second one"
+        ctx.error("duplicate", message, extra)
+    if not module.steps:
+        message = "this flow has no `steps { ... }` block, so it does nothing"
+        ctx.error("missing-steps", message, module.flows[0] if module.flows else Spot(1, 1))
+    for steps in module.steps[1:2]:
+        message = "a flow has one `steps { ... }` block; merge these into the first one"
+        ctx.error("duplicate", message, steps)
+    _check_uses(module, ctx, resolve)
+    for item in module.budget:
+        _check_budget(item, ctx)
+    for decl in module.agents:
+        _check_agent(decl, ctx)
+    _check_params(module, ctx)  # after the agents: an input may not take an agent's name
+    for chain in module.edges:
+        _check_edges(chain, ctx)
+
+
+def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
+    taken = {d.name.id for d in module.agents} | set(CALLABLE_BUILTINS) | set(OPERATORS)
+    for use in module.uses:
+        if resolve and not _found(use.module, ctx.base_dir):
+            ctx.error(
+                "unknown-module",
+                f"cannot find Python module '{use.module}'; check the spelling, and that its "
+                "package is installed, on PYTHONPATH, or a .py file next to this flow",
+                use,
+            )
+        for item in use.names:
+            local = item.local
+            if local.id in ctx.imports or local.id in taken:
+                ctx.error(
+                    "duplicate",
+                    f"'{local.id}' is already defined; import it under "
+                    f"another name: `use {item.name.id} as other from {use.module}`",
+                    local,
+                )
+            else:
+                ctx.imports[local.id] = item
+
+
+def _found(module: str, base_dir: str | None) -> bool:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent package that fails to import, or a bad name
+        spec = None
+    return spec is not None or sibling(module, base_dir) is not None
+
+
+def sibling(module: str, base_dir: str | Path | None) -> Path | None:
+    """The file `module` names next to the flow (`a.b` is `a/b.py`), if it exists."""
+    if base_dir is None:
+        return None
+    path = Path(base_dir, *module.split(".")).with_suffix(".py")
+    return path if path.is_file() else None
+
+
+def _check_params(module: ast.Module, ctx: Context) -> None:
+    types = {*BUILTIN_TYPES, *ctx.imports}
+    for flow in module.flows[:1]:
+        for param in flow.params:
+            name = param.name.id
+            if name in ctx.params:
+                ctx.error("duplicate", f"input '{name}' is declared twice", param.name)
+            elif name in ctx.agents or name in ctx.imports:
+                message = f"input '{name}' has the name of an agent or import; rename it"
+                ctx.error("duplicate", message, param.name)
+            ctx.params[name] = param
+            _check_type(param.type, types, ctx)
+            if param.default is not None and not _is_literal(param.default):
+                ctx.error(
+                    "bad-default",
+                    f"the default of '{name}' must be a plain value such as 3, \"text\", "
+                    "true or none",
+                    param.default,
+                )
+        if flow.returns is not None:
+            _check_type(flow.returns, types, ctx)
+
+
+def _check_type(ref: ast.TypeRef, types: set[str], ctx: Context) -> None:
+    if ref.name not in types:
+        note = f" (use {', '.join(BUILTIN_TYPES)} or a model imported with `use`)"
+        ctx.unknown("unknown-type", "type", ref.name, types, ref, note=note)
+    for arg in ref.args:
+        _check_type(arg, types, ctx)
+
+
+def _is_literal(node: ast.Expr) -> bool:
+    if isinstance(node, ast.Str):
+        return not node.values
+    if isinstance(node, ast.ListExpr):
+        return all(_is_literal(i) for i in node.items)
+    return isinstance(node, ast.Number | ast.Const)
+
+
+def _check_budget(item: ast.BudgetItem, ctx: Context) -> None:
+    key, value = item.key.id, item.value
+    want = BUDGET_KEYS.get(key)
+    if want is None:
+        note = " (use tokens, calls, cost or time)"
+        ctx.unknown("budget", "budget", key, BUDGET_KEYS, item.key, note=note)
+    elif key in ctx.budget:
+        ctx.error("duplicate", f"budget '{key}' is given twice", item.key)
+    elif value.dimension != want:
+        ctx.error("unit", f"budget '{key}' takes {_DIMENSIONS[want]}, not {value.text}", value)
+    elif value.value <= 0:
+        ctx.error("budget", f"budget '{key}' must be more than zero", value)
+    elif want == "count" and not float(value.value).is_integer():
+        ctx.error("budget", f"budget '{key}' must be a whole number, not {value.text}", value)
+    else:
+        ctx.budget[key] = value.value
+
+
+def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
+    name = decl.name.id
+    if name == HUMAN:
+        message = "'human' is the built-in person node; choose another agent name"
+        ctx.error("reserved", message, decl.name)
+        return
+    if name in ctx.agents:
+        ctx.error("duplicate", f"agent '{name}' is declared twice", decl.name)
+        return
+    if name in CALLABLE_BUILTINS or name in OPERATORS:
+        ctx.error("reserved", f"'{name}' is a built-in; choose another agent name", decl.name)
+        return
+    info = AgentInfo(decl)
+    seen: set[str] = set()
+    for fld in decl.fields:
+        key = fld.key.id
+        if key in seen:
+            ctx.error("duplicate", f"field '{key}' is given twice in agent '{name}'", fld.key)
+        seen.add(key)
+        if key not in AGENT_FIELDS:
+            note = f" (fields: {', '.join(AGENT_FIELDS)})"
+            ctx.unknown("agent-field", "agent field", key, AGENT_FIELDS, fld.key, note=note)
+        else:
+            _check_field(key, fld.value, info, ctx)
+    ctx.agents[name] = info
+
+
+def _check_field(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
+    problem = None
+    if key in ("card", "description") and not isinstance(value, ast.Str):
+        problem = f"{key} takes a string"
+    elif key == "card" and isinstance(value, ast.Str):
+        info.card_vars = _card_vars(_card_text(value, ctx), value, ctx)
+    elif key == "model" and not isinstance(value, ast.Str | ast.Name):
+        problem = 'model takes a name such as "gpt-4o-mini"'
+    elif key == "tools":
+        _check_tools(value, info, ctx)
+    elif key == "workspace" and not (isinstance(value, ast.Const) and value.value is None):
+        word = value.id if isinstance(value, ast.Name) else ""
+        if word not in WORKSPACES:
+            problem = (
+                f"unknown workspace '{word or 'value'}' (use none, local, worktree or shared)"
+                f"{did_you_mean(word, WORKSPACES) if word else ''}"
+            )
+    elif key in ("allowance", "steps", "output_tokens"):
+        if not isinstance(value, ast.Number) or value.dimension != "count":
+            problem = f"{key} takes a count such as 400k or 30"
+        elif value.value <= 0 or not float(value.value).is_integer():
+            problem = f"{key} must be a whole number above zero"
+        elif key == "allowance":
+            info.allowance = value.value
+            _check_allowance(info, value, ctx)
+    if problem:
+        ctx.error("agent-field", problem, value)
+
+
+def _card_text(value: ast.Str, ctx: Context) -> str:
+    """The card's template: the text itself, or the file it names (if it can be found)."""
+    text = "".join(value.texts)
+    if not is_card_path(text):
+        return text
+    for candidate in ([Path(ctx.base_dir) / text] if ctx.base_dir else []) + [Path(text)]:
+        try:
+            return candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    if ctx.base_dir is not None:
+        ctx.warning(
+            "card",
+            f"card file '{text}' is not next to this file nor in the current "
+            "folder; the run will fail to load it",
+            value,
+        )
+    return ""
+
+
+def _card_vars(template: str, value: ast.Str, ctx: Context) -> frozenset[str]:
+    """Names a Jinja card reads and does not bind itself; a broken template is an error."""
+    import jinja2
+    import jinja2.meta
+
+    try:
+        parsed = jinja2.Environment().parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        reason = (exc.message or "").rstrip(".")
+        ctx.error("card", f"line {exc.lineno} of this card is not valid Jinja: {reason}", value)
+        return frozenset()
+    return frozenset(jinja2.meta.find_undeclared_variables(parsed))
+
+
+def _check_tools(value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
+    if not isinstance(value, ast.NameList):
+        ctx.error("agent-field", "tools takes a list such as [read_file, edit]", value)
+        return
+    for tool in value.items:
+        if tool.id not in ctx.tools and tool.id not in ctx.imports:  # `use`d: a Python tool
+            note = f" (tools: {listing(sorted(ctx.tools))})"
+            ctx.unknown("unknown-tool", "tool", tool.id, ctx.tools, tool, note=note)
+    info.tools = tuple(t.id for t in value.items)
+
+
+def _check_allowance(info: AgentInfo, value: ast.Number, ctx: Context) -> None:
+    tokens = ctx.budget.get("tokens")
+    if tokens is not None and value.value > tokens:
+        ctx.warning(
+            "budget",
+            f"agent '{info.decl.name.id}' may spend {show_quantity(value.value)} "
+            f"tokens but the whole flow has {show_quantity(tokens)}",
+            value,
+        )
+
+
+def _check_edges(chain: ast.EdgeChain, ctx: Context) -> None:
+    # Tested against the agents as they are: a file may hold 200,000 edges.
+    unknown = [node for node in chain.names if node.id not in ctx.agents and node.id != HUMAN]
+    for node in unknown:
+        note = f" in edges (declared: {listing(sorted(ctx.agents))})"
+        ctx.unknown("unknown-agent", "agent", node.id, {*ctx.agents, HUMAN}, node, note=note)
+    for a, b in [] if unknown else chain.pairs():
+        if a.id == b.id:
+            message = f"edge {a.id} -> {b.id} is not needed: an agent may always use its own output"
+            ctx.warning("edge", message, b)
+        elif (a.id, b.id) in ctx.edges:
+            ctx.warning("edge", f"edge {a.id} -> {b.id} is declared twice", b)
+        ctx.edges.add((a.id, b.id))

@@ -1,0 +1,1 @@
+"""Durable runs: replaying journaled calls, reattaching workspaces, reopening a stopped run."""

@@ -1,0 +1,46 @@
+"""The journaled agent call: the layer that wraps `sessions.call.run_call` in a journaled run.
+
+The composition root makes it the run's agent caller when the run keeps a journal, so the
+plain call knows nothing of journals. A call whose key matches a finished record is replayed
+(no model call, the recorded spend charged back); otherwise the call runs, its workspace is
+journaled before its first model call (`call_started`), and its product after
+(`call_finished`). A restarted worktree call takes over the worktree its interrupted run left.
+"""
+
+from __future__ import annotations
+
+from swarmflow.core.output import AgentOutput
+from swarmflow.durable.replay import (
+    adopted_workspace,
+    match,
+    record_call,
+    record_started,
+    replay_call,
+    schema_of,
+)
+from swarmflow.record.journal import digest_of
+from swarmflow.runtime.context import RunContext, Scope
+from swarmflow.runtime.deps import CallRequest
+from swarmflow.sessions.call import open_call, rendered_card, work_call
+
+
+async def journaled_call(run: RunContext, scope: Scope, request: CallRequest) -> AgentOutput:
+    """`run_call`, keyed in the journal: replayed when a finished record matches, else run
+    and recorded."""
+    journal = run.deps.journal
+    assert journal is not None  # the composition root chooses this layer for journaled runs
+    agent = run.deps.team.get(request.name)
+    card = rendered_card(run, agent, request.card_vars)
+    digest = digest_of(card or "", request.text, schema_of(request.output))
+    key = journal.key(scope.branch, request.name, digest)
+    resuming = journal.previous is not None
+    record = match(run, journal, key) if resuming else None
+    if record is not None:
+        return await replay_call(run, scope, agent, key, record, output=request.output)
+    restarts_worktree = resuming and request.workspace is None and agent.workspace == "worktree"
+    adopted = await adopted_workspace(run, agent, key) if restarts_worktree else None
+    session = await open_call(run, scope, request, card=card, adopted=adopted)
+    record_started(run, key, session)
+    result = await work_call(run, session, request)
+    record_call(run, key, session, result, request.text)
+    return result

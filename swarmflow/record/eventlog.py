@@ -1,0 +1,194 @@
+"""The run's one ordered event stream: sequence numbers, the secret policy, fan-out to sinks.
+
+Each event goes through a chain of structlog processors, built once per run: the JSON renderer
+turns its fields into one line, then the run's `Redactor` (`core.secrets`, the one secret
+policy) scrubs the line. Every sink receives that scrubbed line, and, when it asks for them,
+the event as a model built from the scrubbed fields.
+
+A sink that writes a file holds its lines until `flush` (the JSONL sink): the run flushes
+before each external effect (`RunContext.write_ahead`), so the events between two effects
+share one write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from swarmflow.core.secrets import Redactor
+from swarmflow.record.events import EventBase
+from swarmflow.record.jsonline import json_line
+from swarmflow.record.sink import EventSink
+
+E = TypeVar("E", bound=EventBase)
+Processor = Callable[[Any, str, Any], Any]
+
+VALIDATE_ENV = "SWARMFLOW_VALIDATE_EVENTS"
+_ALL = "*"
+
+
+@dataclass(slots=True)
+class AgentUsage:
+    """One agent's spend in a run."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    type: str
+    envelope: dict[str, Any]
+    tallied: bool
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type[EventBase]) -> _Shape:
+    """The type tag and the default fields of an event class, computed once per class."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = cls.model_fields
+        envelope = {"agent": None, "session": None, "branch": "", "type": fields["type"].default}
+        for name, info in fields.items():
+            if name not in envelope and name not in _STAMPED and not info.is_required():
+                envelope[name] = info.get_default(call_default_factory=True)
+        kind = envelope["type"]
+        shape = _SHAPES[cls] = _Shape(kind, envelope, tallied=kind == "model_called")
+    return shape
+
+
+_STAMPED = frozenset({"run_id", "seq", "ts", "t"})
+
+
+def _wanted_types(sinks: list[EventSink]) -> frozenset[str]:
+    """Event types that some sink wants as objects; `*` stands for all."""
+    wanted: set[str] = set()
+    for sink in sinks:
+        if not getattr(sink, "wants_objects", True):
+            continue
+        types = getattr(sink, "event_types", None)
+        wanted.update(types if types is not None else {_ALL})
+    if _ALL in wanted:
+        return frozenset(_everything())
+    return frozenset(wanted)
+
+
+def _everything() -> set[str]:
+    from swarmflow.record import events
+
+    return {
+        cls.model_fields["type"].default
+        for cls in vars(events).values()
+        if isinstance(cls, type) and issubclass(cls, EventBase) and "type" in cls.model_fields
+    }
+
+
+def _dumps(data: Any, **_kw: Any) -> bytes:
+    """The JSON renderer's serializer: compact bytes, anything unknown as its `str`."""
+    return json_line(data)
+
+
+def processors(redactor: Redactor) -> tuple[Processor, ...]:
+    """The chain every event goes through: render one JSON line, then scrub it."""
+    import structlog  # only when a run starts: keeps `import swarmflow` cheap
+
+    def scrub(_logger: Any, _method: str, line: bytes) -> bytes:
+        return redactor.scrub_bytes(line)
+
+    return (structlog.processors.JSONRenderer(serializer=_dumps), scrub)
+
+
+class EventLog:
+    """Assigns contiguous sequence numbers and hands each event to every sink."""
+
+    def __init__(
+        self,
+        run_id: str,
+        sinks: Iterable[EventSink],
+        *,
+        secrets: Iterable[str] = (),
+        clock: Callable[[], float] = time.perf_counter,
+        start_seq: int = 0,
+    ) -> None:
+        """`start_seq`: a resumed run goes on numbering where its log stopped."""
+        self.run_id = run_id
+        self.sinks = list(sinks)
+        self.redactor = Redactor(secrets)
+        """The run's secret policy; sinks that print text of their own scrub it with this."""
+        self._clock = clock
+        self._t0 = clock()
+        self._seq = start_seq
+        self._wall0 = time.time()
+        self.usage: dict[str, AgentUsage] = {}
+        """Model calls and spend per agent, added up as `model_called` events are recorded."""
+        # With validation on (the test suite), every event is built as a model and checked.
+        self._all_objects = os.environ.get(VALIDATE_ENV) == "1"
+        self._wanted = _wanted_types(self.sinks)
+        self._render, self._scrub = processors(self.redactor)
+        flushes = (getattr(sink, "flush", None) for sink in self.sinks)
+        self._flushes: list[Callable[[], None]] = [f for f in flushes if callable(f)]
+
+    @property
+    def count(self) -> int:
+        return self._seq
+
+    def emit(self, cls: type[E], **fields: Any) -> E | None:
+        """Number, render, scrub and record one event (see `record`)."""
+        return self.record(cls, fields)
+
+    def record(self, cls: type[E], fields: dict[str, Any]) -> E | None:
+        """Number, render, scrub and record one event from a dict of its fields.
+
+        The pydantic model is built only for sinks that want objects (progress, OTel), or
+        always when `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
+        """
+        shape = _SHAPES.get(cls) or _shape(cls)
+        t = self._clock() - self._t0
+        seq = self._seq
+        self._seq = seq + 1
+        data = {"run_id": self.run_id, "seq": seq, "ts": self._wall0 + t, "t": t,
+                **shape.envelope, **fields}  # fmt: skip
+        if shape.tallied:
+            self._tally(data)
+        rendered = self._render(None, "event", data)
+        line = self._scrub(None, "event", rendered)
+        if line is not rendered:  # a secret was scrubbed: the objects must not hold it either
+            data = json.loads(line)
+        event: E | None = None
+        if self._all_objects or shape.type in self._wanted:
+            event = cls.model_validate(data)
+        for sink in self.sinks:
+            sink.write(event, line)
+        return event
+
+    def _tally(self, data: dict[str, Any]) -> None:
+        usage = self.usage.get(data["agent"] or "?")
+        if usage is None:
+            usage = self.usage[data["agent"] or "?"] = AgentUsage()
+        usage.calls += 1
+        usage.tokens_in += data["tokens_in"]
+        usage.tokens_out += data["tokens_out"]
+        usage.tokens_cached += data["tokens_cached"]
+        usage.cost += data["cost"]
+
+    def flush(self) -> None:
+        """Have every sink that holds lines write them (one write per sink)."""
+        for flush in self._flushes:
+            flush()
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()

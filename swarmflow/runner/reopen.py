@@ -1,0 +1,104 @@
+"""The board of a run directory, opened outside its run (`swarmflow board serve RUN_DIR`).
+
+The team is the one the run's flow declares (loaded again from `run.json`, as `resume` does);
+the board is rebuilt from the run's journal, and whatever happens on it is appended to the
+run's journal and event log, so a later `swarmflow resume` finds it there. The handoff check
+knows the products of every call the journal records, so smuggling through the served board
+is refused as in the run. While the board is served the run directory counts as live: `resume`
+and `clean` refuse it, and a live run's directory is refused here (serve that run's board with
+`swarmflow run --board-port` instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.pricing import PriceTable
+from swarmflow.core.secrets import secret_values
+from swarmflow.durable.run_dirs import claim, live_pid, read_log, read_manifest, release
+from swarmflow.record.eventlog import EventLog
+from swarmflow.record.journal import JOURNAL_FILE, Journal, Recorded, read_journal
+from swarmflow.record.sinks import JsonlSink
+from swarmflow.runner.wiring import run_deps
+from swarmflow.runtime.context import RunContext
+from swarmflow.runtime.flow import Flow
+from swarmflow.runtime.rails import Rails
+from swarmflow.runtime.state import RunState
+
+EVENTS = "events.jsonl"
+
+
+def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
+    """Check `run_dir` and load its flow's team; enter the result to get the run's context.
+
+    `load_flow` loads the flow that `run.json` names (the command line's flow references).
+
+    Raises:
+        ConfigError: not a run directory, a live run, or its flow cannot be loaded.
+    """
+    path = Path(run_dir).resolve()
+    if not (path / EVENTS).exists() or not (path / JOURNAL_FILE).exists():
+        raise ConfigError(f"{path} is not a run directory (no {EVENTS} and {JOURNAL_FILE})")
+    pid = live_pid(path)
+    if pid is not None:
+        raise ConfigError(
+            f"run {path.name} is still running (process {pid}); serve its board with "
+            "`swarmflow run --board-port` instead"
+        )
+    reference = str(read_manifest(path).get("flow") or "")
+    if not reference:
+        raise ConfigError(f"{path} records no flow (no run.json): its team is unknown")
+    try:
+        flow = load_flow(reference)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot load the run's flow: {exc}") from None
+    return _opened(path, flow.team)
+
+
+@asynccontextmanager
+async def _opened(path: Path, team: Any) -> AsyncIterator[RunContext]:
+    state = read_log(path)
+    recorded = read_journal(path / JOURNAL_FILE)
+    run_id = state.run_id or path.name
+    log = EventLog(run_id, [JsonlSink(path / EVENTS)], secrets=secret_values(),
+                   start_seq=state.next_seq)  # fmt: skip
+    journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
+                      scrub=log.redactor.scrub_bytes)  # fmt: skip
+    deps = run_deps(run_id=run_id, run_dir=path, team=team, log=log, model_for=_no_model,
+                    tools=_no_tools(), human=None, workspaces=None, prices=PriceTable(),
+                    rails=Rails(), journal=journal)  # fmt: skip
+    ctx = RunContext(deps, RunState(Ledger("run", Limits())))
+    _know_products(ctx, recorded)
+    claim(path)
+    try:
+        yield ctx
+    finally:
+        log.close()
+        journal.close()
+        release(path)
+
+
+def _know_products(ctx: RunContext, recorded: Recorded) -> None:
+    """Fingerprint every product the run's finished calls made (the handoff check's net)."""
+    for record in recorded.at.values():
+        data = record.data
+        given = str(data.get("given") or "")
+        ctx.state.fingerprints.add(record.key.agent, str(data.get("text") or ""), given)
+        patch = data.get("patch")
+        if isinstance(patch, dict) and patch.get("diff"):
+            ctx.state.fingerprints.add(record.key.agent, str(patch["diff"]), given)
+
+
+def _no_model(agent: Any) -> Any:
+    raise ConfigError("a served board runs no agent: it has no model")
+
+
+def _no_tools() -> Any:
+    from swarmflow.tools import ToolRegistry
+
+    return ToolRegistry()

@@ -1,0 +1,219 @@
+"""Wiring a run: the adapters, models, sinks and channels `run()` hands the runtime.
+
+This is the composition root: the one place that names concrete adapters.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.messages import Model
+from swarmflow.core.ports import HumanChannel
+from swarmflow.core.team import Agent
+from swarmflow.durable.journaled import journaled_call
+from swarmflow.durable.replay import journaled_turn
+from swarmflow.models.guard import check_real_call_allowed
+from swarmflow.operators.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
+from swarmflow.record.events import ModelRetried
+from swarmflow.record.journal import Journal
+from swarmflow.record.sink import EventSink
+from swarmflow.record.sinks import JsonlSink, MemorySink
+from swarmflow.runner.live import report_delta
+from swarmflow.runtime.context import current_session
+from swarmflow.runtime.deps import RunDeps
+from swarmflow.runtime.flow import Flow
+from swarmflow.sessions.call import run_call
+from swarmflow.sessions.structured import take_turn
+from swarmflow.teams.board import board_for
+
+ModelSpec = Model | str | Callable[[Agent], Model] | None
+
+
+def check_team(flow: Flow[..., Any]) -> None:
+    """Refuse to start a flow whose team declaration has errors (unknown agents in edges)."""
+    errors = [d.message for d in flow.team.check() if d.severity == "error"]
+    if errors:
+        raise ConfigError(f"flow {flow.name!r} declares a broken team: " + "; ".join(errors))
+
+
+def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any], options: Sequence[str] = ()) -> None:
+    """Refuse inputs the flow does not take, with the closest input or run option named."""
+    params = flow.signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [] if takes_any else sorted(set(inputs) - set(params))
+    if unknown:
+        raise ConfigError(
+            f"flow {flow.name}{flow.signature} has no input "
+            + "; no input ".join(_did_you_mean(name, list(params), options) for name in unknown)
+        )
+    try:
+        flow.signature.bind(**inputs)
+    except TypeError as exc:
+        raise ConfigError(f"inputs do not fit flow {flow.name}{flow.signature}: {exc}") from None
+
+
+def _did_you_mean(name: str, params: Sequence[str], options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, [*params, *options], n=1, cutoff=0.6)
+    if not close:
+        return repr(name)
+    kind = "the input" if close[0] in params else "the run option"
+    return f"{name!r} (did you mean {kind} {close[0]}=?)"
+
+
+def choose_sinks(
+    events: str | Iterable[EventSink] | None, run_dir: Path
+) -> tuple[MemorySink | None, list[EventSink]]:
+    path = run_dir / "events.jsonl"
+    if events is None or events == "both":
+        memory = MemorySink()
+        return memory, [memory, JsonlSink(path)]
+    if events == "jsonl":
+        return None, [JsonlSink(path)]
+    if events == "memory":
+        memory = MemorySink()
+        return memory, [memory]
+    if isinstance(events, str):
+        raise ConfigError(f"events={events!r}; use 'both', 'jsonl', 'memory' or a list of sinks")
+    given = list(events)
+    found = next((s for s in given if isinstance(s, MemorySink)), None)
+    return found, given
+
+
+def model_secrets(model: ModelSpec) -> list[str]:
+    secrets = getattr(model, "secrets", None)
+    return list(secrets()) if callable(secrets) else []
+
+
+def _report_retry(attempt: int, error: str, delay: float) -> None:
+    """Turn an adapter's retry into a `model_retried` event of the session that waits."""
+    session = current_session.get()
+    if session is not None and not session.closed:
+        session.emit(ModelRetried, attempt=attempt, error=error, delay=delay)
+
+
+def _instrument(model: Model) -> Model:
+    if hasattr(model, "on_retry") and model.on_retry is None:
+        model.on_retry = _report_retry
+    if hasattr(model, "on_delta") and model.on_delta is None:
+        model.on_delta = report_delta  # streamed text reaches `swarmflow.stream` readers
+    return model
+
+
+class ModelResolver:
+    """Finds each agent's model once per run, and closes the clients it built itself."""
+
+    def __init__(self, model: ModelSpec) -> None:
+        self.default = model
+        self.built: dict[str, Model] = {}
+        self.per_agent: dict[int, Model] = {}  # by declaration: sub-flow teams may reuse names
+
+    def __call__(self, agent: Agent) -> Model:
+        known = self.per_agent.get(id(agent))
+        if known is None:
+            known = self.per_agent[id(agent)] = self._resolve(agent)
+        return known
+
+    def _resolve(self, agent: Agent) -> Model:
+        chosen = agent.model if agent.model is not None else self.default
+        if chosen is None:
+            raise ConfigError(
+                f"agent {agent.name!r} has no model; pass model= to run()", agent=agent.name
+            )
+        if callable(chosen) and not hasattr(chosen, "complete"):
+            chosen = chosen(agent)
+        if isinstance(chosen, str):
+            if chosen not in self.built:
+                self.built[chosen] = _openai_model(chosen)
+            chosen = self.built[chosen]
+        check_real_call_allowed(chosen)
+        return _instrument(chosen)  # type: ignore[arg-type]
+
+    async def aclose(self) -> None:
+        for model in self.built.values():
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _openai_model(name: str) -> Model:
+    from swarmflow.models import OpenAIModel
+
+    return OpenAIModel(name)
+
+
+def default_tools() -> Any:
+    from swarmflow.tools import default_registry
+
+    return default_registry()
+
+
+def workspaces_for(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None) -> Any:
+    if all(a.workspace == "none" for a in flow.team.agents):
+        return None
+    from swarmflow.workspaces import DefaultWorkspaces
+
+    return DefaultWorkspaces(run_dir, Path(repo).resolve() if repo else None)
+
+
+def human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None) -> HumanChannel:
+    if human is None:
+        return ConsoleHuman() if sys.stdin.isatty() and not os.environ.get("CI") else NoHuman()
+    if hasattr(human, "ask"):
+        return human  # type: ignore[return-value]
+    return ScriptedHuman(human)
+
+
+def merge_limits(declared: Limits, given: Limits) -> Limits:
+    return Limits(
+        tokens=given.tokens if given.tokens is not None else declared.tokens,
+        cost=given.cost if given.cost is not None else declared.cost,
+        calls=given.calls if given.calls is not None else declared.calls,
+        seconds=given.seconds if given.seconds is not None else declared.seconds,
+    )
+
+
+def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
+    return {
+        a.name: {
+            "tools": list(a.tools),
+            "allowance": a.allowance,
+            "workspace": a.workspace,
+            "max_steps": a.max_steps,
+        }
+        for a in flow.team.agents
+    }
+
+
+def limits_of(ledger: Ledger) -> dict[str, float | int | None]:
+    lim = ledger.limits
+    return {"tokens": lim.tokens, "cost": lim.cost, "calls": lim.calls, "seconds": lim.seconds}
+
+
+def jsonable(inputs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in inputs.items():
+        out[key] = (
+            value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
+        )
+    return out
+
+
+def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
+    """What a run is given, with its agent-call layers chosen: the journaled call and turn
+    wrap the plain ones when the run keeps a journal, so the plain ones never look for one."""
+    journaled = journal is not None
+    return RunDeps(
+        **given,
+        journal=journal,
+        call_agent=journaled_call if journaled else run_call,
+        take_turn=journaled_turn if journaled else take_turn,
+        board_for=board_for,
+    )
