@@ -9,6 +9,7 @@ import pytest
 
 from swarmflow import Agent, agent, parallel
 from swarmflow.cli import main
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel
 from tests.dsl.helpers import EXAMPLES, flow_text
 from tests.runtime.helpers import run_one
@@ -33,7 +34,7 @@ def test_graph_of_a_plain_directory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["graph", str(tmp_path)]) == 2
-    assert "events.jsonl" in capsys.readouterr().err
+    assert EVENTS_FILE in capsys.readouterr().err
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.cli import main
+from swarmflow.record.files import EVENTS_FILE
 from tests.dsl.helpers import flow_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +34,10 @@ def capped(tmp_path: Path) -> Path:
 
 
 def test_a_cap_lowers_the_flows_budget(
-    capped: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capped: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SWARMFLOW_RUNS", str(tmp_path / "runs"))
     args = ["run", str(capped), "--demo", "--input", "n=1"]
@@ -113,7 +117,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_closes_the_log(tmp_path: Path) -> 
     # Standard error holds the live progress, then one line about the interruption.
     assert err.strip().splitlines()[-1] == "swarmflow run: interrupted; the run was stopped"
     assert "Traceback" not in err and err.count("interrupted") == 1
-    (log,) = (tmp_path / "runs").glob("*/events.jsonl")
+    (log,) = (tmp_path / "runs").glob(f"*/{EVENTS_FILE}")
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "cancelled"
     assert [e["type"] for e in events].count("run_finished") == 1

@@ -14,7 +14,7 @@ from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.outcome import budget_stopped, task_result, unrecorded_result
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
-from swarmflow.durable.run_dirs import read_log
+from swarmflow.durable.run_dirs import has_log, read_log
 from swarmflow.runner.lifecycle import run
 from swarmflow.runtime.flow import Flow
 
@@ -32,7 +32,7 @@ async def run_task(
     interrupted is resumed from its journal, and otherwise the run starts there.
     """
     run_dir = runs / task.id
-    state = read_log(run_dir).status if (run_dir / "events.jsonl").exists() else None
+    state = read_log(run_dir).status if has_log(run_dir) else None
     if state == "ok":  # it ended before its result line was written: nothing to run again
         return unrecorded_result(task, run_dir)
     chosen = dict(

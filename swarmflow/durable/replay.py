@@ -3,7 +3,13 @@
 A call's key is its branch, its index in that branch, the agent and a digest of what was sent
 (the rendered role card, the prompt, the output schema). On resume a call whose key matches a
 finished record returns the recorded product at once: no model call, no tokens, the recorded
-spend charged back to the ledgers so that budgets continue from what was spent.
+spend charged back to the ledgers below the run's (the run's own counts every model call of
+the earlier processes from their log, `durable.run_dirs.resumed`), so that budgets continue
+from what was spent.
+
+Records are written from their plain fields (`Journal.write`, the hot dataclasses through
+`record.records`' `*_fields`, a patch and a structured value as they are) and read back into
+the same types (`record.records`).
 """
 
 from __future__ import annotations
@@ -16,14 +22,22 @@ from pydantic import BaseModel
 from swarmflow.core.budget import Charge, Ledger, all_ledgers
 from swarmflow.core.errors import ResumeDiverged
 from swarmflow.core.ids import new_session_id
-from swarmflow.core.messages import Message, ToolCall, Usage
+from swarmflow.core.messages import Usage
 from swarmflow.core.output import AgentOutput, SourcedStr
-from swarmflow.core.patch import Patch
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
 from swarmflow.record.events import CallReplayed, ResumeDivergedAt
 from swarmflow.record.journal import CallKey, Journal, Record, digest_of
+from swarmflow.record.records import (
+    CallFinished,
+    CallStarted,
+    Spend,
+    WorktreeAt,
+    message_fields,
+    spend_fields,
+    usage_fields,
+)
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.sessions.handoff import remember_output
 from swarmflow.sessions.session import AgentSession
@@ -44,9 +58,6 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
             ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.place,
             digest=key.digest, strict=journal.strict,
         )  # fmt: skip
-        # Nothing replays from here on: what the unreplayed records cost was spent all the same.
-        assert journal.previous is not None
-        spend([run.state.ledger], journal.previous.spent(unused_only=True))
         if journal.strict:
             raise ResumeDiverged(
                 f"the flow no longer matches its journal at {where}: what is sent there "
@@ -66,27 +77,26 @@ async def replay_call(
     """The recorded product of an agent call, as the call returned it."""
     data = record.data
     session = new_session_id(agent.name)
-    sources = frozenset(data.get("provenance") or (agent.name,))
-    value = _value(data.get("value"), output)
-    text = str(data.get("text", ""))
-    info = data.get("workspace")
-    if info:
-        run.state.workspace_of[session] = await reattach(run, agent, session, info, restart=False)
-    charge_spent(run, scope, agent, data.get("spend") or {})
+    sources = frozenset(data.provenance or (agent.name,))
+    if data.workspace is not None:
+        run.state.workspace_of[session] = await reattach(
+            run, agent, session, data.workspace, restart=False
+        )
+    charge_spent(run, scope, agent, data.spend)
     _emit_replayed(run, key, session, data)
     out = AgentOutput(
         agent=agent.name,
         session=session,
-        text=SourcedStr(text, sources),
-        value=value,
-        patch=_patch(data.get("patch")),
-        usage=Usage(**(data.get("usage") or {})),
-        state=str(data.get("state", "done")),
-        reason=str(data.get("reason", "completed")),
+        text=SourcedStr(data.text, sources),
+        value=recorded_value(data, output),
+        patch=data.patch,
+        usage=data.usage,
+        state=data.state,
+        reason=data.reason,
         provenance=sources,
-        detail=str(data.get("detail", "")),
+        detail=data.detail,
     )
-    remember_output(run, agent.name, out, str(data.get("given", "")))
+    remember_output(run, agent.name, out, data.given)
     return out
 
 
@@ -96,16 +106,16 @@ def record_call(
     """Journal a call that returned, with everything a resumed run needs to replay it."""
     assert run.deps.journal is not None
     usage = out.usage
-    run.deps.journal.write({
-        "kind": "call_finished",
+    run.deps.journal.write(CallFinished, {
         "key": key.as_dict(),
         "session": out.session,
-        "text": str.__str__(out.text),  # a plain str (see Journal.write)
+        "event_seq": run.deps.log.count,
+        "text": str.__str__(out.text),  # a plain str serialises fastest
         "given": given,
-        "value": None if out.value is None else _dump(out.value),
-        "patch": None if out.patch is None else _patch_dict(out.patch),
-        "usage": _usage_dict(usage),
-        "spend": _spend(usage, session.cost, session.steps),
+        "value": out.value,
+        "patch": out.patch,
+        "usage": usage_fields(usage),
+        "spend": spend_fields(usage, session.cost, session.steps),
         "state": out.state,
         "reason": out.reason,
         "detail": out.detail,
@@ -118,8 +128,8 @@ def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None
     """Before a call's first model call: where its workspace lives, for a restart in place."""
     info = workspace_info(session.workspace)
     if info is not None and run.deps.journal is not None:
-        run.deps.journal.write({"kind": "call_started", "key": key.as_dict(), "session": session.id,
-                           "workspace": info})  # fmt: skip
+        run.deps.journal.write(CallStarted, {"key": key.as_dict(), "session": session.id,
+                                             "workspace": info})  # fmt: skip
 
 
 async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Workspace | None:
@@ -127,10 +137,9 @@ async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Work
     if run.deps.journal is None or agent.workspace != "worktree":
         return None
     started = run.deps.journal.in_flight(key)
-    if started is None or not started.get("workspace"):
+    if started is None:
         return None
-    session = str(started["session"])
-    return await reattach(run, agent, session, started["workspace"], restart=True)
+    return await reattach(run, agent, started.session, started.workspace, restart=True)
 
 
 # -- session turns ----------------------------------------------------------------------------
@@ -148,7 +157,7 @@ async def journaled_turn(
     key = journal.key(session.scope.branch, session.agent.name, digest)
     record = match(run, journal, key) if journal.previous is not None else None
     if record is not None:
-        await _work_on_in_recorded_worktree(session, record.data.get("workspace"))
+        await _work_on_in_recorded_worktree(session, record.data.workspace)
         return _replay_turn(session, key, record, output)
     before, count = session.history, len(session.history)
     steps, usage, cost = session.steps, session.usage, session.cost
@@ -158,29 +167,29 @@ async def journaled_turn(
         now = session.usage
         spent = Usage(now.input - usage.input, now.output - usage.output,
                       now.cached_input - usage.cached_input)  # fmt: skip
-        journal.write({
-            "kind": "call_finished",
+        journal.write(CallFinished, {
             "key": key.as_dict(),
             "session": session.id,
+            "event_seq": run.deps.log.count,
             "text": session.last_text,
             "reason": (session.reason or EndReason.COMPLETED).value,
-            "value": None if value is None else _dump(value),
-            "messages": [_message_dict(m) for m in session.history[0 if compacted else count :]],
+            "value": value,
+            "messages": [message_fields(m) for m in session.history[0 if compacted else count :]],
             "replace_history": compacted,
-            "usage": _usage_dict(spent),
-            "spend": _spend(spent, session.cost - cost, session.steps - steps),
+            "usage": usage_fields(spent),
+            "spend": spend_fields(spent, session.cost - cost, session.steps - steps),
             "workspace": workspace_info(session.workspace),
         })  # fmt: skip
     return value
 
 
-async def _work_on_in_recorded_worktree(session: AgentSession, info: Any) -> None:
+async def _work_on_in_recorded_worktree(session: AgentSession, info: WorktreeAt | None) -> None:
     """A session whose turns replay takes over the worktree those turns edited (its own,
     opened afresh in this process, holds none of their work)."""
     own = session.workspace
-    if not info or own is None or session.agent.workspace != "worktree":
+    if info is None or own is None or session.agent.workspace != "worktree":
         return
-    if str(getattr(own, "root", "")) == str(info.get("root")):
+    if str(getattr(own, "root", "")) == info.root:
         return
     run = session.run
     recorded = await reattach(run, session.agent, session.id, info, restart=False)
@@ -192,40 +201,34 @@ def _replay_turn(
     session: AgentSession, key: CallKey, record: Record, output: type[BaseModel] | None
 ) -> BaseModel | None:
     data = record.data
-    messages = [_message(m) for m in data.get("messages") or ()]
-    paid = data.get("spend") or {}
     session.adopt_turn(
-        messages,
-        replace=bool(data.get("replace_history")),
-        text=str(data.get("text", "")),
-        usage=Usage(**(data.get("usage") or {})),
-        cost=float(paid.get("cost", 0.0)),
-        steps=int(paid.get("calls", 0)),
-        submitted=data.get("reason") == EndReason.SUBMITTED.value,
+        list(data.messages or ()),
+        replace=data.replace_history,
+        text=data.text,
+        usage=data.usage,
+        cost=data.spend.cost,
+        steps=data.spend.calls,
+        submitted=data.reason == EndReason.SUBMITTED.value,
     )
-    charge_spent(session.run, session.scope, session.agent, paid)
+    charge_spent(session.run, session.scope, session.agent, data.spend)
     _emit_replayed(session.run, key, session.id, data)
-    value = _value(data.get("value"), output)
+    value = recorded_value(data, output)
     return value if isinstance(value, BaseModel) else None
 
 
 # -- spend, workspaces, values ----------------------------------------------------------------
 
 
-def _spend(usage: Usage, cost: float, calls: int) -> dict[str, Any]:
-    """What a call spent, as its ledgers were charged (a replay charges it back)."""
-    return {"tokens": usage.total, "cost": cost, "calls": calls}
-
-
-def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: dict[str, Any]) -> None:
-    """Charge a replayed call's recorded spend to its ledgers (nothing new is spent)."""
-    charge = Charge(int(spent.get("tokens", 0)), float(spent.get("cost", 0.0)),
-                    int(spent.get("calls", 0)))  # fmt: skip
+def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: Spend) -> None:
+    """Charge a replayed call's recorded spend to its ledgers (nothing new is spent), except
+    the run's own: that one was charged everything the earlier processes' log records
+    (`durable.run_dirs.resumed`)."""
     heads: list[Ledger] = [scope.ledger]
     allowance = run.state.agent_ledger(agent)
     if allowance is not None:
         heads.append(allowance)
-    spend(all_ledgers(heads), charge)
+    root = run.state.ledger
+    spend([ledger for ledger in all_ledgers(heads) if ledger is not root], spent.charge)
 
 
 def spend(ledgers: Iterable[Ledger], charge: Charge) -> None:
@@ -247,7 +250,7 @@ def workspace_info(workspace: Workspace | None) -> dict[str, str] | None:
 
 
 async def reattach(
-    run: RunContext, agent: Agent, session: str, info: dict[str, Any], *, restart: bool
+    run: RunContext, agent: Agent, session: str, info: WorktreeAt, *, restart: bool
 ) -> Workspace:
     """The recorded worktree, taken over again by this run (recreated if it was removed).
 
@@ -264,75 +267,25 @@ async def reattach(
     workspace: Workspace = await adopt(
         agent.name,
         session,
-        root=info["root"],
-        branch=info["branch"],
-        base=info["base"],
+        root=info.root,
+        branch=info.branch,
+        base=info.base,
         restart=restart,
     )
     return workspace
 
 
-def _emit_replayed(run: RunContext, key: CallKey, session: str, data: dict[str, Any]) -> None:
+def _emit_replayed(run: RunContext, key: CallKey, session: str, data: CallFinished) -> None:
     run.deps.log.emit(
         CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.place,
-        digest=key.digest, recorded_session=str(data.get("session", "")),
+        digest=key.digest, recorded_session=data.session,
     )  # fmt: skip
 
 
-def _dump(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return value
-
-
-def _value(raw: Any, output: Any) -> Any:
-    if raw is None or output is None:
+def recorded_value(data: CallFinished, output: Any) -> Any:
+    """The recorded structured value, as the call's `output=` type (None without one)."""
+    if data.value is None or output is None:
         return None
     if isinstance(output, type) and issubclass(output, BaseModel):
-        return output.model_validate(raw)
-    return raw
-
-
-def _patch(raw: dict[str, Any] | None) -> Patch | None:
-    if raw is None:
-        return None
-    return Patch(
-        diff=str(raw.get("diff", "")),
-        base=str(raw.get("base", "")),
-        commit=str(raw.get("commit", "")),
-        branch=str(raw.get("branch", "")),
-        files=tuple(raw.get("files") or ()),
-    )
-
-
-def _patch_dict(patch: Patch) -> dict[str, Any]:
-    return {"diff": patch.diff, "base": patch.base, "commit": patch.commit,
-            "branch": patch.branch, "files": list(patch.files)}  # fmt: skip
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input}
-
-
-def _message_dict(message: Message) -> dict[str, Any]:
-    """A message as plain JSON types; fields at their defaults are left out."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        out["tool_call_id"] = message.tool_call_id
-    if message.name is not None:
-        out["name"] = message.name
-    return out
-
-
-def _message(raw: dict[str, Any]) -> Message:
-    calls = tuple(
-        ToolCall(str(c["id"]), str(c["name"]), str(c.get("arguments", "{}")))
-        for c in raw.get("tool_calls") or ()
-    )
-    return Message(raw["role"], raw.get("content"), calls, raw.get("tool_call_id"), raw.get("name"))
+        return output.model_validate(data.value)
+    return data.value

@@ -2,7 +2,9 @@
 
 A run directory holds `events.jsonl` (the event stream), `journal.jsonl` (what a resumed run
 replays, see `swarmflow.record.journal`) and `run.json` (how the run was started: the flow, its
-inputs, the repository and the model, so that `swarmflow resume` can start it again).
+inputs, the repository and the model, so that `swarmflow resume` can start it again). A resume
+reads both files once: the journal for the calls, the log for where it stopped, what was
+spent, the answers given and the board (`read_run`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,11 @@ from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
 from swarmflow.durable.replay import spend
 from swarmflow.record.events import RunResumed
-from swarmflow.record.journal import (
-    JOURNAL_FILE,
-    Journal,
-    Recorded,
-    read_journal,
-    truncate_torn_tail,
-)
-from swarmflow.record.jsonline import take_json_objects
+from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
+from swarmflow.record.journal import Journal, Recorded, read_journal
+from swarmflow.record.jsonline import json_object
+from swarmflow.record.lines import read_lines
+from swarmflow.record.records import CallFinished, CallStarted
 from swarmflow.record.sink import EventSink
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.flow import Flow
@@ -37,7 +36,6 @@ Durability = Literal["write", "fsync"]
 which survives the process being killed; `fsync`: also synced to disk (survives a power cut)."""
 
 MANIFEST = "run.json"
-EVENTS = "events.jsonl"
 MANIFEST_VERSION = 1
 
 
@@ -119,17 +117,36 @@ class LogState:
     time between a process's death and its resume is not counted)."""
 
 
-def read_log(run_dir: Path) -> LogState:
-    """Scan `events.jsonl` once (a torn last line is cut off first)."""
+def has_log(run_dir: Path) -> bool:
+    """Whether `run_dir` holds an event log (a run was started there)."""
+    return (run_dir / EVENTS_FILE).exists()
+
+
+def read_log(run_dir: Path, into: Recorded | None = None) -> LogState:
+    """Scan `events.jsonl` once (a torn last line is cut off first); `into`: also keep there
+    the events a resume needs (`Recorded.take_event`)."""
     state = LogState()
-    path = run_dir / EVENTS
+    path = run_dir / EVENTS_FILE
     if not path.exists():
         return state
-    truncate_torn_tail(path)
     scan = _LogScan(state)
-    take_json_objects(path, "an event", lambda _, event: scan.take(event))
+
+    def take(raw: bytes) -> None:
+        event = json_object(raw)
+        scan.take(event)
+        if into is not None:
+            into.take_event(event)
+
+    read_lines(path, "an event", take)
     state.spent = Charge(scan.tokens, scan.cost, scan.calls)
     return state
+
+
+def read_run(run_dir: Path) -> tuple[LogState, Recorded]:
+    """Both files of a run directory, read once: its log, and what a resume takes from the
+    journal and the log together."""
+    recorded = read_journal(run_dir / JOURNAL_FILE)
+    return read_log(run_dir, into=recorded), recorded
 
 
 @dataclass(slots=True)
@@ -187,33 +204,33 @@ class Interrupted:
 
     def worktree_base(self) -> str | None:
         """The commit the interrupted run's worktrees forked from, if it made any."""
-        records = [*(r.data for r in self.recorded.at.values()), *self.recorded.started.values()]
-        for data in records:
-            workspace = data.get("workspace")
-            if isinstance(workspace, dict) and workspace.get("base"):
-                return str(workspace["base"])
+        records: list[CallFinished | CallStarted] = [
+            *(r.data for r in self.recorded.at.values()),
+            *self.recorded.started.values(),
+        ]
+        for record in records:
+            if record.workspace is not None and record.workspace.base:
+                return record.workspace.base
         return None
-
-    def orphan_spend(self) -> Charge:
-        """Spend of model calls whose agent call never finished (so no record replays it)."""
-        done = self.recorded.spent()
-        real = self.log.spent
-        return Charge(max(0, real.tokens - done.tokens), max(0.0, real.cost - done.cost),
-                      max(0, real.calls - done.calls))  # fmt: skip
 
 
 def open_interrupted(run_dir: str | Path) -> Interrupted:
     """Read a run directory for `resume`; a clear error when it is not one."""
     path = Path(run_dir).resolve()
-    if not (path / EVENTS).exists() and not (path / JOURNAL_FILE).exists():
-        raise ConfigError(f"{path} is not a run directory (no {EVENTS} or {JOURNAL_FILE})")
+    if not (path / EVENTS_FILE).exists():
+        if (path / JOURNAL_FILE).exists():  # its events went elsewhere (events="memory")
+            raise ConfigError(
+                f"{path} has no {EVENTS_FILE}: a run whose events were not written to its run "
+                "directory cannot be resumed (its spend, answers and board are in its events)"
+            )
+        raise ConfigError(f"{path} is not a run directory (no {EVENTS_FILE} or {JOURNAL_FILE})")
     pid = live_pid(path)
     if pid is not None:
         raise ConfigError(f"run {path.name} is still running (process {pid}); not resuming it")
-    log = read_log(path)
+    log, recorded = read_run(path)
     if log.status == "ok":
         raise ConfigError(f"run {path.name} already finished ok; there is nothing to resume")
-    return Interrupted(path, log, read_journal(path / JOURNAL_FILE), read_manifest(path))
+    return Interrupted(path, log, recorded, read_manifest(path))
 
 
 def open_journal(
@@ -250,16 +267,17 @@ def sync_sinks(sinks: list[EventSink], durability: Durability) -> list[EventSink
 
 
 def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
-    """Record the resume and charge the spend no record will replay (calls that were cut off);
-    the wall clock goes on from the time the earlier processes ran, and new worktrees fork
-    from the commit the earlier ones did."""
+    """Record the resume and charge the run's ledger what the earlier processes spent (every
+    model call is in their log: a replayed call charges only the ledgers below the run's,
+    `durable.replay.charge_spent`); the wall clock goes on from the time the earlier
+    processes ran, and new worktrees fork from the commit the earlier ones did."""
     ctx.deps.log.emit(
         RunResumed,
         flow=flow,
         recorded_calls=interrupted.recorded.calls,
         strict=ctx.deps.journal.strict if ctx.deps.journal else False,
     )
-    spend([ctx.state.ledger], interrupted.orphan_spend())
+    spend([ctx.state.ledger], interrupted.log.spent)
     ctx.state.ledger.count_earlier_time(interrupted.log.elapsed)
     fork_from = getattr(ctx.deps.workspaces, "fork_from", None)
     base = interrupted.worktree_base()
@@ -335,7 +353,7 @@ def list_runs(root: Path) -> list[RunRow]:
         return []
     rows = []
     for run_dir in root.iterdir():
-        if not (run_dir / EVENTS).is_file():
+        if not (run_dir / EVENTS_FILE).is_file():
             continue
         log = read_log(run_dir)
         status = log.status
@@ -348,7 +366,7 @@ def list_runs(root: Path) -> list[RunRow]:
 def dead_run(run_dir: Path) -> tuple[Path, Path | None]:
     """The run directory and its repository, for `clean`; refuses a run still running."""
     run_dir = run_dir.resolve()
-    if not (run_dir / EVENTS).exists() and not (run_dir / MANIFEST).exists():
+    if not (run_dir / EVENTS_FILE).exists() and not (run_dir / MANIFEST).exists():
         raise ConfigError(f"{run_dir} is not a run directory")
     pid = live_pid(run_dir)
     if pid is not None:

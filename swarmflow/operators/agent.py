@@ -43,6 +43,9 @@ class Agent(team.Agent):
     """One agent's declaration (`swarmflow.core.team.Agent`), callable inside a running flow:
     `await coder("task")` is `await agent("coder", "task")`."""
 
+    def __init__(self, name: str | None = None, /, **data: Any) -> None:
+        super().__init__(name, **data)  # restated: the pydantic plugin reads each class's own
+
     def __call__(self, prompt: Any = "", /, **kwargs: Any) -> Coroutine[Any, Any, AgentOutput]:
         if maybe_run() is None:
             raise ConfigError(f"agent {self.name!r} can only be called inside a running flow")

@@ -49,13 +49,13 @@ async def human(
         branch=scope.branch,
         question=question,
         payload=shown,
-        channel="journal" if recorded else chosen.name,
+        channel="journal" if recorded is not None else chosen.name,
         token=token,
     )
     status = "failed"
     try:
         if recorded is not None:  # answered before the run was interrupted: not asked again
-            answer, who, timed_out = recorded["answer"], str(recorded["answered_by"]), False
+            answer, who, timed_out = recorded.answer, recorded.answered_by, False
         else:
             run.deps.write_ahead()  # the question is an external effect: what came before first
             answer, who, timed_out = await _ask(
@@ -68,17 +68,15 @@ async def human(
         else:
             answer = _convert(answer, output, question)
             _remember_answer(run, answer, given=f"{question}\n{shown_text(payload)}")
-        if run.deps.journal is not None and recorded is None:
-            run.deps.journal.write({"kind": "human_answered", "token": token,
-                                    "branch": scope.branch, "question": question,
-                                    "answer": _jsonable(answer), "answered_by": who,
-                                    "timed_out": timed_out})  # fmt: skip
+        # The answer's one record: a resumed run gives it again to this token (its journal
+        # reads it from the event log, `record.journal.Recorded.take_event`).
         run.deps.log.emit(
             HumanAnswered,
             branch=scope.branch,
             answer=_jsonable(answer),
             answered_by=who,
             timed_out=timed_out,
+            token=token,
         )
         status = "ok"
         return answer

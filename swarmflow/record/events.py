@@ -244,6 +244,9 @@ class HumanAnswered(EventBase):
     answer: Any = None
     answered_by: str
     timed_out: bool = False
+    token: str = ""
+    """The token of the question answered (its `human_requested` event's): a resumed run
+    gives this answer again to that token only. Empty for a timeout that failed the run."""
 
 
 class RunResumed(EventBase):
@@ -296,6 +299,9 @@ class BoardMessagePosted(EventBase):
     mentions: list[str] = []
     recipients: list[str] = []
     message_seq: int
+    rest: str = ""
+    """The content past the preview (empty when `text` holds all of it): `text + rest` is
+    the whole message, as a resumed run puts it back on its board."""
 
 
 class MentionDelivered(EventBase):

@@ -1,24 +1,21 @@
 """The run's journal: what a resumed run needs, written ahead of every external effect.
 
-`journal.jsonl` sits beside `events.jsonl` in the run directory. It holds one JSON record per
-line. The records made between two external effects are held and written together, with one
-unbuffered `write(2)`, at the run's next write barrier (`RunContext.write_ahead`), which comes
-before the next model call, tool run, commit or question starts; a process killed at any
-moment leaves whole lines. With `durability="fsync"` each barrier's write is also fsynced
-(a power cut).
+`journal.jsonl` sits beside `events.jsonl` in the run directory, one record per line
+(`record.records`, format version `JOURNAL_VERSION`, docs/durability.md). The records made
+between two external effects are held and written together, with one unbuffered `write(2)`,
+at the run's next write barrier (`RunDeps.write_ahead`), right after the events', before the
+next model call, tool run, commit or question starts (`record.lines`).
 
-Records (format version 1, docs/durability.md):
+Records: `journal_opened` (the run id and the format version, once per process that writes),
+`call_started` (an agent call that owns a worktree, before its first model call: a resumed run
+restarts the call in that same worktree) and `call_finished` (an agent call or a session turn
+that returned, with its whole product). Every call record carries its key: the branch path,
+the call's index among the calls of its branch, the agent, and a digest of what was sent.
 
-- `journal_opened`: the run id and the format version, once per process that writes.
-- `call_started`: an agent call that owns a workspace, before its first model call, with where
-  its workspace lives (a resumed run restarts the call in that same worktree).
-- `call_finished`: an agent call or a session turn that returned, with its whole product.
-- `human_answered`: a person's answer, bound to the token of the question and payload shown.
-- `board_thread`, `board_message`, `board_delivered`: the run's message board
-  (`runtime.board_journal`).
-
-Every call record carries its key: the branch path, the call's index among the calls of its
-branch, the agent, and a digest of what was sent.
+What the event stream holds already is not journaled again: a resumed run takes a person's
+answers (`human_answered`, by token) and its message board (`thread_created`,
+`board_message_posted`, `mention_delivered`) from the earlier processes' events, read in the
+same pass as the rest of the log (`Recorded.take_event`).
 """
 
 from __future__ import annotations
@@ -30,14 +27,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
-from swarmflow.record.jsonline import json_line, take_json_objects
+from swarmflow.record.eventlog import VALIDATE_ENV
+from swarmflow.record.events import (
+    BoardMessagePosted,
+    HumanAnswered,
+    MentionDelivered,
+    ThreadCreated,
+)
+from swarmflow.record.jsonline import json_line
+from swarmflow.record.lines import LineWriter, read_lines
+from swarmflow.record.records import (
+    JOURNAL_VERSION,
+    CallFinished,
+    CallStarted,
+    JournalOpened,
+    RecordBase,
+    kind_of,
+    parse_record,
+)
 
-JOURNAL_FILE = "journal.jsonl"
-JOURNAL_VERSION = 1
 _DIGEST_BYTES = 16
-_BOARD_KINDS = frozenset({"board_thread", "board_message", "board_delivered"})
+
+BoardFact = ThreadCreated | BoardMessagePosted | MentionDelivered
+"""An event a resumed run rebuilds its board from (`teams.board_journal`)."""
+
+_FROM_EVENTS: dict[str, type[BoardFact | HumanAnswered]] = {
+    "thread_created": ThreadCreated,
+    "board_message_posted": BoardMessagePosted,
+    "mention_delivered": MentionDelivered,
+    "human_answered": HumanAnswered,
+}
 
 
 class CallKey(NamedTuple):
@@ -65,57 +85,42 @@ def digest_of(*parts: str) -> str:
 
 @dataclass(slots=True)
 class Record:
-    """One finished call (or answer) from an earlier part of the run."""
+    """One finished call from an earlier part of the run."""
 
     key: CallKey
-    data: dict[str, Any]
+    data: CallFinished
     used: bool = False
 
 
 @dataclass(slots=True)
 class Recorded:
-    """What the journal of an interrupted run holds, indexed for replay."""
+    """What an interrupted run left, indexed for replay: its calls from the journal, its
+    answers and its board from the event log."""
 
     finished: dict[tuple[str, str, str], list[Record]] = field(default_factory=dict)
     at: dict[tuple[str, int], Record] = field(default_factory=dict)
-    started: dict[CallKey, dict[str, Any]] = field(default_factory=dict)
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    board: list[dict[str, Any]] = field(default_factory=list)
-    """The board's records, in journal order (`runtime.board_journal`)."""
-    board_marks: list[tuple[int, str]] = field(default_factory=list)
-    """Per `call_finished` record: how many board records preceded it, and its session."""
+    started: dict[CallKey, CallStarted] = field(default_factory=dict)
+    answers: dict[str, HumanAnswered] = field(default_factory=dict)
+    """A person's answers, by the token of the question and payload they were given for."""
+    board: list[BoardFact] = field(default_factory=list)
+    """The board's events, in log order."""
+    finished_at: list[tuple[int, str]] = field(default_factory=list)
+    """Per `call_finished` record: its `event_seq` and its session."""
 
     @property
     def calls(self) -> int:
         return len(self.at)
 
-    def spent(self, *, unused_only: bool = False) -> Charge:
-        """The spend the finished records account for (or those no call has replayed)."""
-        tokens, cost, calls = 0, 0.0, 0
-        for record in self.at.values():
-            if unused_only and record.used:
-                continue
-            spend = record.data.get("spend") or {}
-            tokens += int(spend.get("tokens", 0))
-            cost += float(spend.get("cost", 0.0))
-            calls += int(spend.get("calls", 0))
-        return Charge(tokens, cost, calls)
+    def add(self, record: RecordBase) -> None:
+        """Index one journal record."""
+        if isinstance(record, CallFinished):
+            self._finished(record)
+        elif isinstance(record, CallStarted):
+            self.started[_key_of(record)] = record
 
-    def add(self, record: dict[str, Any]) -> None:
-        kind = record.get("kind")
-        if kind == "human_answered":
-            self.answers[str(record["token"])] = record
-            return
-        if kind in _BOARD_KINDS:
-            self.board.append(record)
-            return
-        if kind not in ("call_started", "call_finished"):
-            return
+    def _finished(self, record: CallFinished) -> None:
         key = _key_of(record)
-        if kind == "call_started":
-            self.started[key] = record
-            return
-        self.board_marks.append((len(self.board), str(record.get("session", ""))))
+        self.finished_at.append((record.event_seq, record.session))
         entry = Record(key, record)
         old = self.at.get((key.branch, key.place))
         if old is not None and old.key == key:  # the same call finished again: keep the latest
@@ -125,40 +130,51 @@ class Recorded:
         pool.append(entry)
         pool.sort(key=lambda r: r.key.place)
 
+    def take_event(self, event: dict[str, Any]) -> None:
+        """Keep an event of the log that a resume needs (the others are left alone).
+
+        Raises:
+            ValidationError: the event is not what its type says.
+        """
+        cls = _FROM_EVENTS.get(event.get("type", ""))
+        if cls is None:
+            return
+        fact = cls.model_validate(event)
+        if isinstance(fact, HumanAnswered):
+            if fact.token:  # a timeout that failed the run answered nothing
+                self.answers[fact.token] = fact
+        else:
+            self.board.append(fact)
+
     def _pool(self, key: CallKey) -> list[Record]:
         return self.finished.setdefault((key.branch, key.agent, key.digest), [])
 
 
-def _key_of(record: dict[str, Any]) -> CallKey:
-    k = record["key"]
-    return CallKey(str(k["branch"]), int(k["index"]), str(k["agent"]), str(k["digest"]))
+def _key_of(record: CallStarted | CallFinished) -> CallKey:
+    k = record.key
+    return CallKey(k.branch, k.index, k.agent, k.digest)
 
 
 def read_journal(path: Path) -> Recorded:
-    """Index the records of `path`; a torn last line (a power cut mid-write) is cut off."""
+    """Index the records of `path` (its answers and board come from the event log: see
+    `Recorded.take_event`). A torn last line is cut off; a line that is not a record of this
+    format version is a `ConfigError` naming the file and the line."""
     recorded = Recorded()
     if not path.exists():
         return recorded
 
-    def take(number: int, record: dict[str, Any]) -> None:
-        if record.get("kind") == "journal_opened" and record.get("version") != JOURNAL_VERSION:
+    def take(raw: bytes) -> None:
+        record = parse_record(raw)
+        if isinstance(record, JournalOpened) and record.version != JOURNAL_VERSION:
             raise ConfigError(
-                f"{path}:{number}: journal format version {record.get('version')} "
-                f"is not supported (this swarmflow reads version {JOURNAL_VERSION})"
+                f"journal format version {record.version} is not supported (this swarmflow "
+                f"reads version {JOURNAL_VERSION}); resume the run with the swarmflow that "
+                "started it"
             )
         recorded.add(record)
 
-    truncate_torn_tail(path)
-    take_json_objects(path, "a journal record", take)
+    read_lines(path, "a journal record", take)
     return recorded
-
-
-def truncate_torn_tail(path: Path) -> None:
-    """Cut a last line that has no newline: it was torn by a crash mid-write."""
-    with path.open("rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)
 
 
 class Journal:
@@ -177,18 +193,16 @@ class Journal:
         """`scrub`: the run's secret redactor for a serialised line (the event log's own), so
         that a secret a model or tool repeated never reaches the disk through the journal."""
         self.path = path
-        self._scrub = scrub
         self.previous = previous
         self.strict = strict
         self.diverged: CallKey | None = None
         """The first call that no longer matched the record at its place (then: all live)."""
         self.replayed = 0
-        self._fsync = fsync
         self._counters: dict[str, int] = {}
-        # Unbuffered: each flush is one write(2), in the file before the next effect starts.
-        self._fh = path.open("ab", buffering=0)
-        self._held: list[bytes] = []
-        self.write({"kind": "journal_opened", "version": JOURNAL_VERSION, "run_id": run_id})
+        self._out = LineWriter(path, fsync=fsync, scrub=scrub)
+        # With validation on (the test suite), every line is read back with its model.
+        self._validate = os.environ.get(VALIDATE_ENV) == "1"
+        self.write(JournalOpened, {"version": JOURNAL_VERSION, "run_id": run_id})
 
     def key(self, branch: str, agent: str, digest: str) -> CallKey:
         """The next call's key in `branch` (indices count every journaled call there)."""
@@ -196,22 +210,21 @@ class Journal:
         self._counters[branch] = index + 1
         return CallKey(branch, index, agent, digest)
 
-    def write(self, record: dict[str, Any]) -> None:
-        """Hold one record until the next `flush`. Callers pass plain JSON types: serialising
-        those is several times cheaper than letting the serialiser inspect dataclasses and str
-        subclasses, and this runs once per agent call."""
-        line = json_line(record)
-        self._held.append(line if self._scrub is None else self._scrub(line))
+    def write(self, cls: type[RecordBase], fields: dict[str, Any]) -> None:
+        """Hold one record of kind `cls`, from its fields, until the next `flush`.
+
+        No model is built: the fields are serialised as they are, as the event log does.
+        Plain JSON types and the core's dataclasses serialise fastest; a pydantic value goes
+        through pydantic's own JSON conversion.
+        """
+        line = json_line({"kind": kind_of(cls), **fields})
+        if self._validate:
+            _check(cls, line)
+        self._out.hold(line)
 
     def flush(self) -> None:
         """Write every held record, in one write(2) (and sync it with `fsync`)."""
-        if not self._held:
-            return
-        data = b"\n".join(self._held) + b"\n"
-        self._held.clear()
-        _write_all(self._fh, data)
-        if self._fsync:
-            os.fsync(self._fh.fileno())
+        self._out.flush()
 
     def match(self, key: CallKey) -> Record | None:
         """The finished record this call replays, or None when it must run.
@@ -235,26 +248,24 @@ class Journal:
             self.diverged = key
         return None
 
-    def in_flight(self, key: CallKey) -> dict[str, Any] | None:
+    def in_flight(self, key: CallKey) -> CallStarted | None:
         """The `call_started` record of this call from a process that died before it finished."""
         if self.previous is None:
             return None
         return self.previous.started.get(key)
 
-    def answer(self, token: str) -> dict[str, Any] | None:
+    def answer(self, token: str) -> HumanAnswered | None:
         """A recorded answer to the question shown with `token`."""
         if self.previous is None:
             return None
         return self.previous.answers.get(token)
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self.flush()
-            self._fh.close()
+        self._out.close()
 
 
-def _write_all(fh: Any, data: bytes) -> None:
-    """A raw file may take less than asked for (a full disk, a signal): write the rest."""
-    view = memoryview(data)
-    while view:
-        view = view[fh.write(view) :]
+def _check(cls: type[RecordBase], line: bytes) -> None:
+    """A written line reads back as a record of `cls` (the test suite's check)."""
+    record = parse_record(line)
+    if type(record) is not cls:
+        raise TypeError(f"a {cls.__name__} line read back as {type(record).__name__}")

@@ -1,5 +1,5 @@
-"""JSON lines: one from plain data, whatever text it holds; a file of them read back, each
-line's mistake located.
+"""JSON lines: one from plain data, whatever text it holds, and one read back as an object
+(a file of them is read by `record.lines`).
 
 A model may write a lone surrogate (`"\\udcff"` is valid JSON and decodes to one); such text is
 not UTF-8, so the fast serializer refuses it. The line is then written with every non-ASCII
@@ -17,14 +17,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic_core import to_jsonable_python
-
-from swarmflow.core.errors import ConfigError
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: ...} becomes {"1": ...}, as pydantic writes it
 
@@ -57,22 +53,10 @@ def _finite(plain: Any) -> Any:
     return plain
 
 
-def take_json_objects(path: Path, what: str, take: Callable[[int, dict[str, Any]], None]) -> None:
-    """Hand each JSON object of `path` to `take` with its line number; a line that is not
-    `what` (no JSON object, or one `take` finds a field of missing or wrong) is a
-    `ConfigError` naming the file and the line."""
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{number}: not {what}: {exc}") from None
-            if not isinstance(item, dict):
-                raise ConfigError(f"{path}:{number}: not {what}: not a JSON object")
-            try:
-                take(number, item)
-            except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
-                detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-                raise ConfigError(f"{path}:{number}: not {what}: {detail}") from None
+def json_object(raw: bytes) -> dict[str, Any]:
+    """The JSON object of one line (`ValueError` when it is not JSON, `TypeError` when it is
+    JSON but not an object)."""
+    item = json.loads(raw)
+    if not isinstance(item, dict):
+        raise TypeError("not a JSON object")
+    return item

@@ -14,8 +14,7 @@ from pydantic import ValidationError
 
 from swarmflow.core.errors import SwarmflowError
 from swarmflow.record.events import EventBase, parse_event
-
-LOG_NAME = "events.jsonl"
+from swarmflow.record.files import EVENTS_FILE
 
 
 class LogError(SwarmflowError):
@@ -49,7 +48,7 @@ class RunLog:
 def log_path(path: str | Path) -> Path:
     """`RUN_DIR/events.jsonl` for a run directory, the path itself for a file."""
     given = Path(path)
-    return given / LOG_NAME if given.is_dir() else given
+    return given / EVENTS_FILE if given.is_dir() else given
 
 
 def read_log(path: str | Path) -> RunLog:
@@ -58,7 +57,7 @@ def read_log(path: str | Path) -> RunLog:
     try:
         data = file.read_bytes()
     except FileNotFoundError:
-        where = f"{path} holds no {LOG_NAME}" if Path(path).is_dir() else f"no such file: {path}"
+        where = f"{path} holds no {EVENTS_FILE}" if Path(path).is_dir() else f"no such file: {path}"
         raise LogError(f"{where} (not a run directory?)") from None
     except OSError as exc:
         raise LogError(f"cannot read {file}: {exc.strerror or exc}") from None

@@ -1,8 +1,8 @@
 """The board of a run directory, opened outside its run (`swarmflow board serve RUN_DIR`).
 
 The team is the one the run's flow declares (loaded again from `run.json`, as `resume` does);
-the board is rebuilt from the run's journal, and whatever happens on it is appended to the
-run's journal and event log, so a later `swarmflow resume` finds it there. The handoff check
+the board is rebuilt from the run's events and journal, and whatever happens on it is
+appended to the run's event log, so a later `swarmflow resume` finds it there. The handoff check
 knows the products of every call the journal records, so smuggling through the served board
 is refused as in the run. While the board is served the run directory counts as live: `resume`
 and `clean` refuse it, and a live run's directory is refused here (serve that run's board with
@@ -20,17 +20,16 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.secrets import secret_values
-from swarmflow.durable.run_dirs import claim, live_pid, read_log, read_manifest, release
+from swarmflow.durable.run_dirs import claim, live_pid, read_manifest, read_run, release
 from swarmflow.record.eventlog import EventLog
-from swarmflow.record.journal import JOURNAL_FILE, Journal, Recorded, read_journal
+from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
+from swarmflow.record.journal import Journal, Recorded
 from swarmflow.record.sinks import JsonlSink
 from swarmflow.runner.wiring import run_deps
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rails import Rails
 from swarmflow.runtime.state import RunState
-
-EVENTS = "events.jsonl"
 
 
 def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
@@ -42,8 +41,8 @@ def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any
         ConfigError: not a run directory, a live run, or its flow cannot be loaded.
     """
     path = Path(run_dir).resolve()
-    if not (path / EVENTS).exists() or not (path / JOURNAL_FILE).exists():
-        raise ConfigError(f"{path} is not a run directory (no {EVENTS} and {JOURNAL_FILE})")
+    if not (path / EVENTS_FILE).exists() or not (path / JOURNAL_FILE).exists():
+        raise ConfigError(f"{path} is not a run directory (no {EVENTS_FILE} and {JOURNAL_FILE})")
     pid = live_pid(path)
     if pid is not None:
         raise ConfigError(
@@ -62,10 +61,9 @@ def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any
 
 @asynccontextmanager
 async def _opened(path: Path, team: Any) -> AsyncIterator[RunContext]:
-    state = read_log(path)
-    recorded = read_journal(path / JOURNAL_FILE)
+    state, recorded = read_run(path)
     run_id = state.run_id or path.name
-    log = EventLog(run_id, [JsonlSink(path / EVENTS)], secrets=secret_values(),
+    log = EventLog(run_id, [JsonlSink(path / EVENTS_FILE)], secrets=secret_values(),
                    start_seq=state.next_seq)  # fmt: skip
     journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
                       scrub=log.redactor.scrub_bytes)  # fmt: skip
@@ -87,11 +85,9 @@ def _know_products(ctx: RunContext, recorded: Recorded) -> None:
     """Fingerprint every product the run's finished calls made (the handoff check's net)."""
     for record in recorded.at.values():
         data = record.data
-        given = str(data.get("given") or "")
-        ctx.state.fingerprints.add(record.key.agent, str(data.get("text") or ""), given)
-        patch = data.get("patch")
-        if isinstance(patch, dict) and patch.get("diff"):
-            ctx.state.fingerprints.add(record.key.agent, str(patch["diff"]), given)
+        ctx.state.fingerprints.add(record.key.agent, data.text, data.given)
+        if data.patch is not None and data.patch.diff:
+            ctx.state.fingerprints.add(record.key.agent, data.patch.diff, data.given)
 
 
 def _no_model(agent: Any) -> Any:

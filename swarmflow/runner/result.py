@@ -8,6 +8,7 @@ from typing import Any
 
 from swarmflow.record.eventlog import AgentUsage
 from swarmflow.record.events import EventBase
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.sinks import MemorySink, read_events
 from swarmflow.runtime.graph import RunGraph
 
@@ -40,7 +41,7 @@ class RunResult:
 
     @property
     def events_path(self) -> Path:
-        return self.run_dir / "events.jsonl"
+        return self.run_dir / EVENTS_FILE
 
     @property
     def events(self) -> list[EventBase]:

@@ -23,6 +23,7 @@ from swarmflow.durable.replay import journaled_turn
 from swarmflow.models.guard import check_real_call_allowed
 from swarmflow.operators.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
 from swarmflow.record.events import ModelRetried
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.journal import Journal
 from swarmflow.record.sink import EventSink
 from swarmflow.record.sinks import JsonlSink, MemorySink
@@ -71,20 +72,25 @@ def _did_you_mean(name: str, params: Sequence[str], options: Sequence[str]) -> s
 def choose_sinks(
     events: str | Iterable[EventSink] | None, run_dir: Path
 ) -> tuple[MemorySink | None, list[EventSink]]:
-    path = run_dir / "events.jsonl"
-    if events is None or events == "both":
+    """The in-memory sink `events` asks for, and every sink of the run.
+
+    The run directory's `events.jsonl` is always among them, whatever `events` says: it is
+    the run's one ordered record, which `report`, `runs` and `resume` read back (a resumed
+    run takes the answers, the board and the spend from it). `events` chooses whether the
+    events are also kept in memory (`"both"`, `"memory"`, or a list holding a `MemorySink`)
+    and which sinks of your own receive them.
+    """
+    log = JsonlSink(run_dir / EVENTS_FILE)
+    if events is None or events in ("both", "memory"):
         memory = MemorySink()
-        return memory, [memory, JsonlSink(path)]
+        return memory, [memory, log]
     if events == "jsonl":
-        return None, [JsonlSink(path)]
-    if events == "memory":
-        memory = MemorySink()
-        return memory, [memory]
+        return None, [log]
     if isinstance(events, str):
         raise ConfigError(f"events={events!r}; use 'both', 'jsonl', 'memory' or a list of sinks")
     given = list(events)
     found = next((s for s in given if isinstance(s, MemorySink)), None)
-    return found, given
+    return found, [*given, log]
 
 
 def model_secrets(model: ModelSpec) -> list[str]:

@@ -31,6 +31,8 @@ class AgentProfile:
     spec_units: int
     """The schemas' size in estimator units (see `swarmflow.core.tokens`)."""
     tools: tuple[str, ...]
+    allowed: frozenset[str]
+    """The same names, as the set its tool runner checks each call against."""
     goals: tuple[Any, ...]
     source: ToolSource
     """Where its tool calls find their tools: its own tool objects, then the run's."""
@@ -56,6 +58,7 @@ def agent_profile(run: RunContext, agent: Agent) -> AgentProfile:
             specs=specs,
             spec_units=sum(spec_units(s) for s in specs),
             tools=names,
+            allowed=frozenset(names),
             goals=(run.deps.goals or {}).get(agent.name, ()),
             source=source,
             provenance=frozenset((agent.name,)),

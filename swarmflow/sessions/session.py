@@ -23,7 +23,7 @@ from swarmflow.core.errors import BudgetExhausted, ConfigError
 from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from swarmflow.core.ports import BoardPort, ToolContext, Workspace
+from swarmflow.core.ports import BoardPort, Emit, ToolContext, Workspace
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
@@ -164,11 +164,12 @@ class AgentSession:
         self._fixed_units = profile.spec_units + (
             message_units(self._system_message) if self._system_message else 0
         )
+        emit = self.emit  # one bound method for the runner and its context
         self._tools = ToolRunner(
             profile.source,
-            profile.tools,
-            context=self._tool_context(collaborators),
-            emit=self.emit,
+            profile.allowed,
+            context=self._tool_context(collaborators, emit),
+            emit=emit,
             rails=self._rails_at if self._rails else None,
             write_ahead=run.deps.write_ahead,
         )
@@ -233,14 +234,14 @@ class AgentSession:
                 self._append(Message("tool", f"not run: {why}", tool_call_id=call.id,
                                      name=call.name))  # fmt: skip
 
-    def _tool_context(self, collaborators: Collaborators) -> ToolContext:
+    def _tool_context(self, collaborators: Collaborators, emit: Emit) -> ToolContext:
         """What this session's tools see: who calls, the workspace, the event recorder."""
         messenger = collaborators.messenger
         return ToolContext(
             agent=self.agent.name,
             session=self.id,
             workspace=self.workspace,
-            emit=self.emit,
+            emit=emit,
             message_agent=None if messenger is None else partial(messenger, self),
             declaration=self.agent,
             budget=self.scope.ledger.snapshot,
@@ -440,7 +441,8 @@ class AgentSession:
     def _build_request(self) -> ModelRequest:
         budget = self.run.deps.context_tokens or DEFAULT_CONTEXT_TOKENS
         estimator = self.run.state.estimator
-        if estimator.tokens(self._fixed_units + self._history_units, self.profile.model_name) > budget:
+        whole = self._fixed_units + self._history_units
+        if estimator.tokens(whole, self.profile.model_name) > budget:
             self._compact(budget)
         self._sent_units = self._fixed_units + self._history_units
         # A snapshot: the request must not change when the history grows afterwards.

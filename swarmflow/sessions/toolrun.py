@@ -54,6 +54,9 @@ class _Outcome:
 class ToolRunner:
     """Executes the tool calls of one session."""
 
+    # Slots: every session has one, and a fan-out holds thousands of sessions at once.
+    __slots__ = ("_repeats", "allowed", "context", "emit", "rails", "tools", "write_ahead")
+
     def __init__(
         self,
         tools: ToolSource,
@@ -66,7 +69,7 @@ class ToolRunner:
     ) -> None:
         """`write_ahead`: the run's write barrier, called before each tool runs."""
         self.tools = tools
-        self.allowed = frozenset(allowed)
+        self.allowed = allowed if isinstance(allowed, frozenset) else frozenset(allowed)
         self.context = context
         self.emit = emit
         self.rails = rails

@@ -13,9 +13,9 @@ boundary (`take_mentions`). The rules:
   product smuggled past an edge is refused as on every other route.
 
 A refusal raises `ToolError` (the model reads why), is recorded as an event, and changes
-nothing. Every change is journaled before it is visible, so a resumed run gets its board back
-(`runtime.board_journal`). Messages are numbered by one counter (`seq`): a thread's order is
-the order of `seq`.
+nothing. Every change is an event, on disk before it is visible (the write barrier), and a
+resumed run rebuilds its board from those events (`teams.board_journal`). Messages are
+numbered by one counter (`seq`): a thread's order is the order of `seq`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from swarmflow.record.events import (
 )
 from swarmflow.runtime.context import RunContext, current_scope, current_session, maybe_run
 from swarmflow.sessions.handoff import check_outgoing, given_to
-from swarmflow.teams.board_journal import delivered_record, message_record, thread_record
 from swarmflow.teams.board_journal import restore as restore_board
 from swarmflow.teams.board_rules import (
     MAX_THREADS,
@@ -88,7 +87,7 @@ class Board:
         self._agents = frozenset(run.deps.team.names)
         previous = run.deps.journal.previous if run.deps.journal is not None else None
         if previous is not None:
-            restore_board(self, previous.board, previous.board_marks)
+            restore_board(self, previous.board, previous.finished_at)
 
     # -- the three primitives -------------------------------------------------------------
 
@@ -153,7 +152,7 @@ class Board:
         """`agent`'s undelivered mentions, in order (not consumed)."""
         return list(self._pending.get(agent, ()))
 
-    # -- restoring (runtime.board_journal) ----------------------------------------------------
+    # -- restoring (teams.board_journal) ------------------------------------------------------
 
     def adopt_thread(self, thread: Thread) -> None:
         self.threads[thread_key(thread.name)] = thread
@@ -188,7 +187,6 @@ class Board:
             self._check_invitation(sender, member, name)
         self._check_text(sender, name, members[1:])
         thread = Thread(name, sender, members)
-        self._journal(thread_record(thread))
         self.threads[thread_key(name)] = thread
         self._emit(ThreadCreated, sender, thread=name, creator=sender, participants=list(members))
         others = ", ".join(members[1:]) or "nobody else yet"
@@ -230,11 +228,11 @@ class Board:
             return self._confirmation(repeat.popleft(), thread)
         self.seq += 1
         post = Post(self.seq, thread.name, sender, content, tuple(named), reached)
-        self._journal(message_record(post, _session_id(sender)))
         thread.posts.append(post)
         self._remember(sender, content)
+        scrubbed = self.run.deps.log.redactor.scrub(content)  # the whole message: `text + rest`
         self._emit(BoardMessagePosted, sender, thread=thread.name, sender=sender,
-                   text=self.run.deps.log.redactor.scrub(content)[:_PREVIEW], mentions=list(named),
+                   text=scrubbed[:_PREVIEW], rest=scrubbed[_PREVIEW:], mentions=list(named),
                    recipients=list(reached), message_seq=post.seq)  # fmt: skip
         for target in named:
             self._queue(target, Mention(thread.name, sender, content, post.seq))
@@ -316,10 +314,8 @@ class Board:
         queue = self._pending.pop(agent, None)
         if not queue:
             return []
-        session = _session_id(agent)
         taken = list(queue)
         for mention in taken:
-            self._journal(delivered_record(mention.seq, agent, mode, session))
             self._emit(MentionDelivered, agent, thread=mention.thread, sender=mention.sender,
                        recipient=agent, message_seq=mention.seq, mode=mode)  # fmt: skip
         return taken
@@ -347,10 +343,6 @@ class Board:
         session = current_session.get()
         given = given_to(session) if _is_session_of(session, sender) else ""  # type: ignore[arg-type]
         self.run.state.fingerprints.add(sender, content, given)
-
-    def _journal(self, record: dict[str, Any]) -> None:
-        if self.run.deps.journal is not None:
-            self.run.deps.journal.write(record)
 
     def _emit(self, cls: type[EventBase], agent: str, **fields: Any) -> None:
         session = current_session.get()
@@ -386,11 +378,6 @@ def _repeat_key(
 def _is_session_of(session: object, agent: str) -> bool:
     declared = getattr(session, "agent", None)
     return getattr(declared, "name", None) == agent
-
-
-def _session_id(agent: str) -> str | None:
-    session = current_session.get()
-    return getattr(session, "id", None) if _is_session_of(session, agent) else None
 
 
 def board_for(run: RunContext) -> Board:

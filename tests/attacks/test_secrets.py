@@ -9,6 +9,7 @@ import pytest
 
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.core.messages import ModelRequest
+from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.testing import FunctionModel, Step, tool_call
 
 SECRET = "sk-live-attack-SECRET-0123456789abcdef"
@@ -37,5 +38,5 @@ async def test_a_repeated_secret_reaches_no_file_of_the_run(
     result = await run(repeats_the_key, model=FunctionModel(leaky), runs_root=tmp_path)
     assert result.status == "ok" and result.run_dir is not None
     files = [p for p in result.run_dir.rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"events.jsonl", "journal.jsonl"}
+    assert {p.name for p in files} >= {EVENTS_FILE, JOURNAL_FILE}
     assert [p.name for p in files if SECRET.encode() in p.read_bytes()] == []

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.cli import main
+from swarmflow.record.files import EVENTS_FILE
 from tests.dsl.helpers import flow_text
 from tests.test_cli_run import _SilentServer
 
@@ -107,7 +108,7 @@ def test_ctrl_c_exits_130_with_every_run_closed(tmp_path: Path, tasks: Path, swa
     assert proc.returncode == 130, err
     assert "interrupted; finished tasks are in" in err
     assert (out / "results.jsonl").read_text() == ""
-    logs = list((out / "runs").glob("*/events.jsonl"))
+    logs = list((out / "runs").glob(f"*/{EVENTS_FILE}"))
     assert logs
     for log in logs:
         last = json.loads(log.read_text().splitlines()[-1])

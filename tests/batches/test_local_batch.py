@@ -15,6 +15,7 @@ import pytest
 from swarmflow import ConfigError
 from swarmflow.batches import batch
 from swarmflow.core.messages import ModelRequest, Usage
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel, Step
 from tests.batches import batch_target
 from tests.batches.batch_target import answer, solve, task_list
@@ -27,7 +28,7 @@ def lines(out: Path) -> list[dict[str, Any]]:
 
 
 def has_events(row: dict[str, Any]) -> bool:
-    return Path(row["run_dir"], "events.jsonl").exists()
+    return Path(row["run_dir"], EVENTS_FILE).exists()
 
 
 def claimed(out: Path) -> list[Path]:
@@ -97,9 +98,7 @@ def test_a_killed_batch_runs_again_paying_only_for_unfinished_tasks(tmp_path: Pa
     before = lines(out)
     assert 9 not in {r["input"]["n"] for r in before}
     seen = Counting()
-    result = anyio.run(
-        lambda: batch(solve, task_list(), out=out, concurrency=4, model=seen.model)
-    )
+    result = anyio.run(lambda: batch(solve, task_list(), out=out, concurrency=4, model=seen.model))
     after = lines(out)
     assert after[: len(before)] == before  # what was written stays as it was
     assert sorted(r["input"]["n"] for r in after) == list(range(batch_target.TASKS))

@@ -26,6 +26,7 @@ from swarmflow.core.budget import Charge, Limits
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.core.states import EndReason
 from swarmflow.durable.run_dirs import read_log
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.batches.batch_target import answer, solve, task_list
 from tests.dsl.helpers import flow_text
@@ -255,7 +256,7 @@ async def test_worktrees_are_made_by_the_worker_in_the_tasks_run_dirs(
     listed = git(repo, "worktree", "list")
     for row in rows(out):
         run_dir = Path(row["run_dir"])
-        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+        events = [json.loads(x) for x in (run_dir / EVENTS_FILE).read_text().splitlines()]
         change = next(e for e in events if e["type"] == "workspace_changed")
         assert git(repo, "cat-file", "-t", change["commit"]).strip() == "commit"
         assert change["git_branch"] in git(repo, "branch", "--list")

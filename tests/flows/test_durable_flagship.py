@@ -15,6 +15,7 @@ from swarmflow.core.messages import ModelRequest
 from swarmflow.flows import FixResult
 from swarmflow.flows.demo import Reply, policy
 from swarmflow.flows.parallel_coder_arbiter import make_flow
+from swarmflow.record.files import JOURNAL_FILE
 from swarmflow.testing import FunctionModel
 from tests.flows.test_parallel_coder_arbiter import git, run_demo
 from tests.support.kill import kill_when_ready
@@ -31,7 +32,7 @@ def kill_mid_run(root: Path, hang_at: int) -> Path:
 
 
 def journal(run_dir: Path, kind: str) -> list[dict[str, object]]:
-    records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (run_dir / JOURNAL_FILE).read_text().splitlines()]
     return [r for r in records if r["kind"] == kind]
 
 

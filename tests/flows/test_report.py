@@ -30,6 +30,7 @@ from swarmflow.record.events import (
     SessionStarted,
     ToolExecuted,
 )
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.report import digest, render_report, report_from_dir
 from swarmflow.report.candidates import candidates, parse_verdict, tally_line
 from tests.support.chat_server import ChatServer, completion, wire_call
@@ -58,10 +59,10 @@ def test_demo_runs_offline_and_report_prints_the_same_summary_from_the_log(
     assert "adherence: yes" in summary and "[ok ] information flow" in summary
     assert "coder 0" in shown.err and "run ok" in shown.err  # the live progress
 
-    run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "events.jsonl").exists())
+    run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / EVENTS_FILE).exists())
     elsewhere = tmp_path / "copy" / run_dir.name
     elsewhere.mkdir(parents=True)
-    shutil.copy(run_dir / "events.jsonl", elsewhere / "events.jsonl")  # only the log travels
+    shutil.copy(run_dir / EVENTS_FILE, elsewhere / EVENTS_FILE)  # only the log travels
     report = parse(["report", str(run_dir)])
     assert report.handler(report) == 0
     assert capsys.readouterr().out == summary
@@ -81,7 +82,7 @@ def test_report_of_a_folder_without_a_log_fails(
 ) -> None:
     args = parse(["report", str(tmp_path)])
     assert args.handler(args) == 2
-    assert "holds no events.jsonl" in capsys.readouterr().err
+    assert f"holds no {EVENTS_FILE}" in capsys.readouterr().err
 
 
 # -- the summary from synthetic events ----------------------------------------------------------
@@ -234,7 +235,7 @@ def test_demo_with_a_model_name_runs_against_the_endpoint_in_the_environment(
     out = capsys.readouterr().out
     assert out.startswith(f"model: test-model at {server.url}\n")
     assert "model    test-model\n" in out and "← chosen" in out and "passed" in out
-    log = next((tmp_path / "runs").glob("*/events.jsonl")).read_text()
+    log = next((tmp_path / "runs").glob(f"*/{EVENTS_FILE}")).read_text()
     assert SECRET not in log
     branch = subprocess.run(["git", "branch", "--list", "swarmflow/*/result"], cwd=target,
                             capture_output=True, text=True, check=True).stdout  # fmt: skip

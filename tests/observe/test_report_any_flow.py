@@ -12,6 +12,7 @@ import pytest
 from swarmflow import Agent, RunResult, Team, agent, agent_session, flow, parallel, run
 from swarmflow.cli import main
 from swarmflow.core.messages import ModelResponse, ToolCall
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.report import LogError, read_log, report_from_dir
 from swarmflow.testing import FunctionModel
 
@@ -125,7 +126,7 @@ async def test_a_foreign_line_in_the_middle_stops_the_reading_there() -> None:
 def test_an_empty_or_foreign_log_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, says: str, command: str
 ) -> None:
-    (tmp_path / "events.jsonl").write_bytes(content)
+    (tmp_path / EVENTS_FILE).write_bytes(content)
     assert main([command, str(tmp_path)]) == 2
     shown = capsys.readouterr()
     assert shown.out == ""
@@ -139,7 +140,7 @@ def test_a_directory_without_a_log_is_exit_2(
 ) -> None:
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "holds no events.jsonl" in err and err.count("\n") == 1
+    assert f"holds no {EVENTS_FILE}" in err and err.count("\n") == 1
 
 
 async def test_the_report_hides_what_is_secret_where_it_is_read(

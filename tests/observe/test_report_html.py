@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.cli import main
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.report import read_log
 from swarmflow.report.html import render_html
 
@@ -24,7 +25,7 @@ def flagship(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The run directory of one offline flagship run (the demo)."""
     runs = tmp_path_factory.mktemp("flagship-runs")
     assert main(["demo", "--runs-dir", str(runs), "--human", "auto"]) == 0
-    return next(p for p in runs.iterdir() if (p / "events.jsonl").is_file())
+    return next(p for p in runs.iterdir() if (p / EVENTS_FILE).is_file())
 
 
 def test_the_page_is_self_contained_and_holds_every_part(
@@ -46,17 +47,17 @@ def test_the_page_is_self_contained_and_holds_every_part(
 
 
 def test_hostile_text_in_the_log_stays_text(flagship: Path, tmp_path: Path) -> None:
-    log = (flagship / "events.jsonl").read_text()
+    log = (flagship / EVENTS_FILE).read_text()
     evil = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
-    (tmp_path / "events.jsonl").write_text(log.replace("make the tests pass", evil))
+    (tmp_path / EVENTS_FILE).write_text(log.replace("make the tests pass", evil))
     page = render_html(read_log(tmp_path))
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert page.count("<script") == 2  # the event data and the page's own code
 
 
 def test_a_truncated_log_still_renders_and_says_so(flagship: Path, tmp_path: Path) -> None:
-    data = (flagship / "events.jsonl").read_bytes()
-    (tmp_path / "events.jsonl").write_bytes(data[: len(data) // 2])
+    data = (flagship / EVENTS_FILE).read_bytes()
+    (tmp_path / EVENTS_FILE).write_bytes(data[: len(data) // 2])
     page = render_html(read_log(tmp_path))
     assert 'id="truncated"' in page and "log truncated" in page
 

@@ -15,9 +15,11 @@ from pydantic import BaseModel
 from swarmflow import Agent, Ok, RunResult, Team, agent, agent_session, flow, human, parallel, run
 from swarmflow.channels import DeferredHuman, ScriptedHuman
 from swarmflow.cli import main
-from swarmflow.core.errors import ModelUnavailable, ResumeDiverged
+from swarmflow.core.errors import ConfigError, ModelUnavailable, ResumeDiverged
 from swarmflow.core.messages import ModelRequest
 from swarmflow.record.events import EventBase, parse_event
+from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
+from swarmflow.record.records import JOURNAL_VERSION
 from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel
 from tests.runtime import kill_target
@@ -37,7 +39,7 @@ def kill_mid_run(root: Path, hang_at: int, *mode: str) -> Path:
 
 def finished_prompts(run_dir: Path) -> set[str]:
     """The prompts of the calls the journal records as finished (the digest's input)."""
-    lines = (run_dir / "journal.jsonl").read_bytes().splitlines()
+    lines = (run_dir / JOURNAL_FILE).read_bytes().splitlines()
     records = [json.loads(line) for line in lines]
     return {r["given"] for r in records if r["kind"] == "call_finished"}
 
@@ -65,7 +67,7 @@ def kill_target_run_sync(
 
 
 def read_log(run_dir: Path) -> list[EventBase]:
-    raw = (run_dir / "events.jsonl").read_bytes()
+    raw = (run_dir / EVENTS_FILE).read_bytes()
     assert raw.endswith(b"\n")
     return [parse_event(line) for line in raw.splitlines()]
 
@@ -162,7 +164,7 @@ async def test_an_answer_never_applies_to_a_payload_it_was_not_given_for(tmp_pat
     assert first.pause_token
     # The draft's journal record is lost (as when the run died before it was written): the
     # drafter runs again and writes v2. The "yes" given for v1 must not ship v2.
-    journal = first.run_dir / "journal.jsonl"
+    journal = first.run_dir / JOURNAL_FILE
     kept = [ln for ln in journal.read_text().splitlines() if '"call_finished"' not in ln]
     journal.write_text("\n".join(kept) + "\n")
     again = await run(
@@ -181,6 +183,18 @@ async def test_an_answer_never_applies_to_a_payload_it_was_not_given_for(tmp_pat
         resume=first.run_dir,
     )
     assert final.output == "ship v2" and len(asked) == 2
+
+
+async def test_an_answer_is_recorded_once_as_its_event_with_its_token(tmp_path: Path) -> None:
+    first = await run(ship, model=drafting([1], []), human=DeferredHuman(), runs_root=tmp_path,
+                      task="notes")  # fmt: skip
+    done = await run(ship, model=drafting([1], []), human=DeferredHuman({first.pause_token: "yes"}),
+                     resume=first.run_dir)  # fmt: skip
+    assert done.output == "yes"
+    (answered,) = [e for e in read_log(first.run_dir) if e.type == "human_answered"]
+    assert answered.token == first.pause_token  # type: ignore[attr-defined]
+    journal = (first.run_dir / JOURNAL_FILE).read_text()
+    assert '"yes"' not in journal and "human_answered" not in journal
 
 
 async def test_a_recorded_answer_is_not_asked_again(tmp_path: Path) -> None:
@@ -290,7 +304,7 @@ async def test_a_strict_resume_refuses_an_edited_flow(tmp_path: Path) -> None:
 
 def forget_the_end(run_dir: Path) -> None:
     """Make a finished run look killed before its end (a finished run is not resumed)."""
-    log = run_dir / "events.jsonl"
+    log = run_dir / EVENTS_FILE
     lines = log.read_text().splitlines()
     log.write_text("\n".join(ln for ln in lines if '"run_finished"' not in ln) + "\n")
 
@@ -369,7 +383,7 @@ async def test_lines_torn_by_a_power_cut_are_cut_off_on_resume(tmp_path: Path) -
     asked: list[str] = []
     first = await run(ship, model=drafting([1], asked), human=DeferredHuman(), runs_root=tmp_path,
                       task="notes")  # fmt: skip
-    for name in ("events.jsonl", "journal.jsonl"):
+    for name in (EVENTS_FILE, JOURNAL_FILE):
         with (first.run_dir / name).open("ab") as fh:
             fh.write(b'{"kind": "call_fini')  # a write cut short
     resumed = await run(
@@ -381,3 +395,57 @@ async def test_lines_torn_by_a_power_cut_are_cut_off_on_resume(tmp_path: Path) -
     assert resumed.status == "ok" and len(asked) == 1
     log = read_log(first.run_dir)
     assert [e.seq for e in log] == list(range(len(log)))
+
+
+# -- run directories of another format --------------------------------------------------------
+
+V1_JOURNAL = [
+    {"kind": "journal_opened", "version": 1, "run_id": "old"},
+    {"kind": "call_finished", "key": {"branch": "", "index": 0, "agent": "drafter",
+     "digest": "0" * 32}, "session": "drafter-1", "text": "draft v1", "given": "draft: notes",
+     "value": None, "patch": None, "usage": {"input": 3, "output": 2, "cached_input": 0},
+     "spend": {"tokens": 5, "cost": 0.0, "calls": 1}, "state": "done", "reason": "completed",
+     "detail": "", "provenance": ["drafter"], "workspace": None},
+    {"kind": "human_answered", "token": "0123456789abcdef", "branch": "", "question": "Ship?",
+     "answer": "yes", "answered_by": "human", "timed_out": False},
+]  # fmt: skip
+
+
+def test_a_journal_of_an_older_format_is_refused_in_one_line_naming_its_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = kill_target_run_sync(drafting([1], []), ship, runs_root=tmp_path, task="notes",
+                                 human=DeferredHuman())  # fmt: skip
+    journal = first.run_dir / JOURNAL_FILE
+    journal.write_text("".join(json.dumps(r) + "\n" for r in V1_JOURNAL))
+    says = (
+        r"journal\.jsonl:1: journal format version 1 is not supported "
+        rf"\(this swarmflow reads version {JOURNAL_VERSION}\)"
+    )
+    with pytest.raises(ConfigError, match=says) as refused:
+        kill_target_run_sync(drafting([2], []), ship, resume=first.run_dir)
+    assert "\n" not in str(refused.value)
+    assert main(["resume", str(first.run_dir), "--demo"]) == 2
+    err = capsys.readouterr().err
+    assert f"{journal}:1: journal format version 1 is not supported" in err
+    assert err.count("\n") == 1
+
+
+async def test_a_run_whose_events_are_kept_in_memory_resumes_too(tmp_path: Path) -> None:
+    """`events="memory"` keeps the events in memory as well; the run's record is on disk all
+    the same, so its paused question resumes without a second draft."""
+    asked: list[str] = []
+    first = await run(ship, model=drafting([1], asked), human=DeferredHuman(), runs_root=tmp_path,
+                      task="notes", events="memory")  # fmt: skip
+    assert first.status == "paused" and (first.run_dir / EVENTS_FILE).exists()
+    done = await run(ship, model=drafting([2], asked), resume=first.run_dir, events="memory",
+                     human=DeferredHuman({first.pause_token: "yes"}))  # fmt: skip
+    assert (done.status, done.output, len(asked)) == ("ok", "yes", 1)
+
+
+async def test_a_run_directory_whose_event_log_is_gone_is_not_resumed(tmp_path: Path) -> None:
+    first = await run(ship, model=drafting([1], []), human=DeferredHuman(), runs_root=tmp_path,
+                      task="notes")  # fmt: skip
+    (first.run_dir / EVENTS_FILE).unlink()
+    with pytest.raises(ConfigError, match=r"has no events\.jsonl: .* cannot be resumed"):
+        await run(ship, model=drafting([1], []), resume=first.run_dir)

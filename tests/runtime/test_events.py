@@ -11,6 +11,7 @@ import pytest
 
 from swarmflow import Agent, agent, parallel
 from swarmflow.record.events import parse_event
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.sinks import JsonlSink, MemorySink, read_events
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from tests.runtime.helpers import run_one
@@ -43,7 +44,7 @@ def test_jsonl_is_valid_after_sigkill(tmp_path: Path) -> None:
     kill_when_ready(
         [sys.executable, str(Path(__file__).with_name("kill_target.py")), str(tmp_path)], env
     )
-    (log,) = tmp_path.glob("*/events.jsonl")
+    (log,) = tmp_path.glob(f"*/{EVENTS_FILE}")
     lines = log.read_bytes().split(b"\n")
     assert lines[-1] == b""  # the file ends at a line boundary
     events = [parse_event(line) for line in lines[:-1]]
@@ -65,7 +66,7 @@ async def test_api_keys_in_the_environment_never_reach_a_sink(
         )
     )
     memory = MemorySink()
-    jsonl = JsonlSink(tmp_path / "events.jsonl")
+    jsonl = JsonlSink(tmp_path / EVENTS_FILE)
     shell = Agent("s", tools=["run_shell"], workspace="local")
     result = await run_one(
         [shell],
@@ -75,7 +76,7 @@ async def test_api_keys_in_the_environment_never_reach_a_sink(
         repo=tmp_path,
     )
     assert result.status == "ok"
-    text = (tmp_path / "events.jsonl").read_text()
+    text = (tmp_path / EVENTS_FILE).read_text()
     assert secret not in text and "[redacted]" in text
     for event in memory.events:
         assert secret not in event.model_dump_json()
@@ -127,7 +128,7 @@ async def test_an_echoed_secret_reaches_no_surface(
     log_dir = tmp_path / "log"
     sinks = [
         MemorySink(),
-        JsonlSink(log_dir / "events.jsonl"),
+        JsonlSink(log_dir / EVENTS_FILE),
         ProgressSink(plain, tty=False),
         ProgressSink(tty, tty=True),
     ]
@@ -142,7 +143,7 @@ async def test_an_echoed_secret_reaches_no_surface(
     assert result.status == "ok", result.error
     finished = [e for e in result.events if e.type == "agent_finished"]
     assert finished and finished[0].preview.startswith(pad)  # the cut really is mid-secret
-    _assert_clean("events.jsonl", (log_dir / "events.jsonl").read_text())
+    _assert_clean(EVENTS_FILE, (log_dir / EVENTS_FILE).read_text())
     _assert_clean("memory sink", "".join(e.model_dump_json() for e in sinks[0].events))
     _assert_clean("plain progress", plain.getvalue())
     _assert_clean("terminal progress", tty.getvalue())
@@ -169,8 +170,8 @@ def test_the_cli_prints_no_echoed_secret(
     out = capsys.readouterr().out
     assert "status: ok" in out and "[redacted]" in out
     _assert_clean("swarmflow run", out)
-    (log,) = (tmp_path / "runs").glob("*/events.jsonl")
-    _assert_clean("events.jsonl", log.read_text())
+    (log,) = (tmp_path / "runs").glob(f"*/{EVENTS_FILE}")
+    _assert_clean(EVENTS_FILE, log.read_text())
 
 
 async def test_kept_events_are_built_when_read_and_match_the_log(

@@ -16,6 +16,7 @@ from swarmflow.cli import main
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import ModelRequest
 from swarmflow.core.ports import ToolResult
+from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from swarmflow.tools import ArgsModel, ToolRegistry
 from tests.runtime.test_failure_keeps_work import git
@@ -49,8 +50,9 @@ def coding_model() -> ScriptedModel:
 
 def paused_run(repo: Path, root: Path) -> RunResult:
     result: RunResult = anyio.run(
-        lambda: run(code_then_ask, model=coding_model(), human=DeferredHuman(), repo=repo,
-                    runs_root=root)  # fmt: skip
+        lambda: run(
+            code_then_ask, model=coding_model(), human=DeferredHuman(), repo=repo, runs_root=root
+        )  # fmt: skip
     )
     return result
 
@@ -136,8 +138,8 @@ async def test_every_record_is_in_the_files_before_the_next_model_call(tmp_path:
 
     def policy(req: ModelRequest) -> str:
         (run_dir,) = (tmp_path / "runs").iterdir()
-        journal = (run_dir / "journal.jsonl").read_text()
-        events = (run_dir / "events.jsonl").read_text()
+        journal = (run_dir / JOURNAL_FILE).read_text()
+        events = (run_dir / EVENTS_FILE).read_text()
         seen.append((journal, events))
         return "answer"
 
@@ -168,7 +170,7 @@ async def test_fsync_durability_syncs_before_every_effect(
 
     def check_synced() -> None:
         (run_dir,) = tmp_path.iterdir()
-        for name in ("events.jsonl", "journal.jsonl"):
+        for name in (EVENTS_FILE, JOURNAL_FILE):
             size = (run_dir / name).stat().st_size
             if size not in synced.values():
                 unsynced.append(f"{name} at {size} bytes")
@@ -198,8 +200,8 @@ async def test_fsync_durability_syncs_before_every_effect(
                        durability="fsync", tools=ToolRegistry([CheckDisk()]))  # fmt: skip
     assert result.status == "ok", result.error
     assert not unsynced, unsynced
-    lines = len((result.run_dir / "events.jsonl").read_text().splitlines())
-    records = len((result.run_dir / "journal.jsonl").read_text().splitlines())
+    lines = len((result.run_dir / EVENTS_FILE).read_text().splitlines())
+    records = len((result.run_dir / JOURNAL_FILE).read_text().splitlines())
     effects = 6  # two calls, each: model, tool, model
     assert len(syncs) <= 2 * (effects + 1) < lines + records
 

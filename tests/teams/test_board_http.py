@@ -24,6 +24,7 @@ import pytest
 
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.record.events import parse_event
+from swarmflow.record.files import EVENTS_FILE
 from swarmflow.runtime.context import current_run
 from swarmflow.teams.board import Board, board_for
 from swarmflow.teams.http import read_address
@@ -51,7 +52,7 @@ async def cli(*args: str | Path, stdin: bytes = b"") -> tuple[int, str, str]:
 
 
 def _events(run_dir: Path) -> list[Any]:
-    return [parse_event(line) for line in (run_dir / "events.jsonl").read_bytes().splitlines()]
+    return [parse_event(line) for line in (run_dir / EVENTS_FILE).read_bytes().splitlines()]
 
 
 async def test_an_outside_agent_talks_on_a_live_run_through_the_commands() -> None:
@@ -71,7 +72,7 @@ async def test_an_outside_agent_talks_on_a_live_run_through_the_commands() -> No
         shown = await cli("show", *as_helper, "--json")
         reply = await board.wait_for_mention("lead", 20)
         shown_json = json.loads(shown[1])
-        leaked = token in (here / "events.jsonl").read_text()
+        leaked = token in (here / EVENTS_FILE).read_text()
         return leaked, mode, waited, sent, bad_mention, smuggled, invite, shown_json, reply
 
     model = FunctionModel(lambda request: SECRET)
@@ -186,8 +187,8 @@ def test_board_serve_serves_a_run_directory_and_appends_to_its_log(tmp_path: Pat
     (posted,) = [e for e in events if e.type == "board_message_posted" and e.sender == "helper"]
     assert (posted.text, posted.mentions) == ("yes, here: ✓\n", ["lead"])
     assert [e.recipient for e in events if e.type == "mention_delivered"] == ["helper"]
-    journaled = [json.loads(line) for line in (run_dir / "journal.jsonl").read_bytes().splitlines()]
-    assert [r["seq"] for r in journaled if r["kind"] == "board_message"] == [1, 2]
+    # The board's record is its events: both messages are there for a later resume.
+    assert [e.message_seq for e in events if e.type == "board_message_posted"] == [1, 2]
     assert not (run_dir / "board.json").exists() and not (run_dir / "run.pid").exists()
 
 

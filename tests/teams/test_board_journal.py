@@ -1,9 +1,9 @@
-"""The board is journaled: a run killed mid-flight resumes with its threads, messages and
-deliveries, and a mention taken by a call that never finished is handed over again."""
+"""The board is recorded: a run killed mid-flight resumes with its threads, messages and
+deliveries (rebuilt from its events), and a mention taken by a call that never finished is
+handed over again."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -13,6 +13,7 @@ import anyio
 
 from swarmflow import run
 from swarmflow.record.events import EventBase, parse_event
+from swarmflow.record.files import EVENTS_FILE
 from tests.support.kill import kill_when_ready
 from tests.teams import board_kill_target
 from tests.teams.board_kill_target import REQUEST, board_flow, policy
@@ -27,13 +28,8 @@ def kill_at(root: Path, hang_at: str) -> Path:
     return run_dir
 
 
-def journal(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / "journal.jsonl").read_bytes().splitlines()
-    return [json.loads(line) for line in lines]
-
-
 def events(run_dir: Path) -> list[EventBase]:
-    return [parse_event(line) for line in (run_dir / "events.jsonl").read_bytes().splitlines()]
+    return [parse_event(line) for line in (run_dir / EVENTS_FILE).read_bytes().splitlines()]
 
 
 def kinds(run_dir: Path, kind: str) -> list[Any]:
@@ -44,10 +40,11 @@ def test_a_mention_taken_by_a_call_that_died_is_delivered_again_on_resume(
     tmp_path: Path,
 ) -> None:
     run_dir = kill_at(tmp_path, "coder-answer")
-    assert [r["kind"] for r in journal(run_dir) if r["kind"].startswith("board")] == [
-        "board_thread",
-        "board_message",
-        "board_delivered",
+    board = ("thread_created", "board_message_posted", "mention_delivered")  # the board's record
+    assert [e.type for e in events(run_dir) if e.type in board] == [
+        "thread_created",
+        "board_message_posted",
+        "mention_delivered",
     ]
     result = anyio.run(lambda: run(board_flow, model=policy("none"), resume=run_dir))
     first, again = result.output

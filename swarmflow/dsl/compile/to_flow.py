@@ -14,12 +14,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Team
-from swarmflow.operators.agent import Agent
 from swarmflow.dsl.check.decls import sibling
 from swarmflow.dsl.compile.plan import Program, compile_source
 from swarmflow.dsl.compile.run import execute
 from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError
+from swarmflow.operators.agent import Agent
 from swarmflow.runtime.flow import Flow
 from swarmflow.tools.function_tool import tool
 

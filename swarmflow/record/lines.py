@@ -1,0 +1,108 @@
+"""A file of JSON lines written ahead and read back: the one writer and the one reader of both
+files of a run directory (`events.jsonl` through the JSONL sink, `journal.jsonl` through the
+journal).
+
+Writing: lines are held until `flush`, which writes all of them with one unbuffered
+`write(2)` (and `fsync`s it, with `fsync`). The run flushes at its write barrier, before every
+external effect (docs/durability.md), so a process killed at any moment leaves whole lines and
+every effect that started had the lines before it on disk. An optional `scrub` hook rewrites
+each line as it is held (the run's secret redactor).
+
+Reading: a last line with no newline was torn by a crash mid-write (a power cut): it is cut
+off the file first. Each other line goes to the caller's parser; a line it refuses is one
+`ConfigError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmflow.core.errors import ConfigError
+
+
+class LineWriter:
+    """Appends lines to `path`, held until `flush`."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fsync: bool = False,
+        scrub: Callable[[bytes], bytes] | None = None,
+    ) -> None:
+        self.path = path
+        self.fsync = fsync
+        """Sync the file to disk at every flush that wrote something (`durability="fsync"`)."""
+        self._scrub = scrub
+        # Unbuffered: each flush is one write(2); what is held is held here, in `_held`.
+        self._fh = path.open("ab", buffering=0)
+        self._held: list[bytes] = []
+
+    def hold(self, line: bytes) -> None:
+        """Hold one line (no newline) until the next `flush`."""
+        self._held.append(line if self._scrub is None else self._scrub(line))
+
+    def flush(self) -> None:
+        """Write every held line, in one write(2) (and sync it with `fsync`)."""
+        if not self._held:
+            return
+        data = b"\n".join(self._held) + b"\n"
+        self._held.clear()
+        _write_all(self._fh, data)
+        if self.fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self.flush()
+            self._fh.close()
+
+
+def _write_all(fh: Any, data: bytes) -> None:
+    """A raw file may take less than asked for (a full disk, a signal): write the rest."""
+    view = memoryview(data)
+    while view:
+        view = view[fh.write(view) :]
+
+
+def read_lines(path: Path, what: str, take: Callable[[bytes], None]) -> None:
+    """Hand each line of `path` to `take`, in order, after cutting a torn last line off the
+    file. A line `take` refuses (a `ValueError`, pydantic's `ValidationError` included, a
+    `KeyError` or a `TypeError`) is a `ConfigError`: `PATH:LINE: not WHAT: why`."""
+    cut_torn_tail(path)
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                take(raw)
+            except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
+                raise ConfigError(f"{path}:{number}: not {what}: {_why(exc)}") from None
+            except ConfigError as exc:  # the caller's own refusal: located here
+                raise ConfigError(f"{path}:{number}: {exc.message}") from None
+
+
+def cut_torn_tail(path: Path) -> None:
+    """Cut a last line that has no newline: it was torn by a crash mid-write."""
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+def _why(exc: Exception) -> str:
+    """One line saying what is wrong with a line."""
+    if isinstance(exc, KeyError):
+        return f"missing field {exc}"
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"{where}: {first['msg']}{more}" if where else f"{first['msg']}{more}"
+    return " ".join(str(exc).split())

@@ -1,0 +1,177 @@
+"""The journal's records: frozen pydantic models in one union tagged by `kind`.
+
+`journal.jsonl` holds one record per line (format version `JOURNAL_VERSION`, written in every
+`journal_opened` record; docs/durability.md). A journal is read back with these models, so a
+line that is not a record of this version is refused with its file and line. The run writes a
+record from its plain fields and builds no model (`Journal.write`), as the event log writes
+events; the test suite checks every written line against its model.
+
+The core's own dataclasses (`Usage`, `Patch`, `Message`) are the fields' types: a record reads
+back into them. On the write path the hot ones (`Usage`, `Message`, the spend) are turned into
+plain dicts by the `*_fields` functions below, each beside its model: orjson serialises a dict
+about three times as fast as a dataclass, and these go out with every call.
+
+Annotations here are evaluated eagerly (no `from __future__ import annotations`), as in
+`record.events`: pydantic then has real types at class creation.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from swarmflow.core.budget import Charge
+from swarmflow.core.messages import Message, Usage
+from swarmflow.core.patch import Patch
+
+JOURNAL_VERSION = 2
+"""The journal format this swarmflow writes and reads (1: before the board's and the answers'
+records moved to the event stream, and a finished call recorded its place in it)."""
+
+
+class RecordBase(BaseModel):
+    """What every record is: frozen, no field it does not declare."""
+
+    # Schemas are built on first use: importing swarmflow must stay cheap.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class Key(RecordBase):
+    """A call's key (`record.journal.CallKey`)."""
+
+    branch: str
+    index: int
+    agent: str
+    digest: str
+
+
+class WorktreeAt(RecordBase):
+    """Where a call's git worktree lives."""
+
+    root: str
+    branch: str
+    base: str
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a call's ledgers were charged (a replay charges it again)."""
+
+    tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+
+    @property
+    def charge(self) -> Charge:
+        return Charge(self.tokens, self.cost, self.calls)
+
+
+def spend_fields(usage: Usage, cost: float, calls: int) -> dict[str, Any]:
+    """A `Spend` as written."""
+    return {"tokens": usage.total, "cost": cost, "calls": calls}
+
+
+def usage_fields(usage: Usage) -> dict[str, int]:
+    """A `Usage` as written."""
+    return {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input}
+
+
+def message_fields(message: Message) -> dict[str, Any]:
+    """A `Message` as written; fields at their defaults are left out."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    return out
+
+
+class JournalOpened(RecordBase):
+    """Written by every process that writes to the journal, first."""
+
+    kind: Literal["journal_opened"] = "journal_opened"
+    version: int
+    run_id: str
+
+
+class CallStarted(RecordBase):
+    """A call that owns a git worktree, before its first model call."""
+
+    kind: Literal["call_started"] = "call_started"
+    key: Key
+    session: str
+    workspace: WorktreeAt
+
+
+class CallFinished(RecordBase):
+    """An agent call, or a session turn (`messages` set), that returned."""
+
+    kind: Literal["call_finished"] = "call_finished"
+    key: Key
+    session: str
+    event_seq: int
+    """The `seq` the run's next event took: every event before it came before the call
+    returned (the board of a resumed run is rebuilt from the events by it)."""
+    text: str = ""
+    given: str = ""
+    """The prompt (an agent call)."""
+    value: Any = None
+    """The structured value as JSON."""
+    patch: Patch | None = None
+    usage: Usage = Usage()
+    spend: Spend = Spend()
+    state: str = "done"
+    reason: str = "completed"
+    detail: str = ""
+    provenance: list[str] = []
+    workspace: WorktreeAt | None = None
+    messages: list[Message] | None = None
+    """A session turn: its part of the conversation."""
+    replace_history: bool = False
+    """A session turn: the conversation was compacted during the turn (`messages` is all of
+    it)."""
+
+
+JournalRecord = Annotated[
+    JournalOpened | CallStarted | CallFinished,
+    Field(discriminator="kind"),
+]
+
+_ADAPTER: TypeAdapter[JournalRecord] | None = None
+_KINDS: dict[type[RecordBase], str] = {}
+
+
+def record_adapter() -> TypeAdapter[JournalRecord]:
+    """The union's validator, built on first use to keep import cheap."""
+    global _ADAPTER
+    if _ADAPTER is None:
+        _ADAPTER = TypeAdapter(JournalRecord)
+    return _ADAPTER
+
+
+def kind_of(cls: type[RecordBase]) -> str:
+    """The `kind` tag of a record class."""
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = str(cls.model_fields["kind"].default)
+    return kind
+
+
+def parse_record(line: str | bytes) -> RecordBase:
+    """Parse one journal line into its record (raises `ValidationError`, a `ValueError`).
+
+    A line that holds a lone surrogate (`record.jsonline` escapes text that is not UTF-8 so)
+    is read with Python's JSON parser: pydantic's refuses such an escape.
+    """
+    try:
+        record: RecordBase = record_adapter().validate_json(line)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise
+        record = record_adapter().validate_python(json.loads(line))
+    return record
