@@ -172,7 +172,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from swarmflow.cli.flow_refs import load_flow_named
     from swarmflow.core.errors import ConfigError
-    from swarmflow.runner.reopen import open_run_board
+    from swarmflow.runner.wiring import open_run_board
 
     try:
         board_run = open_run_board(args.run_dir, load_flow_named)

@@ -10,6 +10,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import Model
 from swarmflow.core.ports import HumanChannel
+from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent
 from swarmflow.durable.journaled import journaled_call
+from swarmflow.durable.reopen import reopen_run
 from swarmflow.durable.replay import journaled_turn
 from swarmflow.models.guard import check_real_call_allowed
 from swarmflow.operators.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
@@ -31,6 +34,7 @@ from swarmflow.runner.live import report_delta
 from swarmflow.runtime.context import current_session
 from swarmflow.runtime.deps import RunDeps
 from swarmflow.runtime.flow import Flow
+from swarmflow.runtime.rails import Rails
 from swarmflow.sessions.call import run_call
 from swarmflow.sessions.structured import take_turn
 from swarmflow.teams.board import board_for
@@ -223,3 +227,19 @@ def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
         take_turn=journaled_turn if journaled else take_turn,
         board_for=board_for,
     )
+
+
+def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
+    """A stopped run reopened for its board alone (`swarmflow board serve RUN_DIR`): its
+    journal and log continue, and it runs no agent (no model, no tools of its own)."""
+    from swarmflow.tools import ToolRegistry
+
+    compose = partial(
+        run_deps, model_for=_no_model, tools=ToolRegistry(), human=None, workspaces=None,
+        prices=PriceTable(), rails=Rails(),
+    )  # fmt: skip
+    return reopen_run(run_dir, load_flow, compose)
+
+
+def _no_model(agent: Agent) -> Model:
+    raise ConfigError("a served board runs no agent: it has no model")

@@ -220,7 +220,7 @@ def test_the_commands_say_what_is_wrong(args: tuple[str, ...], says: str) -> Non
 
 
 def test_swarmflow_run_board_port_serves_and_says_where(tmp_path: Path) -> None:
-    flow_file = ROOT / "tests" / "runtime" / "busy.swarm"
+    flow_file = ROOT / "tests" / "durable" / "busy.swarm"
     argv = [sys.executable, "-m", "swarmflow.cli", "run", str(flow_file), "--demo"]
     env = {**_env(), "SWARMFLOW_RUNS": str(tmp_path)}
     done = subprocess.run(

@@ -22,7 +22,7 @@ from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.record.records import JOURNAL_VERSION
 from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel
-from tests.runtime import kill_target
+from tests.durable import kill_target
 from tests.support.kill import kill_when_ready
 
 ROOT = Path(__file__).resolve().parents[2]

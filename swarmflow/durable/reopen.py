@@ -18,24 +18,29 @@ from typing import Any
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.pricing import PriceTable
 from swarmflow.core.secrets import secret_values
 from swarmflow.durable.run_dirs import claim, live_pid, read_manifest, read_run, release
 from swarmflow.record.eventlog import EventLog
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.record.journal import Journal, Recorded
 from swarmflow.record.sinks import JsonlSink
-from swarmflow.runner.wiring import run_deps
 from swarmflow.runtime.context import RunContext
+from swarmflow.runtime.deps import RunDeps
 from swarmflow.runtime.flow import Flow
-from swarmflow.runtime.rails import Rails
 from swarmflow.runtime.state import RunState
 
+Compose = Callable[..., RunDeps]
+"""Builds the reopened run's dependencies from its id, directory, team, log and journal (the
+composition root's `run_deps`, with the rest of what a served board needs bound)."""
 
-def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
+
+def reopen_run(
+    run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]], compose: Compose
+) -> Any:
     """Check `run_dir` and load its flow's team; enter the result to get the run's context.
 
-    `load_flow` loads the flow that `run.json` names (the command line's flow references).
+    `load_flow` loads the flow that `run.json` names (the command line's flow references);
+    `compose` builds the run's dependencies (`swarmflow.runner.wiring.open_run_board`).
 
     Raises:
         ConfigError: not a run directory, a live run, or its flow cannot be loaded.
@@ -56,20 +61,18 @@ def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any
         flow = load_flow(reference)
     except ConfigError as exc:
         raise ConfigError(f"cannot load the run's flow: {exc}") from None
-    return _opened(path, flow.team)
+    return _opened(path, flow.team, compose)
 
 
 @asynccontextmanager
-async def _opened(path: Path, team: Any) -> AsyncIterator[RunContext]:
+async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunContext]:
     state, recorded = read_run(path)
     run_id = state.run_id or path.name
     log = EventLog(run_id, [JsonlSink(path / EVENTS_FILE)], secrets=secret_values(),
                    start_seq=state.next_seq)  # fmt: skip
     journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
                       scrub=log.redactor.scrub_bytes)  # fmt: skip
-    deps = run_deps(run_id=run_id, run_dir=path, team=team, log=log, model_for=_no_model,
-                    tools=_no_tools(), human=None, workspaces=None, prices=PriceTable(),
-                    rails=Rails(), journal=journal)  # fmt: skip
+    deps = compose(run_id=run_id, run_dir=path, team=team, log=log, journal=journal)
     ctx = RunContext(deps, RunState(Ledger("run", Limits())))
     _know_products(ctx, recorded)
     claim(path)
@@ -88,13 +91,3 @@ def _know_products(ctx: RunContext, recorded: Recorded) -> None:
         ctx.state.fingerprints.add(record.key.agent, data.text, data.given)
         if data.patch is not None and data.patch.diff:
             ctx.state.fingerprints.add(record.key.agent, data.patch.diff, data.given)
-
-
-def _no_model(agent: Any) -> Any:
-    raise ConfigError("a served board runs no agent: it has no model")
-
-
-def _no_tools() -> Any:
-    from swarmflow.tools import ToolRegistry
-
-    return ToolRegistry()

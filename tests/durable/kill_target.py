@@ -1,4 +1,4 @@
-"""A run killed with SIGKILL mid-flight (tests/runtime/test_events.py, test_durable_runs.py).
+"""A run killed with SIGKILL mid-flight (tests/record/test_events.py, tests/durable/test_durable_runs.py).
 
 `python kill_target.py RUNS_ROOT [HANG_AT [swarm]]`: the HANG_AT-th model call prints READY and
 hangs until the parent kills the process. Every other call answers from its prompt alone, so an

@@ -42,7 +42,7 @@ async def test_jsonl_round_trips_the_memory_stream() -> None:
 def test_jsonl_is_valid_after_sigkill(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kill_when_ready(
-        [sys.executable, str(Path(__file__).with_name("kill_target.py")), str(tmp_path)], env
+        [sys.executable, str(Path(__file__).parents[1] / "durable" / "kill_target.py"), str(tmp_path)], env
     )
     (log,) = tmp_path.glob(f"*/{EVENTS_FILE}")
     lines = log.read_bytes().split(b"\n")

@@ -19,7 +19,7 @@ from swarmflow.core.ports import ToolResult
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.testing import FunctionModel, ScriptedModel, tool_call
 from swarmflow.tools import ArgsModel, ToolRegistry
-from tests.runtime.test_failure_keeps_work import git
+from tests.durable.test_failure_keeps_work import git
 
 CODERS = Team(
     [Agent("coder", tools=["write_file", "submit"], workspace="worktree")],
@@ -78,7 +78,7 @@ def test_clean_removes_a_paused_runs_worktrees_and_branches(
 def test_runs_lists_a_killed_run_as_dead(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.runtime.test_durable_runs import kill_mid_run
+    from tests.durable.test_durable_runs import kill_mid_run
 
     run_dir = kill_mid_run(tmp_path / "runs", 9)
     assert main(["runs", str(tmp_path / "runs")]) == 0
@@ -213,7 +213,7 @@ class _NoArgs(ArgsModel):
 def test_the_cli_resumes_a_killed_python_flow_from_its_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.runtime.test_durable_runs import finished_prompts, kill_mid_run
+    from tests.durable.test_durable_runs import finished_prompts, kill_mid_run
 
     run_dir = kill_mid_run(tmp_path / "runs", 9)
     done = len(finished_prompts(run_dir))
@@ -225,7 +225,7 @@ def test_the_cli_resumes_a_killed_python_flow_from_its_file(
 def test_resume_says_when_the_flow_cannot_be_loaded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.runtime.test_durable_runs import kill_mid_run
+    from tests.durable.test_durable_runs import kill_mid_run
 
     run_dir = kill_mid_run(tmp_path / "runs", 9)
     manifest = run_dir / "run.json"
