@@ -100,9 +100,9 @@ async def _batch(flow: Any, args: argparse.Namespace) -> Any:
     if args.fsync:
         options["durability"] = "fsync"
     if args.demo:
-        from swarmflow.flows.demo_model import demo_model
+        from swarmflow.flows.offline_model import offline_model
 
-        return await batch(flow, args.inputs, model=demo_model(), **options)
+        return await batch(flow, args.inputs, model=offline_model(), **options)
     async with model_from_args(args) as model:
         return await batch(flow, args.inputs, model=model, **options)
 

@@ -172,9 +172,9 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
     options: dict[str, Any] = {"sinks": [ProgressSink()]}  # the demo's live view, on stderr
     if args.demo:
-        from swarmflow.flows.demo_model import demo_model
+        from swarmflow.flows.offline_model import offline_model
 
-        options["model"] = demo_model()
+        options["model"] = offline_model()
         options["human"] = _approve
     if args.defer:
         from swarmflow.channels import DeferredHuman

@@ -105,9 +105,9 @@ async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) 
     from swarmflow import run
 
     if args.demo:
-        from swarmflow.flows.demo_model import demo_model
+        from swarmflow.flows.offline_model import offline_model
 
-        return await run(flow, model=demo_model(), **options)
+        return await run(flow, model=offline_model(), **options)
     async with model_from_args(args) as model:
         return await run(flow, model=model, **options)
 

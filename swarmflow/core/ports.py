@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,7 +72,6 @@ class ToolContext:
     workspace: Workspace | None
     emit: Emit
     message_agent: Callable[[str, str], Awaitable[str]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     declaration: Agent | None = None
     """The agent's declaration (its shell sandbox, network and environment settings)."""
     budget: Callable[[], Any] | None = None

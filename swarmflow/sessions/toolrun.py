@@ -55,7 +55,9 @@ class ToolRunner:
     """Executes the tool calls of one session."""
 
     # Slots: every session has one, and a fan-out holds thousands of sessions at once.
-    __slots__ = ("_repeats", "allowed", "context", "emit", "rails", "tools", "write_ahead")
+    __slots__ = (
+        "_last", "_repeats", "allowed", "context", "emit", "rails", "tools", "write_ahead",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -74,7 +76,9 @@ class ToolRunner:
         self.emit = emit
         self.rails = rails
         self.write_ahead = write_ahead
-        self._repeats: list[tuple[str, str, str]] = []
+        self._last: tuple[str, str, str] | None = None
+        """The last call and its result; `_repeats`: how many times in a row it came."""
+        self._repeats = 0
 
     async def run_all(self, calls: Sequence[ToolCall]) -> ToolRound:
         """Run calls in order; stop at an accepted `submit` or when the agent loops."""
@@ -99,11 +103,11 @@ class ToolRunner:
         return ToolRound(tuple(observations), refused=tuple(refused))
 
     def _loops(self, call: ToolCall, result: ToolResult) -> bool:
+        """Whether this call, with its result, repeats the previous one for the limit's time."""
         signature = (call.name, call.arguments, result.text)
-        if self._repeats and self._repeats[-1] != signature:
-            self._repeats.clear()
-        self._repeats.append(signature)
-        return len(self._repeats) >= LOOP_BLOCK_LIMIT
+        self._repeats = self._repeats + 1 if signature == self._last else 1
+        self._last = signature
+        return self._repeats >= LOOP_BLOCK_LIMIT
 
     async def _run_one(self, call: ToolCall) -> _Outcome:
         """One call: gate, parse, before-rails, run, after-rails, record."""

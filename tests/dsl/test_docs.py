@@ -10,7 +10,7 @@ import pytest
 from swarmflow import run
 from swarmflow.dsl import check_source, load_source
 from swarmflow.dsl.syntax.diagnostics import render_all
-from swarmflow.flows.demo_model import demo_model
+from swarmflow.flows.offline_model import offline_model
 
 from .helpers import DOCS, EXAMPLES
 
@@ -46,7 +46,7 @@ async def test_each_runnable_example_runs_with_the_demo_model(source):
         if p.default is p.empty
     }
     result = await run(
-        flow, model=demo_model(), human=lambda q, payload: payload or "yes", **inputs
+        flow, model=offline_model(), human=lambda q, payload: payload or "yes", **inputs
     )
     assert result.status == "ok", result.error
 
@@ -96,7 +96,7 @@ def test_the_command_line_examples_work(monkeypatch, capsys):
 def test_the_python_example_works(monkeypatch):
     monkeypatch.chdir(DOCS.parent.parent)
     [code] = [body for lang, _, body in blocks() if lang == "python"]
-    code = code.replace('model="gpt-4o-mini"', "model=demo_model()")
-    scope = {"demo_model": demo_model}
+    code = code.replace('model="gpt-4o-mini"', "model=offline_model()")
+    scope = {"offline_model": offline_model}
     exec(compile(code, "dsl.md", "exec"), scope)
     assert scope["result"].status == "ok"

@@ -17,7 +17,7 @@ _SCHEMA = re.compile(r"matches this JSON schema:\s*(\{.*\})\s*$", re.DOTALL)
 _MAX_DEPTH = 6
 
 
-def demo_model() -> FunctionModel:
+def offline_model() -> FunctionModel:
     """The demo model: deterministic, instant, and never calls a network."""
     return FunctionModel(_answer, name="demo")
 
