@@ -84,17 +84,19 @@ def choose_sinks(
     events are also kept in memory (`"both"`, `"memory"`, or a list holding a `MemorySink`)
     and which sinks of your own receive them.
     """
-    log = JsonlSink(run_dir / EVENTS_FILE)
+    path = run_dir / EVENTS_FILE
     if events is None or events in ("both", "memory"):
         memory = MemorySink()
-        return memory, [memory, log]
+        return memory, [memory, JsonlSink(path)]
     if events == "jsonl":
-        return None, [log]
+        return None, [JsonlSink(path)]
     if isinstance(events, str):
         raise ConfigError(f"events={events!r}; use 'both', 'jsonl', 'memory' or a list of sinks")
     given = list(events)
     found = next((s for s in given if isinstance(s, MemorySink)), None)
-    return found, [*given, log]
+    if any(isinstance(s, JsonlSink) and s.path.resolve() == path.resolve() for s in given):
+        return found, given  # the run's own log is among them: one writer for the file
+    return found, [*given, JsonlSink(path)]
 
 
 def model_secrets(model: ModelSpec) -> list[str]:

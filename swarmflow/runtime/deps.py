@@ -62,10 +62,10 @@ class RunDeps:
     rails: Rails
     call_agent: AgentCaller
     take_turn: TurnTaker
+    board_for: Callable[[Any], BoardPort]
+    """The run's message board, made on first use (`teams.board.board_for`; given the run)."""
     journal: Journal | None = None
     """Records finished calls and answers; on resume, matches calls against the records."""
-    board_for: Callable[[Any], BoardPort] | None = None
-    """The run's message board, made on first use (`teams.board.board_for`; given the run)."""
     card_path: tuple[str, ...] = (".",)
     keep_workspaces: bool = False
     context_tokens: int | None = None

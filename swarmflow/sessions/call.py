@@ -111,8 +111,6 @@ def _messenger(run: RunContext, agent: Agent, given: Messenger | None) -> Messen
 def _board(run: RunContext, agent: Agent, given: BoardPort | None) -> BoardPort | None:
     if given is not None or not BOARD_TOOLS.intersection(agent.tools):
         return given
-    if run.deps.board_for is None:
-        raise ConfigError(f"agent {agent.name!r} has board tools but the run has no board")
     return run.deps.board_for(run)
 
 

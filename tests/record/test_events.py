@@ -199,3 +199,20 @@ async def test_kept_events_are_built_when_read_and_match_the_log(
     assert kept == list(read_events(result.events_path))
     assert [e.seq for e in kept] == list(range(len(kept)))
     assert kept[-1].type == "run_finished"
+
+
+async def test_the_run_directory_keeps_its_log_whatever_sinks_are_given(tmp_path: Path) -> None:
+    """A list of sinks of one's own adds where the events go; the run's `events.jsonl` is
+    written all the same, once, also when one of the given sinks is that very file."""
+    own = MemorySink()
+    result = await run_one([Agent("a")], lambda: agent("a", "go"), ScriptedModel(["done"]),
+                           events=[own], runs_root=tmp_path)  # fmt: skip
+    logged = [e.seq for e in read_events(result.run_dir / EVENTS_FILE)]
+    assert logged == [e.seq for e in own.events] and logged
+
+    again = tmp_path / "again"
+    theirs = JsonlSink(again / EVENTS_FILE)
+    result = await run_one([Agent("a")], lambda: agent("a", "go"), ScriptedModel(["done"]),
+                           events=[theirs], runs_root=tmp_path, run_id="again")  # fmt: skip
+    seqs = [e.seq for e in read_events(result.run_dir / EVENTS_FILE)]
+    assert seqs == list(range(len(seqs))) and seqs  # each event once, in order
