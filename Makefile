@@ -30,8 +30,18 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
 
-bench-peers: $(STAMP)
-	$(BIN)/python -m benchmarks.peers $(ARGS)
+# The peers (the `peers` extra: LangGraph, pydantic-graph) get a virtualenv of their own, so
+# that the project's is never changed by them; ARGS="--venv PATH" measures in another one.
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+
+$(PEERS_STAMP): pyproject.toml
+	test -x $(PEERS_VENV)/bin/python || $(PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[peers]'
+	touch $(PEERS_STAMP)
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python -m benchmarks.peers --venv $(PEERS_VENV) $(ARGS)
 
 # Builds llama-cpp-python (about 7 minutes on 2 cores). Some CPUs crash llama.cpp when it
 # processes prompts in batches; LLAMA_SERVER_ARGS passes extra server flags to work around it.
@@ -40,11 +50,17 @@ test-llm: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[llm]'
 	LLAMA_SERVER_ARGS="$(LLAMA_SERVER_ARGS)" $(BIN)/python -m pytest -m llm tests/llm $(PYTEST_ARGS)
 
-# Installs the ray extra (about 80 MB) and runs the batch tests that need it on a local Ray
-# head; `make test` runs them too when Ray is installed, and skips them otherwise.
-test-ray: $(STAMP)
+# Installs the ray extra (about 80 MB, once per change of pyproject.toml) and runs the batch
+# tests that need it on a local Ray head of 2 CPUs (about a minute on 2 cores). `make test`
+# runs them too when Ray is installed, and skips them otherwise; `.ci/run` runs them here only.
+RAY_STAMP := $(VENV)/.installed-ray
+
+$(RAY_STAMP): pyproject.toml | $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[ray]'
+	touch $(RAY_STAMP)
+
+test-ray: $(STAMP) $(RAY_STAMP)
 	$(BIN)/python -m pytest -q tests/batches/test_ray_batch.py tests/batches/test_ray_imports.py $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-peers runs .pytest_cache .mypy_cache .ruff_cache

@@ -52,6 +52,8 @@ class Settings:
     """Multiplies every simulated model latency (the smoke test shrinks them)."""
     board_agents: int = 50
     board_messages: int = 5_000
+    report_events: tuple[int, int] = (10_000, 100_000)
+    """The two log sizes `swarmflow report` reads (its peak memory must not grow with them)."""
 
     def with_runs(self, runs: int | None) -> Settings:
         return self if runs is None else replace(self, runs=max(1, runs))
@@ -81,6 +83,7 @@ TINY = Settings(
     time_scale=0.02,
     board_agents=10,
     board_messages=200,
+    report_events=(200, 2_000),
 )
 
 

@@ -85,7 +85,7 @@ async def _parallel_coder_arbiter(task: str) -> Verdict:
     reviews = compact([r async for r in pipeline(candidates, lambda c: agent("reviewer", c))])
     async with agent_session("arbiter") as arbiter:
         for review in reviews:
-            await arbiter.send(review)
+            await arbiter.tell(review)
         verdict: Verdict = await arbiter.ask(f"Pick the best candidate for {task}.", output=Verdict)
     if verdict.confidence < 0.7:
         verdict = await human("Approve the arbiter's pick?", verdict)

@@ -75,8 +75,9 @@ FRONT: dict[str, set[str]] = {
     # The language compiles to operators, its agents' cards and function tools; it runs
     # nothing itself (no runner), and knows no command line, batch or report.
     "swarmflow.dsl": {CORE, RUNTIME, SESSIONS, OPERATORS, TOOLS},
-    # Many runs of one flow: through the runner and the run directories.
-    "swarmflow.batches": {CORE, RUNTIME, DURABLE, RUNNER},
+    # Many runs of one flow: through the runner and the run directories (and a finished
+    # run's last event, read back from its record to rebuild its result line).
+    "swarmflow.batches": {CORE, RECORD, RUNTIME, DURABLE, RUNNER},
     # Ready-made flows and the demo: run, then reported; never the command line.
     "swarmflow.flows": {
         CORE,

@@ -18,6 +18,7 @@ from benchmarks.cases import (
     latency,
     pipeline,
     prefix,
+    report,
     skew,
     team,
 )
@@ -39,4 +40,5 @@ CASES: dict[str, Case] = {
     "batch": batch.bench,
     "board": board.bench,
     "team": team.bench,
+    "report": report.bench,
 }

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.batches.ledger import BatchLedger
-from swarmflow.batches.outcome import budget_stopped, task_result, unrecorded_result
+from swarmflow.batches.outcome import Unfinished, budget_stopped, task_result
+from swarmflow.batches.recovered import KEPT, live_elsewhere, rebuilt_result, recorded_end
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
-from swarmflow.durable.run_dirs import has_log, read_log
+from swarmflow.core.errors import ConfigError
+from swarmflow.durable.run_dirs import has_log
 from swarmflow.runner.lifecycle import run
 from swarmflow.runtime.flow import Flow
 
@@ -25,26 +27,40 @@ async def run_task(
     runs: Path,
     options: Mapping[str, Any],
     ledger: BatchLedger,
-) -> TaskResult | None:
-    """The task's result, or None when the shared budget stopped it (it stays unfinished).
+) -> TaskResult | Unfinished:
+    """The task's result, or `Unfinished` when it stays without one for a re-run: the shared
+    budget stopped it, or another live process holds its run directory.
 
-    The run directory is `runs/<task id>`: a run that ended ok is not run again, one that was
-    interrupted is resumed from its journal, and otherwise the run starts there.
+    The run directory is `runs/<task id>`: a run that ended ok (or paused) is not run again
+    (its line is rebuilt from its log), one that was interrupted or is being retried is
+    resumed from its journal, and otherwise the run starts there.
     """
     run_dir = runs / task.id
-    state = read_log(run_dir).status if has_log(run_dir) else None
-    if state == "ok":  # it ended before its result line was written: nothing to run again
-        return unrecorded_result(task, run_dir)
+    busy = live_elsewhere(task, run_dir)
+    if busy is not None:
+        return busy
+    try:
+        found = recorded_end(run_dir)
+    except ConfigError as exc:  # a log that cannot be resumed fails its task alone
+        return _failed(task, run_dir, exc, resumed=False)
+    if found is not None and found[0].status in KEPT:  # it ended before its line was written
+        return rebuilt_result(task, run_dir, found[0], resumed=found[1])
+    resume = has_log(run_dir)
     chosen = dict(
         options, runs_root=runs, run_id=task.id, parent_ledger=ledger, raise_on_failure=False
     )
-    if state is not None:
+    if resume:
         chosen["resume"] = run_dir
     try:
         result = await run(flow, **chosen, **task.inputs)
-    except Exception as exc:  # a task that cannot start (bad inputs) fails alone
-        return TaskResult(task.id, task.inputs, "failed", error=f"{type(exc).__name__}: {exc}",
-                          run_dir=str(run_dir), resumed=state is not None)  # fmt: skip
+    except Exception as exc:  # a task that cannot start (bad inputs, a taken run) fails alone
+        return live_elsewhere(task, run_dir) or _failed(task, run_dir, exc, resumed=resume)
     if budget_stopped(result, ledger):
-        return None
-    return task_result(task, result, resumed=state is not None)
+        return Unfinished(task.id)
+    return task_result(task, result, resumed=resume)
+
+
+def _failed(task: Task, run_dir: Path, exc: Exception, *, resumed: bool) -> TaskResult:
+    error = f"{type(exc).__name__}: {exc}"
+    return TaskResult(task.id, task.inputs, "failed", error=error, run_dir=str(run_dir),
+                      resumed=resumed)  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from swarmflow.batches.attempt import run_task
 from swarmflow.batches.ledger import BatchLedger
+from swarmflow.batches.outcome import Unfinished
 from swarmflow.batches.progress import Spending
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.setup import Setup
@@ -38,8 +39,12 @@ class Executor(Protocol):
     def stopped(self) -> str | None:
         """Why tasks were left unfinished (the refusal, or workers lost for good), if any."""
 
-    async def run(self, task: Task) -> TaskResult | None:
-        """The task's result line, or None when it is left unfinished (a re-run resumes it)."""
+    async def run(self, task: Task) -> TaskResult | Unfinished:
+        """The task's result line, or `Unfinished` when it is left without one (a re-run of
+        the batch resumes it)."""
+
+    async def settle(self) -> None:
+        """Every task has ended: bring `spending` up to what the shared budget counted."""
 
 
 class LocalExecutor:
@@ -61,9 +66,12 @@ class LocalExecutor:
     def stopped(self) -> str | None:
         return self.ledger.refused
 
-    async def run(self, task: Task) -> TaskResult | None:
+    async def run(self, task: Task) -> TaskResult | Unfinished:
         s = self.setup
         return await run_task(s.flow, task, s.runs, s.options, self.ledger)
+
+    async def settle(self) -> None:
+        """Nothing to wait for: the batch ledger is this process's own."""
 
 
 def ray_address(on: str) -> str | None:

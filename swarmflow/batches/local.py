@@ -4,7 +4,12 @@ Every run's ledger is a child of one batch ledger: a shared budget is the batch 
 enforced by the same reserve-before-call contract as a single run's (on Ray, the batch ledger
 lives in a Ray actor; `executor.py` picks where the runs go). Each task's run directory
 is `OUT/runs/<task id>`, so a batch that was stopped goes on where it was: finished tasks (a line
-in `OUT/results.jsonl`) are skipped and interrupted runs are resumed from their journals.
+in `OUT/results.jsonl`) are skipped and interrupted runs are resumed from their journals. With
+`retry_failed=True` the tasks that failed are run again too (resumed from their journals), and
+their new lines replace the old ones (`results.py` says how no line is lost or doubled). A run
+that ended before its line was written gets its line rebuilt from its log (`recovered.py`),
+and a run directory another live process holds is left alone. One batch at a time uses an
+`OUT` folder (`lock.py`).
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from typing import Any
 import anyio
 
 from swarmflow.batches.executor import Executor, open_executor, ray_address
-from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.lock import batch_lock
+from swarmflow.batches.outcome import BatchResult, Unfinished
 from swarmflow.batches.progress import Progress
-from swarmflow.batches.results import RESULTS, ResultsWriter, TaskResult, read_results
+from swarmflow.batches.recovered import settled
+from swarmflow.batches.results import ResultsFile, ResultsWriter, TaskResult
 from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task, as_tasks
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.secrets import Redactor, secret_values
 from swarmflow.runner.lifecycle import RUN_OPTIONS
+from swarmflow.runner.wiring import model_secrets
 from swarmflow.runtime.flow import Flow
 
 RUNS = "runs"
@@ -39,13 +48,45 @@ class _Batch:
     """What every task of one batch invocation shares."""
 
     executor: Executor
+    files: ResultsFile
     writer: ResultsWriter
     progress: Progress
     on_progress: ProgressHook | None
+    runs: Path
+    retry_failed: bool
+    finished: dict[str, TaskResult]
 
     def tell(self) -> None:
         if self.on_progress is not None:
             self.on_progress(self.progress)
+
+    async def attempt(self, task: Task) -> TaskResult | Unfinished:
+        """Run the task on the executor, counted as running meanwhile."""
+        self.progress.running += 1
+        self.tell()
+        try:
+            return await self.executor.run(task)
+        finally:
+            self.progress.running -= 1
+
+    def record(self, outcome: TaskResult | Unfinished, *, earlier: bool) -> None:
+        """Write a finished task's line (`earlier`: its run ended before this invocation, so
+        its spend is not the batch ledger's); say why an unfinished one was left."""
+        if isinstance(outcome, Unfinished):
+            if outcome.why:
+                self.progress.warnings.append(self.files.redactor.scrub(outcome.why))
+            self.tell()
+            return
+        written = self.writer.write(outcome)
+        self.finished[written.task] = written
+        if earlier:
+            self.progress.earlier_tokens += written.tokens
+            self.progress.earlier_cost += written.cost
+        if written.status == "ok":
+            self.progress.ok += 1
+        else:
+            self.progress.failed += 1
+        self.tell()
 
 
 async def batch(
@@ -61,6 +102,7 @@ async def batch(
     fsync: bool = False,
     on: str = "local",
     workers: int | None = None,
+    retry_failed: bool = False,
     **run_options: Any,
 ) -> BatchResult:
     """Run `flow` once per task of `inputs` (a `.jsonl` path or mappings of flow inputs).
@@ -70,6 +112,10 @@ async def batch(
     `out` holds `results.jsonl` and `runs/<task id>/`; running the same batch again skips the
     tasks with a result and resumes the rest. `on_progress` is called as tasks start and end.
     Other keywords (`model`, `human`, `repo`, `prices`, ...) go to every `run`.
+    `retry_failed=True` runs the tasks whose line says `failed` again as well, each resumed
+    from its journal (its finished calls are replayed, not paid); the tasks that ended ok or
+    paused are kept as they are. One batch at a time may use `out`: it is locked while the
+    batch runs. Every result line is scrubbed of the secrets the runs' logs are scrubbed of.
 
     `on="ray"` (or `"ray://HOST:PORT"`) runs each task on a Ray cluster instead, as one call of
     a Ray actor (`workers` of them, by default one per CPU of the cluster), with the shared
@@ -77,7 +123,9 @@ async def batch(
 
     Raises:
         ConfigError: a bad task list, `concurrency` under 1, an option `run` does not take,
-            an `on` that is not "local", "ray" or "ray://HOST:PORT".
+            an `on` that is not "local", "ray" or "ray://HOST:PORT", an `out` folder another
+            batch is using (the message names its process), a results file that is not a
+            regular file.
     """
     if not isinstance(flow, Flow):
         raise ConfigError(f"batch() needs a @flow, got {flow!r}")
@@ -89,28 +137,61 @@ async def batch(
         raise ConfigError(f"workers must be at least 1, got {workers}")
     tasks = as_tasks(inputs)
     root = _prepare(out)
-    earlier = read_results(root / RESULTS)
-    _check_same_tasks(tasks, earlier, root)
-    options = _run_options(run_options, task_budget)
-    setup = Setup(flow, root / RUNS, options, Limits.coerce(budget), concurrency)
-    finished: dict[str, TaskResult] = dict(earlier)
-    async with open_executor(on, setup, workers=workers) as executor:
-        progress = _progress(tasks, earlier, executor)
-        writer = ResultsWriter(root / RESULTS, fsync=fsync)
-        shared = _Batch(executor, writer, progress, on_progress)
-        shared.tell()
-        try:
-            limiter = anyio.CapacityLimiter(concurrency)
-            async with anyio.create_task_group() as group:
-                for task in tasks:
-                    if task.id not in earlier:
-                        group.start_soon(_task, shared, limiter, task, finished)
-        finally:
-            writer.close()
-        shared.tell()
-        stopped = executor.stopped
+    files = ResultsFile(root, _redactor(run_options.get("model")), fsync=fsync)
+    with batch_lock(root):
+        files.restore_set_aside()  # a retry that was killed: its lines come back first
+        earlier = files.read()
+        _check_same_tasks(tasks, earlier, files)
+        if retry_failed:
+            earlier = _set_failed_aside(files, tasks, earlier)
+        options = _run_options(run_options, task_budget)
+        setup = Setup(flow, root / RUNS, options, Limits.coerce(budget), concurrency)
+        async with open_executor(on, setup, workers=workers) as executor:
+            progress = _progress(tasks, earlier, executor, files.warnings)
+            shared = _Batch(executor, files, files.writer(), progress, on_progress, setup.runs,
+                            retry_failed, dict(earlier))  # fmt: skip
+            await _run_all(shared, tasks, earlier, concurrency)
+            stopped = executor.stopped
+    finished = shared.finished
     ordered = [finished[t.id] for t in tasks if t.id in finished]
-    return BatchResult(root, ordered, len(tasks), progress, stopped)
+    scrubbed = None if stopped is None else files.redactor.scrub(stopped)
+    return BatchResult(root, ordered, len(tasks), progress, scrubbed)
+
+
+def _redactor(model: Any) -> Redactor:
+    """The runs' own secret policy: the environment's secret values and the model's."""
+    return Redactor(secret_values(extra=model_secrets(model)))
+
+
+async def _run_all(
+    shared: _Batch, tasks: list[Task], earlier: Mapping[str, TaskResult], concurrency: int
+) -> None:
+    """Every task without a line, at most `concurrency` at once; the lines of a retry left
+    unfinished are put back, however the batch ends."""
+    shared.tell()
+    try:
+        limiter = anyio.CapacityLimiter(concurrency)
+        async with anyio.create_task_group() as group:
+            for task in tasks:
+                if task.id not in earlier:
+                    group.start_soon(_task, shared, limiter, task)
+    finally:
+        shared.writer.close()
+        for kept in shared.files.restore_set_aside():  # a retry left unfinished
+            shared.finished.setdefault(kept.task, kept)
+    await shared.executor.settle()
+    shared.tell()
+
+
+def _set_failed_aside(
+    files: ResultsFile, tasks: list[Task], earlier: dict[str, TaskResult]
+) -> dict[str, TaskResult]:
+    """Set the failed tasks' lines aside, so that they run again; what is kept."""
+    ids = {t.id for t in tasks}
+    failed = {t for t, r in earlier.items() if r.status == "failed" and t in ids}
+    if failed:
+        files.set_aside(earlier, failed)
+    return {t: r for t, r in earlier.items() if t not in failed}
 
 
 def _prepare(out: str | Path) -> Path:
@@ -145,18 +226,24 @@ def _check_options(options: Mapping[str, Any]) -> None:
         )
 
 
-def _check_same_tasks(tasks: list[Task], earlier: Mapping[str, TaskResult], root: Path) -> None:
-    """A re-run must be over the same task list: a changed input would be silently skipped."""
+def _check_same_tasks(
+    tasks: list[Task], earlier: Mapping[str, TaskResult], files: ResultsFile
+) -> None:
+    """A re-run must be over the same task list: a changed input would be silently skipped.
+    Inputs are compared as the lines record them (JSON, secrets scrubbed)."""
     for task in tasks:
         done = earlier.get(task.id)
-        if done is not None and done.input != task.inputs:
+        now = files.as_written(task.inputs)
+        if done is not None and done.input != now:
             raise ConfigError(
-                f"{root / RESULTS} records {task.id} with input {done.input!r}, but the task "
-                f"list now has {task.inputs!r} there; use a new out= folder for a new task list"
+                f"{files.path} records {task.id} with input {done.input!r}, but the task "
+                f"list now has {now!r} there; use a new out= folder for a new task list"
             )
 
 
-def _progress(tasks: list[Task], earlier: Mapping[str, TaskResult], executor: Executor) -> Progress:
+def _progress(
+    tasks: list[Task], earlier: Mapping[str, TaskResult], executor: Executor, warnings: list[str]
+) -> Progress:
     ids = {t.id for t in tasks}
     kept = [r for r in earlier.values() if r.task in ids]
     return Progress(
@@ -165,28 +252,16 @@ def _progress(tasks: list[Task], earlier: Mapping[str, TaskResult], executor: Ex
         skipped=len(kept),
         earlier_tokens=sum(r.tokens for r in kept),
         earlier_cost=sum(r.cost for r in kept),
+        warnings=warnings,
     )
 
 
-async def _task(
-    shared: _Batch, limiter: anyio.CapacityLimiter, task: Task, finished: dict[str, TaskResult]
-) -> None:
+async def _task(shared: _Batch, limiter: anyio.CapacityLimiter, task: Task) -> None:
     async with limiter:
         if shared.executor.refused is not None:
             return  # left for a re-run with more budget
-        shared.progress.running += 1
-        shared.tell()
-        try:
-            result = await shared.executor.run(task)
-        finally:
-            shared.progress.running -= 1
-        if result is None:
-            shared.tell()
+        found = settled(task, shared.runs / task.id, retry_failed=shared.retry_failed)
+        if found is not None:  # its run is live elsewhere, or it ended before its line
+            shared.record(found, earlier=True)
             return
-        shared.writer.write(result)
-        finished[task.id] = result
-        if result.status == "ok":
-            shared.progress.ok += 1
-        else:
-            shared.progress.failed += 1
-        shared.tell()
+        shared.record(await shared.attempt(task), earlier=False)

@@ -5,15 +5,25 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.progress import Progress
-from swarmflow.batches.results import RESULTS, TaskResult
+from swarmflow.batches.results import RESULTS, TaskResult, jsonable
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import BudgetExhausted
-from swarmflow.durable.run_dirs import read_log
 from swarmflow.runner.result import RunResult
+
+
+@dataclass(frozen=True, slots=True)
+class Unfinished:
+    """A task left without a result line this time: a re-run of the batch runs or resumes it.
+
+    `why` is empty when the executor's `stopped` says it (the shared budget ran out, a Ray
+    worker was lost); otherwise it is a warning of its own (the run is live elsewhere).
+    """
+
+    task: str
+    why: str = ""
 
 
 @dataclass(slots=True)
@@ -26,6 +36,11 @@ class BatchResult:
     progress: Progress
     stopped: str | None = None
     """Why tasks were left unstarted or unfinished (the shared budget ran out), if they were."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the batch warned of: lines of `results.jsonl` it skipped, tasks it left."""
+        return self.progress.warnings
 
     @property
     def results_path(self) -> Path:
@@ -58,35 +73,21 @@ class BatchResult:
 
 
 def task_result(task: Task, result: RunResult, *, resumed: bool) -> TaskResult:
-    """The result line of a task whose run ended (ok, failed or paused)."""
+    """The result line of a task whose run ended (ok, failed or paused): what the run spent
+    over every process that ran it, as its log's `run_finished` event says."""
     error = result.error
     return TaskResult(
         task=task.id,
         input=task.inputs,
         status=result.status,
-        output=_plain(result.output),
+        output=jsonable(result.output),
         error=None if error is None else f"{type(error).__name__}: {error}",
-        tokens=result.tokens,
-        cost=result.cost,
+        tokens=result.total_tokens,
+        cost=result.total_cost,
         seconds=result.wall,
         run_dir=str(result.run_dir),
         resumed=resumed,
     )
-
-
-def unrecorded_result(task: Task, run_dir: Path) -> TaskResult:
-    """A run that ended ok just before its batch was stopped, so its output was not recorded."""
-    log = read_log(run_dir)
-    return TaskResult(
-        task=task.id,
-        input=task.inputs,
-        status="ok",
-        tokens=log.spent.tokens,
-        cost=log.spent.cost,
-        run_dir=str(run_dir),
-        notes=["the run ended ok before the batch was stopped; its output is not recorded "
-               "here (its events are in run_dir)"],
-    )  # fmt: skip
 
 
 def budget_stopped(result: RunResult, ledger: BatchLedger) -> bool:
@@ -112,13 +113,3 @@ def _budget_error(error: BaseException | None) -> BudgetExhausted | None:
         if isinstance(current, BaseExceptionGroup):
             todo += list(current.exceptions)
     return None
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready output: pydantic models dumped, other objects as their repr."""
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json")
-    if value is None or isinstance(value, str | int | float | bool | list | dict):
-        return value
-    return repr(value)

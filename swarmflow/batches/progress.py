@@ -30,6 +30,8 @@ class Progress:
     earlier_tokens: int = 0
     earlier_cost: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    warnings: list[str] = field(default_factory=list)
+    """What the batch warned of so far, in order (a display shows each new one once)."""
 
     @property
     def finished_now(self) -> int:

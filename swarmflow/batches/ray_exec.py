@@ -28,6 +28,7 @@ from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from swarmflow.batches.attempt import run_task
 from swarmflow.batches.ledger import BatchLedger
+from swarmflow.batches.outcome import Unfinished
 from swarmflow.batches.ray_ledger import ActorLedger, BudgetKeeper
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.setup import Setup
@@ -50,7 +51,7 @@ class BatchWorker:
         self.keeper = keeper
         """The budget actor; None without a shared budget (each run has its own parent)."""
 
-    async def run(self, task: Task) -> TaskResult | None:
+    async def run(self, task: Task) -> TaskResult | Unfinished:
         s = self.setup
         if not s.runs.is_dir():
             return TaskResult(
@@ -65,7 +66,10 @@ class BatchWorker:
         try:
             return await run_task(s.flow, task, s.runs, s.options, ledger)
         finally:
-            ledger.close()
+            # The run's last settlements are in the keeper's ledger before its result is
+            # back: the batch reads the ledger then, and must find them counted.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
+                await ledger.close()
 
 
 @dataclass(slots=True)
@@ -106,16 +110,16 @@ class RayExecutor:
             f"({', '.join(self.lost[:3])}); run the batch again to resume them"
         )
 
-    async def run(self, task: Task) -> TaskResult | None:
+    async def run(self, task: Task) -> TaskResult | Unfinished:
         index = self.load.index(min(self.load))
         self.load[index] += 1
         call = self.actors[index].run.remote(task)
         self.running.add(call)
         try:
-            result: TaskResult | None = await call
+            result: TaskResult | Unfinished = await call
         except RayActorError as exc:  # the worker died more often than Ray retries
             self.lost.append(f"{task.id}: {type(exc).__name__}")
-            return None
+            return Unfinished(task.id)
         except RayTaskError as exc:  # a fault in the worker outside the run itself
             return TaskResult(task.id, task.inputs, "failed", error=_first_line(exc))
         except BaseException:  # this batch was cancelled: so is the remote run
@@ -128,15 +132,23 @@ class RayExecutor:
         await self._refresh(result)
         return result
 
-    async def _refresh(self, result: TaskResult | None) -> None:
+    async def _refresh(self, result: TaskResult | Unfinished | None) -> None:
         if self.keeper is None:  # no shared budget: what the finished runs spent
-            if result is not None:
+            if isinstance(result, TaskResult):
                 self.spent.spent_tokens += result.tokens
                 self.spent.spent_cost += result.cost
             return
         tokens, cost, refused = await self.keeper.state.remote()
-        self.spent.spent_tokens, self.spent.spent_cost = tokens, cost
+        # Spend only grows; answers to reads sent while tasks ended may come back in any
+        # order, and an older one must not undo a newer one.
+        self.spent.spent_tokens = max(self.spent.spent_tokens, tokens)
+        self.spent.spent_cost = max(self.spent.spent_cost, cost)
         self.spent.refused = self.spent.refused or refused
+
+    async def settle(self) -> None:
+        """Every task has ended, each after its settlements reached the keeper: read the
+        keeper's ledger once more, after every read sent as the tasks ended."""
+        await self._refresh(None)
 
     async def stop(self) -> None:
         """Cancel the calls still running, let them record their end, kill the actors."""

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swarmflow.batches.files import MAX_DEPTH, BadLine, depth, json_value, lines, open_regular
 from swarmflow.core.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One run of the batch: its id (also its run directory's name) and the flow's inputs."""
+    """One run of the batch: its id (also its run directory's name) and the flow's inputs.
+
+    The id is the batch's own, made from the task's place in the list (`task_id`), never read
+    from the task list, so it always names a folder inside `OUT/runs/`."""
 
     id: str
     inputs: dict[str, Any]
@@ -28,21 +31,20 @@ def read_tasks(path: str | Path) -> list[Task]:
     """The tasks in a `.jsonl` file; blank lines are skipped, a bad line is named.
 
     Raises:
-        ConfigError: the file cannot be read, or a line is not a JSON object.
+        ConfigError: the file cannot be read or is not a regular file (a FIFO is refused,
+            not waited on), or a line is not UTF-8, not JSON, too long, nested too deep, or
+            not a JSON object (`PATH:LINE: why`).
     """
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the task list {source}: {exc}") from None
     rows: list[tuple[int, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source}:{number}: not JSON: {exc.msg}") from None
+    with open_regular(source, "the task list") as handle:
+        for line in lines(handle):
+            if line.data is not None and not line.data.strip():
+                continue
+            try:
+                rows.append((line.number, json_value(line)))
+            except BadLine as exc:
+                raise ConfigError(f"{source}:{line.number}: {exc}") from None
     return tasks_from(rows, where=str(source))
 
 
@@ -55,6 +57,8 @@ def tasks_from(rows: Iterable[tuple[int, Any]], *, where: str) -> list[Task]:
                 f"{where}:{place}: a task is a JSON object of the flow's inputs, "
                 f"got {type(value).__name__}"
             )
+        if depth(value) > MAX_DEPTH:  # what a results line could not record
+            raise ConfigError(f"{where}:{place}: nested deeper than {MAX_DEPTH} levels")
         tasks.append(Task(task_id(index), dict(value)))
     return tasks
 

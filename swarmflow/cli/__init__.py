@@ -1,11 +1,17 @@
-"""The `swarmflow` command line: check, graph and run `.swarm` files; the demo; reports.
+"""The `swarmflow` command line: check, graph and run flows; batches, resume, the board, reports.
 
-Exit status: 0 success, 1 diagnostics or a failed run, 2 usage error.
+Exit status: 0 success, 1 diagnostics or a failed run, 2 usage error, 130 interrupted (Ctrl-C),
+141 standard output closed early (`swarmflow runs | head -1`: the rest is dropped quietly),
+143 terminated (SIGTERM: stopped as Ctrl-C stops it, so a run is recorded as cancelled and its
+`run.pid` removed).
+A mistake in what the user gave (`ConfigError`) is one line on standard error, never a
+traceback, whichever command meets it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -19,6 +25,7 @@ from swarmflow.cli import (
     run_commands,
     run_dirs_commands,
 )
+from swarmflow.cli.signals import stop_on_sigterm, stopped
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,11 +53,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
-        return 2
-    code: int = args.handler(args)
+        return USAGE
+    return _handled(args)
+
+
+USAGE, CLOSED_OUTPUT = 2, 141
+"""141 = 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped."""
+
+
+def _handled(args: argparse.Namespace) -> int:
+    """Run the command; what the user's input got wrong, Ctrl-C and a closed pipe as one line
+    (or none), never a traceback."""
+    from swarmflow.core.errors import ConfigError
+
+    name = f"swarmflow {args.command}"
+    try:
+        code: int = args.handler(args)
+        sys.stdout.flush()  # a pipe closed early fails here, not at exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return CLOSED_OUTPUT
+    except KeyboardInterrupt as exc:
+        word, code = stopped(exc)
+        print(f"\n{name}: {word}", file=sys.stderr)
+        return code
+    except ConfigError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return USAGE
     return code
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that flushing it at exit raises nothing."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def console_main() -> None:
     """Entry point of the `swarmflow` console script."""
+    stop_on_sigterm()
     sys.exit(main())

@@ -1,7 +1,5 @@
 """`python -m swarmflow.cli`."""
 
-import sys
+from swarmflow.cli import console_main
 
-from swarmflow.cli import main
-
-sys.exit(main())
+console_main()

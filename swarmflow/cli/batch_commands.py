@@ -1,7 +1,11 @@
 """`swarmflow batch FLOW --inputs tasks.jsonl`: one run per task line, resumable.
 
-Exit status: 0 every task ended ok, 1 a task failed or was left unfinished (or the flow cannot
-be loaded), 2 usage, 130 interrupted (what finished is written; run the command again to go on).
+FLOW is named as every command names one (`swarmflow.cli.flow_refs`). `--retry-failed` runs
+the tasks that failed again (the others are kept). Exit status: 0 every task ended ok, 1 a
+task failed or was left unfinished (or the `.swarm` file has diagnostics), 2 usage (a flow,
+model or task list that cannot be loaded, an `--out` another batch is using), 130 interrupted
+(what finished is written; run the command again to go on). Everything printed is scrubbed of
+secrets, as the result lines are.
 """
 
 from __future__ import annotations
@@ -11,8 +15,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from swarmflow.cli.flow_refs import load_flow_named
-from swarmflow.cli.model_options import add_model_options, model_from_args
+from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 INTERRUPTED = 130
@@ -22,13 +25,18 @@ BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
 def register(subparsers: Any) -> None:
     """Add `batch` to the `swarmflow` command."""
     cmd = subparsers.add_parser("batch", help="run a flow once per line of a task list")
-    cmd.add_argument("flow", metavar="FLOW", help="a .swarm file, module:flow or file.py:flow")
+    cmd.add_argument("flow", metavar="FLOW", help="a .swarm file, file.py:flow or module:flow")
     cmd.add_argument(
         "--inputs", required=True, metavar="FILE", help="a .jsonl file: one object of inputs a line"
     )
     cmd.add_argument(
         "--out", default="batch", metavar="DIR",
         help="where results.jsonl and the runs go (default ./batch); run again to go on",
+    )  # fmt: skip
+    cmd.add_argument(
+        "--retry-failed", action="store_true",
+        help="also run the tasks whose result in OUT/results.jsonl is failed, each resumed from "
+        "its journal; the tasks that ended ok (or paused) are kept, not run again",
     )  # fmt: skip
     cmd.add_argument("--concurrency", type=int, default=8, metavar="N", help="runs at once")
     cmd.add_argument(
@@ -45,12 +53,10 @@ def register(subparsers: Any) -> None:
                          help=f"{unit} shared by every run of the batch")  # fmt: skip
         cmd.add_argument(f"--task-budget-{name}", type=kind, metavar="N",
                          help=f"{unit} each run may spend")  # fmt: skip
-    chosen = cmd.add_mutually_exclusive_group()
-    chosen.add_argument("--model", metavar="NAME", help="a model on an OpenAI-compatible endpoint")
-    chosen.add_argument("--demo", action="store_true", help="a scripted demo model: offline")
+    add_model_choice(cmd, model_help="a model on an OpenAI-compatible endpoint",
+                     demo_help="a scripted demo model: offline")  # fmt: skip
     cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
-    add_model_options(cmd)
     cmd.set_defaults(handler=batch_command)
 
 
@@ -58,17 +64,23 @@ def batch_command(args: argparse.Namespace) -> int:
     """Load the flow, run the batch with a progress line, print the summary table."""
     import anyio
 
+    from swarmflow.cli.flow_refs import FlowDiagnostics, load_flow_named
+    from swarmflow.cli.model_choice import chosen_model
     from swarmflow.core.errors import ConfigError
+    from swarmflow.core.secrets import scrubbed
 
-    if not args.demo and not args.model:
-        print("swarmflow batch: choose --model NAME, or --demo to run offline", file=sys.stderr)
+    if not model_chosen(args):
+        print(f"swarmflow batch: {NO_MODEL}", file=sys.stderr)
         return USAGE
     try:
         flow = load_flow_named(args.flow)
-        result = anyio.run(_batch, flow, args)
-    except ConfigError as exc:
-        print(f"swarmflow batch: {exc}", file=sys.stderr)
+        result = anyio.run(_batch, flow, chosen_model(args), args)
+    except FlowDiagnostics as exc:
+        print(str(exc), file=sys.stderr)
         return PROBLEMS
+    except ConfigError as exc:
+        print(f"swarmflow batch: {scrubbed(str(exc))}", file=sys.stderr)
+        return USAGE
     except KeyboardInterrupt:
         print(
             f"\nswarmflow batch: interrupted; finished tasks are in {args.out}/results.jsonl, "
@@ -78,11 +90,11 @@ def batch_command(args: argparse.Namespace) -> int:
         return INTERRUPTED
     if sys.stderr.isatty():
         print(file=sys.stderr)  # end the progress line
-    print(result.summary())
+    print(scrubbed(result.summary()))
     return OK if result.unfinished == 0 and set(result.counts()) <= {"ok"} else PROBLEMS
 
 
-async def _batch(flow: Any, args: argparse.Namespace) -> Any:
+async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> Any:
     from swarmflow.batches import batch
 
     options: dict[str, Any] = {
@@ -94,17 +106,16 @@ async def _batch(flow: Any, args: argparse.Namespace) -> Any:
         "fsync": args.fsync,
         "on": args.on,
         "workers": args.workers,
+        "retry_failed": args.retry_failed,
     }
     if args.repo:
         options["repo"] = args.repo
     if args.fsync:
         options["durability"] = "fsync"
-    if args.demo:
-        from swarmflow.flows.offline_model import offline_model
-
-        return await batch(flow, args.inputs, model=offline_model(), **options)
-    async with model_from_args(args) as model:
-        return await batch(flow, args.inputs, model=model, **options)
+    try:
+        return await batch(flow, args.inputs, model=chosen.model, **options)
+    finally:
+        await chosen.close()
 
 
 def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
@@ -113,15 +124,23 @@ def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
 
 
 class ProgressLine:
-    """Redraws one status line on a terminal; elsewhere prints it at most every few seconds."""
+    """Redraws one status line on a terminal; elsewhere prints it at most every few seconds.
+    Each warning of the batch is printed once, on a line of its own, as it comes."""
 
     def __init__(self, stream: TextIO, every: float = 5.0) -> None:
         self.stream = stream
         self.every = every
         self.last = 0.0
         self.tty = stream.isatty()
+        self.warned = 0
 
     def __call__(self, progress: Any) -> None:
+        from swarmflow.core.secrets import scrubbed
+
+        for warning in progress.warnings[self.warned :]:
+            clear = "\r\033[K" if self.tty else ""
+            self.stream.write(f"{clear}swarmflow batch: warning: {scrubbed(warning)}\n")
+        self.warned = len(progress.warnings)
         line = progress.line()
         if self.tty:
             self.stream.write(f"\r\033[K{line}")

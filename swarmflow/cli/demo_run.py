@@ -11,6 +11,7 @@ import anyio
 
 from swarmflow.cli.model_options import model_from_args
 from swarmflow.cli.report_commands import tolerant_output
+from swarmflow.cli.signals import stopped
 from swarmflow.core.errors import ConfigError, FlowFailed, SwarmflowError
 from swarmflow.core.ids import new_run_id
 from swarmflow.core.messages import Model
@@ -38,9 +39,10 @@ def run_demo(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     try:
         result: RunResult = anyio.run(_demo, args)
-    except KeyboardInterrupt:
-        print("\nswarmflow demo: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        word, code = stopped(exc)
+        print(f"\nswarmflow demo: {word}", file=sys.stderr)
+        return code
     except FlowFailed as failed:  # the report still shows what the run did
         result = failed.result
     except SwarmflowError as exc:

@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
     check.add_argument(
         "files",
         nargs="+",
-        metavar="FILE|MODULE:FLOW",
-        help=".swarm files, or Python flows as package.module:flow (their declarations)",
+        metavar="FLOW",
+        help=".swarm files, or Python flows as file.py:flow or module:flow (their "
+        "declarations; a module is found on sys.path or in the current directory)",
     )
     check.add_argument(
         "--allow-warnings", action="store_true", help="exit 0 when there are warnings but no errors"
@@ -35,48 +36,67 @@ def register(subparsers: Any) -> None:
 
 
 def _read(path: str) -> str | None:
+    from swarmflow.cli.source_files import SourceError, read_flow_source
+
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"swarmflow: cannot read {path}: {exc}", file=sys.stderr)
+        return read_flow_source(path)
+    except SourceError as exc:
+        print(f"swarmflow: {exc}", file=sys.stderr)
         return None
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """Print diagnostics for each file; 0 clean, 1 diagnostics, 2 unreadable file."""
-    from swarmflow.cli.python_flows import looks_like_python_flow
-    from swarmflow.dsl import check_source, render_all
+    """Print diagnostics for each file, or a line saying it is ok; 0 clean, 1 diagnostics,
+    2 unreadable file."""
+    from swarmflow.cli.flow_refs import python_reference
+    from swarmflow.dsl import render_all
+    from swarmflow.dsl.check.check import check_report
 
     status = OK
     for path in args.files:
-        if looks_like_python_flow(path) and not Path(path).exists():
-            problems, module_source = _check_python(path)
+        if python_reference(path) is not None or path.endswith(".py"):
+            problems, module_source, summary = _check_python(path)
             if problems is None:
                 return USAGE
             if problems:
                 print(render_all(problems, module_source))
             if any(d.is_error for d in problems) or (problems and not args.allow_warnings):
                 status = PROBLEMS
+            else:
+                print(_ok(path, len(problems), summary))
             continue
         source = _read(path)
         if source is None:
             return USAGE
-        found = check_source(source, path, resolve=True, base_dir=str(Path(path).parent))
+        report = check_report(source, path, resolve=True, base_dir=str(Path(path).parent))
+        found = report.diagnostics
         if found:
             print(render_all(found, source))
         if any(d.is_error for d in found) or (found and not args.allow_warnings):
             status = PROBLEMS
+        else:
+            print(_ok(path, len(found), report.summary()))
     return status
 
 
-def _check_python(spec: str) -> tuple[Any, str]:
-    """Diagnostics of a Python flow named `module:flow`, or None when it cannot be loaded."""
+def _ok(path: str, warnings: int, summary: str) -> str:
+    """`flow.swarm: ok (flow fix: 3 agents, 4 edges)`, the warnings let pass counted."""
+    passed = f" with {warnings} warning{'s' if warnings > 1 else ''}" if warnings else ""
+    return f"{path}: ok{passed} ({summary})"
+
+
+def _check_python(spec: str) -> tuple[Any, str, str]:
+    """Diagnostics of a Python flow named `module:flow` (None when it cannot be loaded), its
+    module's source, and a summary of what it declares."""
     from swarmflow.cli.python_flows import check_python_flow, load_python_flow
-    from swarmflow.dsl import DslError
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.dsl.check.check import CheckReport
 
     try:
         flow = load_python_flow(spec)
-    except DslError as exc:
-        print(f"swarmflow: {exc}", file=sys.stderr)
-        return None, ""
-    return check_python_flow(flow)
+    except ConfigError as exc:
+        print(f"swarmflow check: {exc}", file=sys.stderr)
+        return None, "", ""
+    team = flow.team
+    summary = CheckReport([], flow.name, len(team.agents), len(set(team.edges))).summary()
+    return (*check_python_flow(flow), summary)

@@ -1,8 +1,9 @@
-"""`swarmflow graph FILE|module:flow|RUN_DIR`: one diagram of a flow or of a finished run.
+"""`swarmflow graph FLOW|RUN_DIR`: one diagram of a flow or of a finished run.
 
 `--which` picks the diagram: the declared team (`topology`), the step graph of a `.swarm`
-file (`steps`) or what a run executed (`run`); a Python flow named `module:flow` has only
-its team, since its steps are code. `--format` prints Mermaid or DOT, or renders
+file (`steps`) or what a run executed (`run`); a Python flow (`file.py:flow` or
+`module:flow`, found as every command finds it: `swarmflow.cli.flow_refs`) has only its
+team, since its steps are code. `--format` prints Mermaid or DOT, or renders
 PNG/SVG through Graphviz. Exit status: 0 drawn, 1 the file has diagnostics, 2 usage (an
 unreadable file, no such graph, no Graphviz).
 """
@@ -25,11 +26,15 @@ def register(subparsers: Any) -> None:
         description="One diagram: the declared team, a .swarm file's steps, or a run's "
         "executed graph (with every edge it followed), as Mermaid, DOT, PNG or SVG.",
     )
-    graph.add_argument("file", metavar="FILE|module:flow|RUN_DIR")
+    graph.add_argument(
+        "file",
+        metavar="FLOW|RUN_DIR",
+        help="a .swarm file, file.py:flow, module:flow, or a run directory (runs/<run id>)",
+    )
     graph.add_argument(
         "--which",
         choices=("topology", "steps", "run"),
-        help="the diagram (default: steps for a file, topology for module:flow, "
+        help="the diagram (default: steps for a .swarm file, topology for a Python flow, "
         "run for a run directory)",
     )
     graph.add_argument(
@@ -46,13 +51,13 @@ def register(subparsers: Any) -> None:
 
 def graph_command(args: argparse.Namespace) -> int:
     """Draw one diagram; see the module docstring for the exit statuses."""
-    from swarmflow.cli.python_flows import looks_like_python_flow
+    from swarmflow.cli.flow_refs import python_reference
     from swarmflow.report.graphs import GraphError
     from swarmflow.report.log import LogError
 
     text_format = "dot" if args.format in ("png", "svg") else args.format
     try:
-        if looks_like_python_flow(args.file) and not Path(args.file).exists():
+        if python_reference(args.file) is not None or args.file.endswith(".py"):
             drawn, status = _of_python_flow(args.file, args.which or "topology", text_format)
             if drawn is None:
                 return status
@@ -78,9 +83,9 @@ def _of_run(run_dir: Path, which: str, fmt: str) -> str:
 
 
 def _of_python_flow(spec: str, which: str, fmt: str) -> tuple[str | None, int]:
-    """The declared team of the Python flow `module:flow`, or None and the exit status."""
-    from swarmflow.cli.python_flows import load_python_flow
-    from swarmflow.dsl import DslError
+    """The declared team of a Python flow, or None and the exit status."""
+    from swarmflow.cli.flow_refs import load_python_flow
+    from swarmflow.core.errors import ConfigError
     from swarmflow.report.graphs import team_diagram
 
     if which != "topology":
@@ -92,7 +97,7 @@ def _of_python_flow(spec: str, which: str, fmt: str) -> tuple[str | None, int]:
         return None, USAGE
     try:
         flow = load_python_flow(spec)
-    except DslError as exc:
+    except ConfigError as exc:
         print(f"swarmflow graph: {exc}", file=sys.stderr)
         return None, USAGE
     team = flow.team
@@ -117,12 +122,13 @@ def _of_file(path: str, which: str, fmt: str) -> tuple[str | None, int]:
 
 def _program(path: str) -> tuple[Any, int]:
     """The compiled IR of a file, or the exit status after printing why there is none."""
+    from swarmflow.cli.source_files import SourceError, read_flow_source
     from swarmflow.dsl import DslError, compile_source
 
     try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"swarmflow: cannot read {path}: {exc}", file=sys.stderr)
+        source = read_flow_source(path)
+    except SourceError as exc:
+        print(f"swarmflow: {exc}", file=sys.stderr)
         return None, USAGE
     try:
         return compile_source(source, path, base_dir=str(Path(path).parent)), OK

@@ -37,11 +37,24 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=60.0,
+        type=_seconds,
         metavar="SECONDS",
-        help="per-attempt timeout of a model call (default 60; with --model)",
+        help="how long a model call's attempt may go without progress before it is retried: "
+        "with --stream, the longest silence from the server, the wait for the first byte "
+        "included (default 60); without, the attempt as a whole, since a plain answer shows "
+        "no progress until it is complete (default 300) (with --model)",
     )
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds (`inf`: no limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def model_from_args(args: argparse.Namespace) -> OpenAIModel:

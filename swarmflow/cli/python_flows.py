@@ -1,4 +1,5 @@
-"""`swarmflow check module:flow`: the checks a Python flow allows without running it.
+"""`swarmflow check file.py:flow` (or `module:flow`): the checks a Python flow allows without
+running it (the flow itself is found by `swarmflow.cli.flow_refs`, as every command finds it).
 
 A Python flow's steps are code, so only its declaration can be checked: edges that name no
 agent, agents no entry agent reaches, agents the flow's module never names (no string in it
@@ -9,40 +10,19 @@ placed where the module declares the thing it is about.
 from __future__ import annotations
 
 import ast as pyast
-import importlib
 import inspect
 from pathlib import Path
 from typing import Any
 
-from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError, Severity, Spot
+from swarmflow.cli.flow_refs import load_python_flow
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, Severity, Spot
 from swarmflow.dsl.syntax.literals import show_quantity
 
-
-def looks_like_python_flow(spec: str) -> bool:
-    """`package.module:flow`, as opposed to a file path."""
-    module, sep, attr = spec.partition(":")
-    return bool(sep) and attr.isidentifier() and all(p.isidentifier() for p in module.split("."))
-
-
-def load_python_flow(spec: str) -> Any:
-    """The `Flow` named by `module:attr`; a located `DslError` when there is none."""
-    from swarmflow.runtime.flow import Flow
-
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the module itself failed while loading: say how
-        raise _problem(spec, f"cannot import {module_name}: {type(exc).__name__}: {exc}") from None
-    found = getattr(module, attr, None)
-    if not isinstance(found, Flow):
-        what = "nothing" if found is None else f"a {type(found).__name__}"
-        raise _problem(spec, f"{module_name}.{attr} is {what}, not a swarmflow Flow")
-    return found
+__all__ = ["check_python_flow", "load_python_flow"]  # the flow itself: flow_refs finds it
 
 
 def check_python_flow(flow: Any) -> tuple[list[Diagnostic], str]:
     """The problems in a Python flow's declaration, and the source of its module."""
-    module = inspect.getmodule(flow.fn)
     filename = inspect.getsourcefile(flow.fn) or "<python>"
     source = Path(filename).read_text(encoding="utf-8") if Path(filename).is_file() else ""
     places = _string_places(source)
@@ -55,7 +35,7 @@ def check_python_flow(flow: Any) -> tuple[list[Diagnostic], str]:
 
     found = [at(_named(d.message), d.severity, d.code, d.message) for d in flow.team.check()]
     named = set(places)
-    called = _called_agents(source) if module is not None else None
+    called = _called_agents(source) if source else None
     for agent in flow.team.agents:
         if called is not None and agent.name not in called:
             found.append(
@@ -135,7 +115,3 @@ def _func_name(call: pyast.Call) -> str:
     if isinstance(func, pyast.Attribute):
         return func.attr
     return func.id if isinstance(func, pyast.Name) else ""
-
-
-def _problem(spec: str, message: str) -> DslError:
-    return DslError([Diagnostic.at(Spot(1, 1), "import", message, spec)])

@@ -1,7 +1,8 @@
-"""`swarmflow run`: run a `.swarm` flow from the command line.
+"""`swarmflow run FLOW`: run a flow from the command line, a `.swarm` file or a Python flow.
 
-Exit status: 0 a run that ended ok, 1 diagnostics or a run that did not (a paused run
-included: it has not ended), 2 usage.
+FLOW is named as every command names one (`swarmflow.cli.flow_refs`): `file.swarm`,
+`file.py:flow` or `module:flow`. Exit status: 0 a run that ended ok, 1 diagnostics or a run
+that did not (a paused run included: it has not ended), 2 usage.
 The DSL package is imported only when the command runs.
 """
 
@@ -9,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from swarmflow.cli.model_options import add_model_options, model_from_args
+from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
+from swarmflow.cli.signals import stopped
 from swarmflow.core.secrets import scrubbed
 
 OK, PROBLEMS, USAGE = 0, 1, 2
-INTERRUPTED = 130
 CAPS = (
     ("tokens", int, "tokens"),
     ("cost", float, "cost in USD"),
@@ -27,8 +27,8 @@ CAPS = (
 
 def register(subparsers: Any) -> None:
     """Add `run` to the `swarmflow` command."""
-    run = subparsers.add_parser("run", help="run a .swarm flow")
-    run.add_argument("file", metavar="FILE")
+    run = subparsers.add_parser("run", help="run a flow: a .swarm file or a Python flow")
+    run.add_argument("file", metavar="FLOW", help="a .swarm file, file.py:flow or module:flow")
     run.add_argument(
         "--input",
         action="append",
@@ -36,14 +36,10 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="a flow input; repeat for each one",
     )
-    chosen = run.add_mutually_exclusive_group()
-    chosen.add_argument(
-        "--model",
-        metavar="NAME",
-        help="a model on an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)",
-    )
-    chosen.add_argument(
-        "--demo", action="store_true", help="use a scripted demo model: offline, instant"
+    add_model_choice(
+        run,
+        model_help="a model on an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)",
+        demo_help="use a scripted demo model: offline, instant",
     )
     for cap, kind, unit in CAPS:
         run.add_argument(
@@ -53,7 +49,6 @@ def register(subparsers: Any) -> None:
             help=f"cap the run's {unit}; it can only lower the flow's own budget",
         )
     run.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
-    add_model_options(run)
     run.add_argument(
         "--defer",
         action="store_true",
@@ -97,84 +92,61 @@ def run_command(args: argparse.Namespace) -> int:
     """Load, run, and report; 0 when the run ended ok."""
     import anyio
 
-    from swarmflow.dsl import DslError, load_flow
+    from swarmflow.cli.flow_refs import FlowDiagnostics, load_flow_named
+    from swarmflow.cli.model_choice import chosen_model
+    from swarmflow.core.errors import ConfigError
 
-    if not args.demo and not args.model:
-        print(
-            "swarmflow run: choose a model with --model NAME, or --demo to run offline",
-            file=sys.stderr,
-        )
-        return USAGE
+    if not model_chosen(args):
+        return _usage(NO_MODEL)
     if args.answer:
-        print(
-            "swarmflow run: an answer belongs to the paused run that asked; give it with "
-            "swarmflow resume RUN_DIR --answer TOKEN=VALUE",
-            file=sys.stderr,
+        return _usage(
+            "an answer belongs to the paused run that asked; give it with "
+            "swarmflow resume RUN_DIR --answer TOKEN=VALUE"
         )
-        return USAGE
     try:
-        inputs = _typed_inputs(args)
-    except ValueError as exc:
-        print(f"swarmflow run: {exc}", file=sys.stderr)
-        return USAGE
-    try:
-        flow = load_flow(args.file)
-    except DslError as exc:
+        raw = parse_inputs(args.input)
+        flow = load_flow_named(args.file)
+        inputs = _inputs(flow, raw)
+        model = chosen_model(args)
+    except FlowDiagnostics as exc:
         print(str(exc), file=sys.stderr)
         return PROBLEMS
-    except OSError as exc:
-        print(f"swarmflow: cannot read {args.file}: {exc}", file=sys.stderr)
-        return USAGE
-    missing = _missing_inputs(flow, inputs)
-    if missing:
-        print(f"swarmflow run: {missing}", file=sys.stderr)
-        return USAGE
+    except (ValueError, ConfigError) as exc:
+        return _usage(str(exc))
     try:
-        result = anyio.run(_run, flow, inputs, args)
-    except KeyboardInterrupt:
-        print("swarmflow run: interrupted; the run was stopped", file=sys.stderr)
-        return INTERRUPTED
+        result = anyio.run(_run, flow, inputs, args, model)
+    except KeyboardInterrupt as exc:
+        word, code = stopped(exc)
+        print(f"swarmflow run: {word}; the run was stopped", file=sys.stderr)
+        return code
     return _report(result, as_json=args.json)
 
 
-def _typed_inputs(args: argparse.Namespace) -> dict[str, Any]:
-    from swarmflow.dsl import compile_source
-
-    raw = parse_inputs(args.input)
-    try:
-        source = Path(args.file).read_text(encoding="utf-8")
-        program = compile_source(source, args.file, base_dir=str(Path(args.file).parent))
-    except Exception:  # load_flow reports file and syntax problems with their places
-        return dict(raw)
-    from swarmflow.dsl.compile.to_flow import convert_input
-
-    params = {p.name: p for p in program.params}
-    unknown = sorted(set(raw) - set(params))
-    if unknown:
-        raise ValueError(
-            f"flow {program.name} has no input {', '.join(unknown)}; its inputs: "
-            f"{', '.join(params) or 'none'}"
-        )
-    return {k: convert_input(params[k], v) for k, v in raw.items()}
+def _usage(problem: str) -> int:
+    print(f"swarmflow run: {problem}", file=sys.stderr)
+    return USAGE
 
 
-def _missing_inputs(flow: Any, inputs: dict[str, Any]) -> str:
+def _inputs(flow: Any, raw: dict[str, str]) -> dict[str, Any]:
+    """The inputs typed for the flow; ValueError names one it lacks or does not take."""
+    from swarmflow.cli.flow_inputs import typed_inputs
+
+    inputs = typed_inputs(flow, raw)
     try:
         flow.signature.bind(**inputs)
     except TypeError as exc:
-        return f"inputs do not fit flow {flow.name}{flow.signature}: {exc}"
-    return ""
+        raise ValueError(f"inputs do not fit flow {flow.name}{flow.signature}: {exc}") from None
+    return inputs
 
 
-async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> Any:
+async def _run(
+    flow: Any, inputs: dict[str, Any], args: argparse.Namespace, chosen: ChosenModel
+) -> Any:
     from swarmflow import run
     from swarmflow.flows.progress import ProgressSink
 
     options: dict[str, Any] = {"sinks": [ProgressSink()]}  # the demo's live view, on stderr
     if args.demo:
-        from swarmflow.flows.offline_model import offline_model
-
-        options["model"] = offline_model()
         options["human"] = _approve
     if args.defer:
         from swarmflow.channels import DeferredHuman
@@ -189,10 +161,10 @@ async def _run(flow: Any, inputs: dict[str, Any], args: argparse.Namespace) -> A
 
         options["board_port"] = args.board_port
         options["sinks"].append(BoardAnnouncer())
-    if args.demo:
-        return await run(flow, **options, **inputs)
-    async with model_from_args(args) as model:  # our own client: closed when the run ends
-        return await run(flow, model=model, **options, **inputs)
+    try:
+        return await run(flow, model=chosen.model, **options, **inputs)
+    finally:
+        await chosen.close()  # a client made here: its connections close with the run
 
 
 def lowered_budget(declared: Any, args: argparse.Namespace) -> dict[str, float]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.cli.flow_refs import load_flow_named
-from swarmflow.cli.model_options import add_model_options, model_from_args
+from swarmflow.cli.model_choice import ChosenModel, add_model_choice
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 
@@ -30,9 +30,12 @@ def register(subparsers: Any) -> None:
     resume.add_argument(
         "--strict", action="store_true", help="refuse when the flow no longer matches the journal"
     )
-    chosen = resume.add_mutually_exclusive_group()
-    chosen.add_argument("--model", metavar="NAME", help="the model (default: the run's own)")
-    chosen.add_argument("--demo", action="store_true", help="play the model with the demo policy")
+    add_model_choice(
+        resume,
+        model_help="a model on an OpenAI-compatible endpoint, with the endpoint options as for "
+        "run (default: the run's own, when run.json records its name)",
+        demo_help="play the model with the demo policy",
+    )
     resume.add_argument("--repo", metavar="PATH", help="the repository (default: the run's own)")
     resume.add_argument(
         "--durability",
@@ -40,7 +43,6 @@ def register(subparsers: Any) -> None:
         default="write",
         help="fsync: every event and record also survives a power cut",
     )
-    add_model_options(resume)
     resume.set_defaults(handler=resume_command)
 
     runs = subparsers.add_parser("runs", help="list runs with their status, cost and age")
@@ -69,18 +71,10 @@ def resume_command(args: argparse.Namespace) -> int:
         answers = parse_answers(args.answer)
         interrupted = open_interrupted(args.run_dir)
         flow = load_flow_reference(str(interrupted.manifest.get("flow") or ""), args.run_dir)
+        model = _model(args, interrupted.manifest)
     except (ValueError, ConfigError) as exc:
         print(f"swarmflow resume: {exc}", file=sys.stderr)
         return USAGE
-    model = args.model or interrupted.manifest.get("model")
-    if not args.demo and not model:
-        print(
-            "swarmflow resume: the run's model is not recorded; choose one with --model NAME "
-            "or --demo",
-            file=sys.stderr,
-        )
-        return USAGE
-    args.model = model
     options = {
         "resume": interrupted.run_dir,
         "strict": args.strict,
@@ -89,8 +83,24 @@ def resume_command(args: argparse.Namespace) -> int:
         "human": _channel(answers, args.demo),
         "raise_on_failure": False,  # a failed run is reported, not a traceback
     }
-    result = anyio.run(_resume, flow, options, args)
+    result = anyio.run(_resume, flow, options, model)
     return report_resumed(result)
+
+
+def _model(args: argparse.Namespace, manifest: dict[str, Any]) -> ChosenModel:
+    """The model the options name, else the one `run.json` records by name."""
+    from swarmflow.cli.model_choice import chosen_model, model_chosen
+    from swarmflow.core.errors import ConfigError
+
+    if not model_chosen(args):
+        args.model = manifest.get("model")
+    if not model_chosen(args):
+        raise ConfigError(
+            "the run's model is not recorded by name (it was a model object, or an endpoint "
+            "model given with its options); give it again: --model NAME, --model-object "
+            "file.py:NAME, or --demo"
+        )
+    return chosen_model(args)
 
 
 def _channel(answers: dict[str, Any], demo: bool) -> Any:
@@ -101,15 +111,13 @@ def _channel(answers: dict[str, Any], demo: bool) -> Any:
     return DeferredHuman(answers)
 
 
-async def _resume(flow: Any, options: dict[str, Any], args: argparse.Namespace) -> Any:
+async def _resume(flow: Any, options: dict[str, Any], chosen: ChosenModel) -> Any:
     from swarmflow import run
 
-    if args.demo:
-        from swarmflow.flows.offline_model import offline_model
-
-        return await run(flow, model=offline_model(), **options)
-    async with model_from_args(args) as model:
-        return await run(flow, model=model, **options)
+    try:
+        return await run(flow, model=chosen.model, **options)
+    finally:
+        await chosen.close()
 
 
 def load_flow_reference(reference: str, run_dir: str) -> Any:
@@ -126,7 +134,7 @@ def load_flow_reference(reference: str, run_dir: str) -> Any:
 
 def report_resumed(result: Any) -> int:
     """What the resumed run did: status, replayed calls, where the flow diverged."""
-    events = result.events if result.events_path.exists() else []
+    events = _this_process(result.events if result.events_path.exists() else [])
     replayed = sum(1 for e in events if e.type == "call_replayed")
     diverged = [e for e in events if e.type == "resume_diverged"]
     print(f"status: {result.status}")
@@ -139,9 +147,18 @@ def report_resumed(result: Any) -> int:
     if result.error is not None:
         print(f"error: {type(result.error).__name__}: {result.error}")
     print(f"output: {_show(result.output)}")
-    print(f"tokens: {result.tokens}  cost: ${result.cost:.4f}  run: {result.run_id}")
+    print(
+        f"tokens: {result.tokens} in this process, {result.total_tokens} in the whole run  "
+        f"cost: ${result.cost:.4f} (${result.total_cost:.4f} in all)  run: {result.run_id}"
+    )
     print(f"events: {result.events_path}")
     return OK if result.status == "ok" else PROBLEMS
+
+
+def _this_process(events: list[Any]) -> list[Any]:
+    """The events from this process's resume on (the log holds the earlier processes' too)."""
+    starts = [i for i, e in enumerate(events) if e.type == "run_resumed"]
+    return events[starts[-1] :] if starts else events
 
 
 def _show(value: Any) -> str:
@@ -158,6 +175,9 @@ def runs_command(args: argparse.Namespace) -> int:
     from swarmflow.record.runs_root import resolve_runs_root
 
     root = resolve_runs_root(args.root)
+    if args.root and not root.is_dir():
+        print(f"swarmflow runs: {args.root} is not a folder of runs", file=sys.stderr)
+        return USAGE
     rows = list_runs(root)
     if not rows:
         print(f"no runs in {root}")

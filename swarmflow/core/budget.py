@@ -3,6 +3,15 @@
 A ledger has limits on tokens, USD cost, model calls and wall time. Child ledgers cover branches
 and per-agent allowances; a child's spend counts against every ancestor. Reservation and
 settlement are synchronous, so under cooperative concurrency each is atomic across the chain.
+
+A model call reserves what it is expected to use, its prompt estimate plus the output its agent
+is expected to write (`reserve_call`), and is capped (its `max_tokens`) to what the ledgers have
+left after every outstanding reservation. The overshoot bound: spend past a ledger's limit is at
+most the sum, over the calls in flight when the last reservation was admitted, of how far each
+call's real usage exceeded its reservation; and that excess is at most the call's prompt
+estimate error plus its cap less its reserved output, where the cap never exceeds what no other
+call held when it was admitted. A call alone in flight thus overshoots only by its prompt
+estimate's error, whatever it writes.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from swarmflow.core.errors import BudgetExhausted, ConfigError
+from swarmflow.core.pricing import FREE, Price
 from swarmflow.core.states import EndReason
+from swarmflow.core.tokens import EXPECTED_OUTPUT_FLOOR
 
 Clock = Callable[[], float]
 
@@ -189,21 +200,37 @@ class Ledger:
         return None
 
     def _misfit(self, charge: Charge) -> str | None:
-        """Why `charge` would not fit on top of spend and outstanding reservations."""
+        """Why `charge` would not fit on top of spend and outstanding reservations: what it
+        needs, what is left, and what to change."""
         lim = self.limits
         if lim.tokens is not None:
-            need = self.spent_tokens + self.reserved_tokens + charge.tokens
-            if need > lim.tokens:
-                return f"tokens: {need} needed, limit {lim.tokens}"
+            left = lim.tokens - self.spent_tokens - self.reserved_tokens
+            if charge.tokens > left:
+                return self._shortfall("tokens", charge.tokens, left, self.reserved_tokens)
         if lim.cost is not None:
-            need_cost = self.spent_cost + self.reserved_cost + charge.cost
-            if need_cost > lim.cost + 1e-12:
-                return f"cost: ${need_cost:.4f} needed, limit ${lim.cost:.4f}"
+            left_cost = lim.cost - self.spent_cost - self.reserved_cost
+            if charge.cost > left_cost + 1e-12:
+                return self._shortfall("cost", charge.cost, left_cost, self.reserved_cost)
         if lim.calls is not None:
-            calls = self.spent_calls + self.reserved_calls + charge.calls
-            if calls > lim.calls:
-                return f"calls: {calls} needed, limit {lim.calls}"
+            left_calls = lim.calls - self.spent_calls - self.reserved_calls
+            if charge.calls > left_calls:
+                return self._shortfall("calls", charge.calls, left_calls, self.reserved_calls)
         return None
+
+    def _shortfall(self, dimension: str, needs: float, left: float, held: float) -> str:
+        """A refusal in words: what the call needs, what is left (what was spent, what the
+        calls in flight hold), and what to change."""
+        show, unit, spent_as = _DIMENSIONS[dimension]
+        spent, limit = getattr(self, f"spent_{dimension}"), getattr(self.limits, dimension)
+        holding = ""
+        if self.reserved_calls:
+            amount = "" if dimension == "calls" else f"{show(held)} held by "
+            holding = f", {amount}{self.reserved_calls} call(s) in flight"
+        return (
+            f"it needs {show(needs)}{unit} and {show(max(left, 0))} of its {show(limit)} "
+            f"{dimension} are left ({show(spent)} {spent_as}{holding}); "
+            f"{_remedy(self.name, dimension)}"
+        )
 
     def _wall_clock_over(self) -> bool:
         return self.limits.seconds is not None and self.elapsed() >= self.limits.seconds
@@ -212,15 +239,39 @@ class Ledger:
         return f"Ledger({self.name!r}, spent_tokens={self.spent_tokens})"
 
 
+_DIMENSIONS: dict[str, tuple[Callable[[float], str], str, str]] = {
+    "tokens": (lambda n: f"{n:.0f}", " tokens", "spent"),
+    "cost": (lambda usd: f"${usd:.4f}", "", "spent"),
+    "calls": (lambda n: f"{n:.0f}", " call(s)", "made"),
+}
+"""How a refusal shows each dimension: an amount, its unit after what is needed, the spend."""
+
+
+def _remedy(ledger: str, dimension: str) -> str:
+    """What to raise for a ledger, named as the user declared it."""
+    last = ledger.rpartition("/")[2]
+    if last.startswith("agent:"):
+        return f"raise the allowance of agent {last.removeprefix('agent:')!r}"
+    if ledger == "batch":
+        return f"raise the batch budget's {dimension}"
+    if ledger == "run":
+        return f"raise the run's budget {dimension} (budget={{'{dimension}': ...}})"
+    if last == "team":
+        return f"raise the team's {dimension} limit"
+    return f"give {last!r} more {dimension} (its split share or its flow's budget)"
+
+
 class Reservation:
     """An estimate held against a set of ledger chains until it is settled or released."""
 
-    __slots__ = ("charge", "ledgers", "open")
+    __slots__ = ("cap", "charge", "ledgers", "open")
 
     def __init__(self, ledgers: list[Ledger], charge: Charge) -> None:
         self.ledgers = ledgers
         self.charge = charge
         self.open = True
+        self.cap: int | None = None
+        """The most output tokens the call may write (set by `reserve_call`)."""
 
     def settle(self, actual: Charge) -> list[str]:
         """Replace the estimate by the actual charge; return the ledgers now over a limit."""
@@ -273,7 +324,8 @@ def reserve_on(ledgers: list[Ledger], charge: Charge) -> Reservation:
     Raises:
         BudgetExhausted: with reason "budget exceeded" when a ledger had already spent its
             limit, "wall clock" when its time ran out, and "budget exhausted before model call"
-            when the estimate would not fit. Nothing is reserved in that case.
+            when the estimate would not fit (the message says what the call needs, what is
+            left and what to change). Nothing is reserved in that case.
     """
     for ledger in ledgers:
         _refuse_if_unfit(ledger, charge)
@@ -282,6 +334,87 @@ def reserve_on(ledgers: list[Ledger], charge: Charge) -> Reservation:
         ledger.reserved_cost += charge.cost
         ledger.reserved_calls += charge.calls
     return Reservation(ledgers, charge)
+
+
+class CallEstimate(NamedTuple):
+    """A model call as the budget sees it before it is sent (a named tuple: one is built for
+    every call)."""
+
+    prompt: int
+    """The prompt's estimated tokens."""
+    expected_output: int
+    """The output it is expected to write (learned per agent): what is reserved for it."""
+    max_output: int
+    """The most it may write when the budget allows (the agent's `max_output_tokens`)."""
+    price: Price = FREE
+
+
+NEXT_CALL = "the next model call"
+"""How a refusal names the call it refused (`reserve_call` says what that call holds)."""
+
+
+def reserve_call(ledgers: list[Ledger], call: CallEstimate) -> Reservation:
+    """Reserve a model call's expected use on every ledger and set its cap (`.cap`).
+
+    The reservation is the prompt estimate plus the expected output, or plus all the room left
+    when that is less; the call is refused when the room left (after every outstanding
+    reservation) cannot hold the prompt and `EXPECTED_OUTPUT_FLOOR` tokens of output (or all
+    of `max_output`, when smaller). The cap is `max_output`, lowered to the reserved output
+    plus what the ledgers still have left once this call holds its reservation: what the call
+    writes past its reservation is paid only from room that no call holds.
+
+    Raises:
+        BudgetExhausted: as `reserve_on` does; nothing is reserved then.
+    """
+    prompt, expected, most, price = call
+    wanted = expected if expected < most else most
+    room = _output_room(ledgers, price, prompt)
+    if room is None:  # no ledger limits tokens or cost: nothing to cap
+        reservation = reserve_on(ledgers, Charge(prompt + wanted, price.cost_of(prompt, wanted), 1))
+        reservation.cap = most
+        return reservation
+    least = min(most, EXPECTED_OUTPUT_FLOOR)
+    output = max(least, min(wanted, room))
+    try:
+        reservation = reserve_on(ledgers, Charge(prompt + output, price.cost_of(prompt, output), 1))
+    except BudgetExhausted as exc:
+        raise _refusal(exc, call, output, room) from None
+    # Read again once reserved: a ledger kept elsewhere (a batch on Ray) is current only now.
+    spare = _output_room(ledgers, price, 0) or 0
+    reservation.cap = min(most, output + max(spare, 0))
+    return reservation
+
+
+def _refusal(exc: BudgetExhausted, call: CallEstimate, output: int, room: int) -> BudgetExhausted:
+    """`exc`, saying what the refused call holds, and that a lower `max_output_tokens` would
+    let it through when the room left is short of the least output a call is sent with."""
+    if exc.reason != EndReason.BUDGET_EXHAUSTED_BEFORE_CALL or not exc.message.startswith(
+        NEXT_CALL
+    ):
+        return exc
+    what = f"{NEXT_CALL} (a prompt of about {call.prompt} tokens and {output} of output)"
+    message = what + exc.message.removeprefix(NEXT_CALL)
+    if 0 < room < min(call.max_output, EXPECTED_OUTPUT_FLOOR):
+        message += f", or lower max_output_tokens to {room} or less"
+    return BudgetExhausted(message, reason=exc.reason, ledger=exc.ledger)
+
+
+def _output_room(ledgers: list[Ledger], price: Price, prompt: int) -> int | None:
+    """Output tokens the room that no reservation holds could pay for after a prompt of
+    `prompt` tokens: the tightest over the ledgers' token and cost limits (None: unlimited)."""
+    room: int | None = None
+    for ledger in ledgers:
+        if not ledger.limited:
+            continue
+        lim = ledger.limits
+        if lim.tokens is not None:
+            left = lim.tokens - ledger.spent_tokens - ledger.reserved_tokens - prompt
+            room = left if room is None or left < room else room
+        if lim.cost is not None and price.output > 0:
+            left_cost = lim.cost - ledger.spent_cost - ledger.reserved_cost
+            afford = math.floor((left_cost - price.cost_of(prompt, 0)) * 1_000_000 / price.output)
+            room = afford if room is None or afford < room else room
+    return room
 
 
 def _refuse_if_unfit(ledger: Ledger, charge: Charge) -> None:
@@ -303,7 +436,7 @@ def _refuse_if_unfit(ledger: Ledger, charge: Charge) -> None:
     misfit = ledger._misfit(charge)
     if misfit:
         raise BudgetExhausted(
-            f"the next call does not fit ledger {ledger.name!r} ({misfit})",
+            f"{NEXT_CALL} does not fit ledger {ledger.name!r}: {misfit}",
             reason=EndReason.BUDGET_EXHAUSTED_BEFORE_CALL.value,
             ledger=ledger.name,
         )

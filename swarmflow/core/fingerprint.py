@@ -23,6 +23,7 @@ cut of turn 500 costs the length of that turn's answer, not of the 500 messages 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 
 MATCH_CHARS = 20
@@ -37,6 +38,8 @@ periodic run); the first STRIDE + 1 positions still align with any run of the re
 MAX_PRODUCT_CHARS = 1 << 18
 """Of a larger product only the first 256 K normalised characters are fingerprinted."""
 _STEP = 64
+_MANY = "\x00many"
+"""A window that more than one agent's products hold (no agent name has a NUL)."""
 _NOISE = re.compile(r"[\W_]+")
 _ALNUM = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _ASCII_DROP = bytes(b for b in range(128) if b not in _ALNUM)
@@ -46,68 +49,102 @@ Span = tuple[int, int]
 
 
 def normalize(text: str) -> str:
-    """Letters and digits only, case-folded: the form in which texts are compared."""
+    """Letters and digits only, case-folded, in Unicode's compatibility form (NFKC): the form
+    in which texts are compared, so a full-width or ligature copy is the same copy."""
     if text.isascii():  # the common case, in C: the same result as the general one, 10x faster
         return text.encode().translate(_ASCII_LOWER, _ASCII_DROP).decode()
-    return _NOISE.sub("", text).casefold()
+    folded = _NOISE.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    return unicodedata.normalize("NFKC", folded)
 
 
 class FingerprintIndex:
     """Maps windows of agent products to the pieces (owner, normalised text) holding them."""
 
-    __slots__ = ("_grams", "_owners", "_pieces", "_texts")
+    __slots__ = ("_gram_owner", "_grams", "_owners", "_pieces", "_texts", "_wholes")
 
     def __init__(self) -> None:
         self._owners: list[str] = []
         self._texts: list[str] = []
         self._grams: dict[str, list[tuple[int, int]]] = {}
+        self._gram_owner: dict[str, str] = {}
+        """Each window's owner, or `_MANY`: whether a text repeats another agent's product is
+        then one lookup per window read, not a walk of every piece that holds the window."""
         self._pieces: set[tuple[str, str]] = set()
+        self._wholes: dict[str, set[str]] = {}
+        """Whole products cut by what their agent was given, normalised, with their owners."""
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._texts) + len(self._wholes)
 
     def add(self, agent: str, product: str, given: GivenText | str = "") -> None:
-        """Record `agent`'s product, minus the runs it was given that no agent produced."""
+        """Record `agent`'s product, minus the runs it was given that no agent produced, and
+        minus the runs of other agents' products it was not given (see `_not_its_own`)."""
         own = normalize(product)[:MAX_PRODUCT_CHARS]
         if len(own) < MATCH_CHARS:
             return
         if isinstance(given, str):
             given = GivenText.of(given)
-        spans = _subtract([(0, len(own))], self._unowned_given(own, given))
+        given_runs = _merge((start, end) for _, start, end in given.runs_in(own))
+        echoed = self._unowned_given(own, given_runs)
+        foreign = self._not_its_own(agent, own, given_runs)
+        spans = _subtract([(0, len(own))], _merge([*echoed, *foreign]))
         for start, end in spans:
             if end - start >= MATCH_CHARS:
                 self._add_piece(agent, own[start:end])
+        if spans and echoed and not foreign:
+            # An answer that echoes its question ("Paris is the capital of France.") keeps
+            # too little of its own to match; copied whole, it is still the agent's answer.
+            # (One that repeats another agent's product is not its own, whole or in part.)
+            self._wholes.setdefault(own, set()).add(agent)
 
     def owners(self, text: str) -> set[str]:
         """Every agent that shares a run of at least MATCH_CHARS with `text`."""
-        if not self._texts or len(text) < MATCH_CHARS:
+        if not len(self) or len(text) < MATCH_CHARS:
             return set()
-        return {
-            self._owners[piece] for piece, _, _ in _runs(self._grams, self._texts, normalize(text))
-        }
+        query = normalize(text)
+        found = {self._owners[piece] for piece, _, _ in _runs(self._grams, self._texts, query)}
+        for owners, _ in self._whole_runs(query):
+            found.update(owners)
+        return found
 
     def unreached(self, text: str, allowed: Callable[[str], bool]) -> list[str]:
         """Owners of runs in `text` that may not reach the receiver, sorted.
 
         A run is excused where an owner that `allowed` accepts produced the same text (a relay
-        along declared edges); what remains of a run, if still MATCH_CHARS long, is refused.
+        along declared edges); what remains of a run, if still MATCH_CHARS long, is refused. A
+        relay excuses a run only where the two share MATCH_CHARS or more: an allowed text that
+        ends in a short sliver of the refused one (an earlier post of growing excerpts) does not
+        lend its cover to the rest.
         """
-        if not self._texts or len(text) < MATCH_CHARS:
+        if not len(self) or len(text) < MATCH_CHARS:
             return []
+        query = normalize(text)
         excused: list[Span] = []
         refused: dict[str, list[Span]] = {}
-        for piece, start, end in _runs(self._grams, self._texts, normalize(text)):
-            owner = self._owners[piece]
+        runs = [
+            (self._owners[piece], (start, end))
+            for piece, start, end in _runs(self._grams, self._texts, query)
+        ]
+        runs += [(owner, span) for owners, span in self._whole_runs(query) for owner in owners]
+        for owner, span in runs:
             if allowed(owner):
-                excused.append((start, end))
+                excused.append(span)
             else:
-                refused.setdefault(owner, []).append((start, end))
-        excused = _merge(excused)
+                refused.setdefault(owner, []).append(span)
         return sorted(
             owner
             for owner, spans in refused.items()
-            if any(e - s >= MATCH_CHARS for s, e in _subtract(_merge(spans), excused))
+            if any(_left_over(span, excused) >= MATCH_CHARS for span in _merge(spans))
         )
+
+    def _whole_runs(self, query: str) -> list[tuple[set[str], Span]]:
+        """(owners, span) of each whole product that `query` holds, at its first place."""
+        found = []
+        for whole, owners in self._wholes.items():
+            start = query.find(whole)
+            if start >= 0:
+                found.append((owners, (start, start + len(whole))))
+        return found
 
     def _add_piece(self, agent: str, piece: str) -> None:
         if (agent, piece) in self._pieces:  # the same answer again adds nothing to match
@@ -116,13 +153,32 @@ class FingerprintIndex:
         index = len(self._texts)
         self._owners.append(agent)
         self._texts.append(piece)
-        _index_windows(self._grams, index, piece)
+        for gram in _index_windows(self._grams, index, piece):
+            if self._gram_owner.setdefault(gram, agent) != agent:
+                self._gram_owner[gram] = _MANY
 
-    def _unowned_given(self, own: str, given: GivenText) -> list[Span]:
-        """Spans of `own` that also occur in `given` and that no recorded product holds."""
-        shared = _merge((start, end) for _, start, end in given.runs_in(own))
+    def _not_its_own(self, agent: str, own: str, given_runs: list[Span]) -> list[Span]:
+        """Spans of `own` that repeat another agent's product without having been given to
+        `agent`: a relay it received along an edge is its to pass on, a copy it came by any
+        other way (excerpts of a tool result, a file, its own earlier relays) is not. Without
+        this cut, growing excerpts of 19 new characters each would make the agent co-own a
+        whole product it never received."""
+        owner_of = self._gram_owner
+        windows = range(0, len(own) - GRAM + 1, STRIDE)
+        if all(owner_of.get(own[i : i + GRAM], agent) == agent for i in windows):
+            return []  # every shared run of MATCH_CHARS holds one of these windows
+        foreign = _merge(
+            (start, end)
+            for piece, start, end in _runs(self._grams, self._texts, own)
+            if self._owners[piece] != agent
+        )
+        return _subtract(foreign, given_runs) if foreign else []
+
+    def _unowned_given(self, own: str, given_runs: list[Span]) -> list[Span]:
+        """Spans of `own` that also occur in what the agent was given and that no recorded
+        product holds."""
         cut: list[Span] = []
-        for start, end in shared:
+        for start, end in given_runs:
             region = own[start:end]
             produced = [
                 (start + s, start + e) for _, s, e in _runs(self._grams, self._texts, region)
@@ -181,7 +237,8 @@ class GivenText:
         self._next = pos
 
 
-def _index_windows(grams: dict[str, list[tuple[int, int]]], piece: int, text: str) -> None:
+def _index_windows(grams: dict[str, list[tuple[int, int]]], piece: int, text: str) -> Iterable[str]:
+    """Index every window of `text`; the distinct windows."""
     seen: dict[str, int] = {}
     for i in range(len(text) - GRAM + 1):
         gram = text[i : i + GRAM]
@@ -189,6 +246,7 @@ def _index_windows(grams: dict[str, list[tuple[int, int]]], piece: int, text: st
         if count < MAX_HITS:
             seen[gram] = count + 1
             grams.setdefault(gram, []).append((piece, i))
+    return seen.keys()
 
 
 def _runs(
@@ -241,6 +299,15 @@ def _common_before(a: str, i: int, b: str, j: int) -> int:
     while n < limit and a[i - n - 1] == b[j - n - 1]:
         n += 1
     return n
+
+
+def _left_over(span: Span, excused: list[Span]) -> int:
+    """The longest part of `span` not covered by the excused spans that share MATCH_CHARS or
+    more with it."""
+    start, end = span
+    cover = [(max(s, start), min(e, end)) for s, e in excused]
+    cover = [(s, e) for s, e in cover if e - s >= MATCH_CHARS or (s, e) == (start, end)]
+    return max((e - s for s, e in _subtract([span], _merge(cover))), default=0)
 
 
 def _merge(spans: Iterable[Span]) -> list[Span]:

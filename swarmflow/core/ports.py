@@ -78,6 +78,9 @@ class ToolContext:
     """The calling branch's budget snapshot (a `BudgetSnapshot`), read when called."""
     board: BoardPort | None = None
     """The run's message board, for the board tools (None: the agent has none)."""
+    run_dir: Path | None = None
+    """The run's directory. No tool shows it to the agent, nor the runs root that holds it,
+    where the workspace holds them (`swarmflow.tools.paths.private_dirs`); None outside a run."""
 
 
 @dataclass(frozen=True, slots=True)

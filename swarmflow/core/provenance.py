@@ -7,6 +7,7 @@ outputs are plain pydantic models, so the run keeps an identity map for them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any
@@ -75,3 +76,30 @@ def _children(value: Any) -> list[Any]:
     if is_dataclass(value) and not isinstance(value, type):
         return [getattr(value, f.name, None) for f in fields(value)]
     return []
+
+
+def source_strings(value: Any, sources: frozenset[str], depth: int = 0) -> None:
+    """Make every string inside an agent's structured value a `SourcedStr`, in place.
+
+    A structured answer is a pydantic model the flow reads field by field: `f"{pick.reason}"`
+    renders a field, not the model, so the field itself must carry the agent for the render
+    hooks (`core.renders`) to see it. Models (frozen ones too), lists and dict values are
+    updated where they are; tuples and sets, which cannot be, keep plain strings (the
+    fingerprints still cover them).
+    """
+    if depth > _MAX_DEPTH or not sources:
+        return
+    if isinstance(value, BaseModel):
+        slots: Any = [(name, getattr(value, name, None)) for name in type(value).model_fields]
+        put: Callable[[Any, Any], None] = functools.partial(object.__setattr__, value)
+    elif isinstance(value, list):
+        slots, put = list(enumerate(value)), value.__setitem__
+    elif isinstance(value, dict):
+        slots, put = list(value.items()), value.__setitem__
+    else:
+        return
+    for place, item in slots:
+        if type(item) is str:
+            put(place, SourcedStr(item, sources))
+        else:
+            source_strings(item, sources, depth + 1)

@@ -70,6 +70,15 @@ class Redactor:
     __slots__ = ("_back", "_back_bytes", "_fwd", "_fwd_bytes", "_hint", "_hint_text", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._compile(secrets)
+
+    def add(self, secret: str) -> None:
+        """Scrub `secret` too from now on (a secret made during the run: a board's token).
+        Every holder of this redactor (the event log, the journal) sees it at once."""
+        if len(secret) >= MIN_SECRET and secret not in self.secrets:
+            self._compile([*self.secrets, secret])
+
+    def _compile(self, secrets: Iterable[str]) -> None:
         self.secrets = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len))[::-1]
         forward, backward = _patterns(self.secrets)
         self._fwd = re.compile(forward) if forward else None

@@ -48,7 +48,8 @@ class Agent(BaseModel):
     max_goal_rounds: int = Field(default=5, ge=1)
     """Rounds the goal evaluators may ask for before it stops with "goal round limit reached"."""
     max_output_tokens: int = 4096
-    """The most output tokens one call may produce (part of each reservation)."""
+    """The most output tokens one call may produce (its `max_tokens`, lowered to what the
+    budget has left; a call reserves only the output it is expected to write)."""
     description: str = ""
     """One line shown to teammates that can message this agent."""
     listen: Literal["passive", "blocking"] | None = None

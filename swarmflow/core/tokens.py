@@ -10,10 +10,10 @@ After each settled call the estimator learns the model's observed tokens per uni
 next estimate for that model tracks its real tokenizer; it keeps the largest rate of the
 last few calls, so it errs high when the text changes character.
 
-The overshoot bound this gives (see the README's budget section): spend past a ledger's limit
-is at most the sum, over the calls in flight when the last reservation was admitted, of how
-far each call's real usage exceeded its reservation. A reservation holds the prompt estimate
-plus the call's full output allowance, so only the prompt estimate can fall short.
+It learns, too, how much each agent writes: a call is expected to write as much as the most
+of its agent's last few calls (never less than a floor), and the budget reserves the prompt
+estimate plus that expected output (`swarmflow.core.budget.reserve_call`, which also caps the
+call's output; the overshoot bound is stated there and in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,6 +33,14 @@ TOOL_SPEC_UNITS = 24
 """Overhead of one tool schema in the request (about 8 tokens at the prior)."""
 LEARNED_WINDOW = 8
 """How many recent calls' rates a model's estimate keeps (it uses the largest)."""
+EXPECTED_OUTPUT_PRIOR = 1024
+"""Output tokens a call is expected to write before its agent's first settled call: a long
+answer, yet a quarter of the default `max_output_tokens`, so a modest budget holds several
+calls in flight at once."""
+EXPECTED_OUTPUT_FLOOR = 256
+"""The least output a call is expected to write however short its agent's recent answers (a
+tool call's arguments, a short reply), so a later, longer answer is not much underestimated.
+It is also the least room for output with which a call is sent at all."""
 
 
 def text_units(text: str | None) -> int:
@@ -82,14 +90,17 @@ def estimate_prompt(messages: Iterable[Message], tools: Sequence[ToolSpec] = ())
 
 
 class TokenEstimator:
-    """Per-model tokens per unit, learned from settled calls (one per run)."""
+    """Per-model tokens per unit and per-agent output, learned from settled calls (one per run)."""
 
-    __slots__ = ("_observed", "_rates")
+    __slots__ = ("_expected", "_observed", "_outputs", "_rates")
 
     def __init__(self) -> None:
         self._observed: dict[str, deque[float]] = {}
         self._rates: dict[str, float] = {}
         """The largest rate in each model's window, kept as it is learned: read twice a call."""
+        self._outputs: dict[str, deque[int]] = {}
+        self._expected: dict[str, int] = {}
+        """Each agent's expected output, kept as it is learned (read once a call)."""
 
     def rate(self, model: str | None) -> float:
         """The tokens per unit used for `model`'s next estimate."""
@@ -112,3 +123,16 @@ class TokenEstimator:
             seen = self._observed[key] = deque(maxlen=LEARNED_WINDOW)
         seen.append(prompt_tokens / units)
         self._rates[key] = max(seen)
+
+    def expected_output(self, agent: str) -> int:
+        """Output tokens `agent`'s next call is expected to write: the most that any of its
+        last few calls wrote, at least `EXPECTED_OUTPUT_FLOOR`; the prior before its first."""
+        return self._expected.get(agent, EXPECTED_OUTPUT_PRIOR)
+
+    def learn_output(self, agent: str, output_tokens: int) -> None:
+        """Record what a settled call of `agent` wrote (a call cut at its cap wrote the cap)."""
+        seen = self._outputs.get(agent)
+        if seen is None:
+            seen = self._outputs[agent] = deque(maxlen=LEARNED_WINDOW)
+        seen.append(output_tokens)
+        self._expected[agent] = max(EXPECTED_OUTPUT_FLOOR, *seen)

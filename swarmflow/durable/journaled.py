@@ -4,7 +4,8 @@ The composition root makes it the run's agent caller when the run keeps a journa
 plain call knows nothing of journals. A call whose key matches a finished record is replayed
 (no model call, the recorded spend charged back); otherwise the call runs, its workspace is
 journaled before its first model call (`call_started`), and its product after
-(`call_finished`). A restarted worktree call takes over the worktree its interrupted run left.
+(`call_finished`). A call that was in flight when its process died runs again in the worktree
+it had (its own, or one it borrowed), put back at the commit the call started from.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 from swarmflow.core.output import AgentOutput
 from swarmflow.durable.replay import (
     adopted_workspace,
+    given_here,
     match,
     record_call,
     record_started,
     replay_call,
+    restart_in_flight,
     schema_of,
 )
 from swarmflow.record.journal import digest_of
@@ -36,11 +39,14 @@ async def journaled_call(run: RunContext, scope: Scope, request: CallRequest) ->
     resuming = journal.previous is not None
     record = match(run, journal, key) if resuming else None
     if record is not None:
-        return await replay_call(run, scope, agent, key, record, output=request.output)
-    restarts_worktree = resuming and request.workspace is None and agent.workspace == "worktree"
-    adopted = await adopted_workspace(run, agent, key) if restarts_worktree else None
+        given = given_here(card, request.text)
+        return await replay_call(run, scope, agent, key, record, output=request.output, given=given)
+    started = journal.in_flight(key)
+    owns_worktree = request.workspace is None and agent.workspace == "worktree"
+    adopted = await adopted_workspace(run, agent, started) if owns_worktree else None
     session = await open_call(run, scope, request, card=card, adopted=adopted)
-    record_started(run, key, session)
+    await restart_in_flight(run, session, started, owned=owns_worktree)
+    await record_started(run, key, session)
     result = await work_call(run, session, request)
     record_call(run, key, session, result, request.text)
     return result

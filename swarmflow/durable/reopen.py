@@ -20,6 +20,7 @@ from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import secret_values
 from swarmflow.durable.run_dirs import claim, live_pid, read_manifest, read_run, release
+from swarmflow.durable.run_lock import hold_run, let_go
 from swarmflow.record.eventlog import EventLog
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.record.journal import Journal, Recorded
@@ -66,10 +67,15 @@ def reopen_run(
 
 @asynccontextmanager
 async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunContext]:
-    state, recorded = read_run(path)
+    hold_run(path)
+    try:
+        state, recorded = read_run(path)
+    except BaseException:
+        let_go(path)
+        raise
     run_id = state.run_id or path.name
     log = EventLog(run_id, [JsonlSink(path / EVENTS_FILE)], secrets=secret_values(),
-                   start_seq=state.next_seq)  # fmt: skip
+                   start_seq=state.next_seq, start_t=state.clock)  # fmt: skip
     journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
                       scrub=log.redactor.scrub_bytes)  # fmt: skip
     deps = compose(run_id=run_id, run_dir=path, team=team, log=log, journal=journal)
@@ -87,7 +93,18 @@ async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunC
 def _know_products(ctx: RunContext, recorded: Recorded) -> None:
     """Fingerprint every product the run's finished calls made (the handoff check's net)."""
     for record in recorded.at.values():
-        data = record.data
-        ctx.state.fingerprints.add(record.key.agent, data.text, data.given)
+        data, agent = record.data, record.key.agent
+        given = _given_as_allowed(ctx, agent, data.given)
+        ctx.state.fingerprints.add(agent, data.text, given)
         if data.patch is not None and data.patch.diff:
-            ctx.state.fingerprints.add(record.key.agent, data.patch.diff, data.given)
+            ctx.state.fingerprints.add(agent, data.patch.diff, given)
+
+
+def _given_as_allowed(ctx: RunContext, agent: str, given: str) -> str:
+    """A call's journaled prompt, when the handoff rule would have let all of it reach
+    `agent`; else nothing. What an agent was given it may pass on (it co-owns a relay), so a
+    record changed on disk must not give it another agent's product it could not have had."""
+    refused = ctx.state.fingerprints.unreached(
+        given, lambda owner: ctx.deps.team.allows(owner, agent)
+    )
+    return "" if refused else given

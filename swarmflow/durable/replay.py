@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from swarmflow.core.budget import Charge, Ledger, all_ledgers
-from swarmflow.core.errors import ResumeDiverged
+from swarmflow.core.errors import ConfigError, ResumeDiverged
+from swarmflow.core.fingerprint import GivenText
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Usage
 from swarmflow.core.output import AgentOutput, SourcedStr
@@ -72,16 +73,26 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
 
 
 async def replay_call(
-    run: RunContext, scope: Scope, agent: Agent, key: CallKey, record: Record, *, output: Any
+    run: RunContext,
+    scope: Scope,
+    agent: Agent,
+    key: CallKey,
+    record: Record,
+    *,
+    output: Any,
+    given: GivenText,
 ) -> AgentOutput:
-    """The recorded product of an agent call, as the call returned it."""
+    """The recorded product of an agent call, as the call returned it.
+
+    `given` is what this process gives the call (its card and prompt, `given_here`): the
+    journal's own `given` and `provenance` are not read, so a record changed on disk cannot
+    make the agent the owner of what it was never given (the handoff rule's fingerprints).
+    """
     data = record.data
     session = new_session_id(agent.name)
-    sources = frozenset(data.provenance or (agent.name,))
+    sources = frozenset((agent.name,))  # what a session produces is its agent's, always
     if data.workspace is not None:
-        run.state.workspace_of[session] = await reattach(
-            run, agent, session, data.workspace, restart=False
-        )
+        run.state.workspace_of[session] = await reattach(run, agent, session, data.workspace)
     charge_spent(run, scope, agent, data.spend)
     _emit_replayed(run, key, session, data)
     out = AgentOutput(
@@ -96,8 +107,15 @@ async def replay_call(
         provenance=sources,
         detail=data.detail,
     )
-    remember_output(run, agent.name, out, data.given)
+    remember_output(run, agent.name, out, given)
     return out
+
+
+def given_here(card: str | None, prompt: str) -> GivenText:
+    """What an agent call is given, as its session would read it: the card, then the prompt."""
+    given = GivenText.of(card or "")
+    given.extend(prompt)
+    return given
 
 
 def record_call(
@@ -124,22 +142,53 @@ def record_call(
     })  # fmt: skip
 
 
-def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
-    """Before a call's first model call: where its workspace lives, for a restart in place."""
+async def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
+    """Before a call's first model call: where its worktree lives and the commit its HEAD is
+    at, for a restart in place."""
     info = workspace_info(session.workspace)
-    if info is not None and run.deps.journal is not None:
-        run.deps.journal.write(CallStarted, {"key": key.as_dict(), "session": session.id,
-                                             "workspace": info})  # fmt: skip
+    if info is None or run.deps.journal is None:
+        return
+    head = getattr(session.workspace, "head", None)  # a worktree of swarmflow's own has it
+    run.deps.journal.write(CallStarted, {
+        "key": key.as_dict(),
+        "session": session.id,
+        "workspace": info,
+        "head": await head() if callable(head) else "",
+    })  # fmt: skip
 
 
-async def adopted_workspace(run: RunContext, agent: Agent, key: CallKey) -> Workspace | None:
+async def adopted_workspace(
+    run: RunContext, agent: Agent, started: CallStarted | None
+) -> Workspace | None:
     """The worktree of this call from a process that died while the call was in flight."""
-    if run.deps.journal is None or agent.workspace != "worktree":
+    if started is None or agent.workspace != "worktree":
         return None
-    started = run.deps.journal.in_flight(key)
-    if started is None:
-        return None
-    return await reattach(run, agent, started.session, started.workspace, restart=True)
+    return await reattach(run, agent, started.session, started.workspace)
+
+
+async def restart_in_flight(
+    run: RunContext, session: AgentSession, started: CallStarted | None, *, owned: bool
+) -> None:
+    """A call that was in flight when its process died runs again from where it started: its
+    worktree (its own, or one it borrowed) goes back to the commit its HEAD was at then, so
+    the call is neither confused by its own half-made edits nor loses an earlier call's
+    commit; what the interrupted call had done is kept (`WorktreeWorkspace.restart_from`).
+
+    A record from before the start's commit was journaled restarts a call in its own worktree
+    at the worktree's base (where every such call starts), and leaves a borrowed one as it is.
+    """
+    workspace = session.workspace
+    if started is None or workspace is None or workspace.kind != "worktree":
+        return
+    commit = started.head or (started.workspace.base if owned else "")
+    if not commit:
+        return
+    if str(getattr(workspace, "root", "")) != started.workspace.root:
+        return  # not the worktree the call had: nothing of its own to undo here
+    restart = getattr(workspace, "restart_from", None)
+    if restart is not None:
+        run.deps.write_ahead()  # resetting a worktree is an external effect
+        await restart(commit)
 
 
 # -- session turns ----------------------------------------------------------------------------
@@ -149,14 +198,21 @@ async def journaled_turn(
     session: AgentSession, text: str, output: type[BaseModel] | None
 ) -> BaseModel | None:
     """`take_turn`, keyed in the journal: replayed when a finished record matches, else
-    taken and recorded (the run's `take_turn` when it keeps a journal)."""
+    taken and recorded (the run's `take_turn` when it keeps a journal).
+
+    The messages told to the session since its last turn are part of what the turn sends, so
+    the key digests them: a resumed flow that tells something else diverges here. They need
+    no record of their own: the resumed flow tells them again, and a told message costs
+    nothing.
+    """
     run = session.run
     journal = run.deps.journal
     assert journal is not None  # the composition root chooses this layer for journaled runs
-    digest = digest_of(session.system or "", text, schema_of(output))
+    digest = digest_of(session.system or "", *session.told, text, schema_of(output))
     key = journal.key(session.scope.branch, session.agent.name, digest)
     record = match(run, journal, key) if journal.previous is not None else None
     if record is not None:
+        _check_recorded_messages(session, key, record, text)
         await _work_on_in_recorded_worktree(session, record.data.workspace)
         return _replay_turn(session, key, record, output)
     before, count = session.history, len(session.history)
@@ -192,9 +248,39 @@ async def _work_on_in_recorded_worktree(session: AgentSession, info: WorktreeAt 
     if str(getattr(own, "root", "")) == info.root:
         return
     run = session.run
-    recorded = await reattach(run, session.agent, session.id, info, restart=False)
+    recorded = await reattach(run, session.agent, session.id, info)
     session.move_to(recorded)
     run.state.workspace_of[session.id] = recorded
+
+
+def _check_recorded_messages(
+    session: AgentSession, key: CallKey, record: Record, text: str
+) -> None:
+    """Refuse a recorded turn whose conversation gives the agent what the handoff rule would
+    have kept from it: what a session was given (its user messages) is what it may pass on,
+    so a record changed on disk must not give it another agent's product without the edge.
+
+    The turn's message and the messages told to it were checked in this process; any other
+    (a mention heard, a message delivered during the turn) is checked again here, against
+    the products known so far, as it was when it was delivered.
+    """
+    run, agent = session.run, session.agent.name
+    checked = {text, *session.told}
+    for message in record.data.messages or ():
+        content = message.content
+        if message.role != "user" or not content or content in checked:
+            continue
+        refused = run.state.fingerprints.unreached(
+            content, lambda owner: run.deps.team.allows(owner, agent)
+        )
+        if refused:
+            where = run.deps.journal.path if run.deps.journal else "the journal"
+            raise ConfigError(
+                f"{where}: {key.where()}: a recorded message gives agent {agent!r} a product "
+                f"of agent {refused[0]!r}, which has no edge to it; the record was changed "
+                "after the run wrote it",
+                agent=agent,
+            )
 
 
 def _replay_turn(
@@ -249,13 +335,9 @@ def workspace_info(workspace: Workspace | None) -> dict[str, str] | None:
     return {n: str(getattr(workspace, n)) for n in names}
 
 
-async def reattach(
-    run: RunContext, agent: Agent, session: str, info: WorktreeAt, *, restart: bool
-) -> Workspace:
-    """The recorded worktree, taken over again by this run (recreated if it was removed).
-
-    `restart`: the call runs again, from the worktree as the call first found it.
-    """
+async def reattach(run: RunContext, agent: Agent, session: str, info: WorktreeAt) -> Workspace:
+    """The recorded worktree, taken over again by this run as it is (recreated if it was
+    removed); the provider checks that it is one of the run's own."""
     provider = run.deps.workspaces
     adopt = getattr(provider, "reattach", None)
     if adopt is None:
@@ -270,7 +352,6 @@ async def reattach(
         root=info.root,
         branch=info.branch,
         base=info.base,
-        restart=restart,
     )
     return workspace
 

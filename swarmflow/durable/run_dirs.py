@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
+import stat
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,12 +25,15 @@ from typing import Any, Literal, get_args
 from swarmflow.core.budget import Charge
 from swarmflow.core.errors import ConfigError
 from swarmflow.durable.replay import spend
+from swarmflow.durable.run_lock import hold_run, let_go
 from swarmflow.record.events import RunResumed
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
-from swarmflow.record.journal import Journal, Recorded, read_journal
+from swarmflow.record.journal import CallKey, Journal, Recorded, read_journal
 from swarmflow.record.jsonline import json_object
 from swarmflow.record.lines import read_lines
 from swarmflow.record.records import CallFinished, CallStarted
+from swarmflow.record.run_paths import recorded_worktree
+from swarmflow.record.runs_root import check_run_id, run_dir_in
 from swarmflow.record.sink import EventSink
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.flow import Flow
@@ -47,7 +54,10 @@ def flow_reference(flow: Flow[..., Any]) -> str:
     fn = flow.fn
     module = getattr(fn, "__module__", "") or ""
     name = getattr(fn, "__qualname__", flow.name)
-    if module == "__main__" or "<" in name:
+    # A module run from its file (`swarmflow run flows.py:fix`) is not importable by its name.
+    scope = getattr(fn, "__globals__", None)
+    by_name = scope is None or getattr(sys.modules.get(module), "__dict__", None) is scope
+    if module == "__main__" or "<" in name or not by_name:
         import inspect
 
         try:
@@ -85,17 +95,49 @@ def _write_whole(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "flow": (str,),
+    "flow_name": (str,),
+    "inputs": (dict, type(None)),
+    "repo": (str, type(None)),
+    "model": (str, type(None)),
+}
+"""The manifest's fields that a resume uses, and the JSON types each may have."""
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """`run.json`, its fields of the types a resume expects (`ConfigError` naming the file
+    and the field otherwise)."""
     path = run_dir / MANIFEST
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not a run manifest ({exc})") from None
+        data = json.loads(_read_regular(path))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise ConfigError(f"{path}: not a run manifest ({why})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a run manifest (not a JSON object)")
+    for name, types in _MANIFEST_FIELDS.items():
+        if name in data and not isinstance(data[name], types):
+            raise ConfigError(
+                f"{path}: not a run manifest ({name} is a {type(data[name]).__name__})"
+            )
+    if "\x00" in (data.get("repo") or ""):
+        raise ConfigError(f"{path}: not a run manifest (repo holds a NUL character)")
     return data
+
+
+def _read_regular(path: Path, limit: int = 1 << 24) -> str:
+    """The text of `path`, a regular file of at most `limit` bytes (a FIFO or a device there
+    is refused at once, never waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise ConfigError(f"{path}: not a run manifest (not a regular file of at most "
+                              f"{limit} bytes)")  # fmt: skip
+        return fh.read(limit).decode("utf-8")
 
 
 @dataclass(slots=True)
@@ -115,6 +157,8 @@ class LogState:
     elapsed: float = 0.0
     """Seconds the run's processes ran so far, each from its first event to its last (the
     time between a process's death and its resume is not counted)."""
+    clock: float = 0.0
+    """The run clock (`t`) of the last event: a resumed process's clock goes on from there."""
 
 
 def has_log(run_dir: Path) -> bool:
@@ -164,8 +208,9 @@ class _LogScan:
 
     def take(self, event: dict[str, Any]) -> None:
         state, kind = self.state, event.get("type")
-        state.next_seq = int(event.get("seq", -1)) + 1
-        state.last = float(event.get("ts", 0.0))
+        state.next_seq = _count(event, "seq", -1) + 1
+        state.last = _amount(event, "ts")
+        state.clock = max(state.clock, _amount(event, "t"))
         if kind in ("run_started", "run_resumed"):
             self.before, self.opened = state.elapsed, state.last
             state.status = "running"
@@ -177,11 +222,29 @@ class _LogScan:
             state.status = str(event.get("status", ""))
             # The ledger's clock starts before the first event is written (the run directory
             # is made in between): its own count, recorded here, is the truer one.
-            state.elapsed = max(state.elapsed, float(event.get("seconds", 0.0)))
+            state.elapsed = max(state.elapsed, _amount(event, "seconds"))
         elif kind == "model_called":
-            self.tokens += int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0))
-            self.cost += float(event.get("cost", 0.0))
+            self.tokens += _count(event, "tokens_in") + _count(event, "tokens_out")
+            self.cost += _amount(event, "cost")
             self.calls += 1
+
+
+def _count(event: dict[str, Any], name: str, default: int = 0) -> int:
+    """A count of the event (a sequence number, tokens): a whole number, not negative."""
+    value = event.get(name, default)
+    if value == default:
+        return default
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{name}: {str(value)[:40]} is not a count")
+    return value
+
+
+def _amount(event: dict[str, Any], name: str) -> float:
+    """A time or a cost of the event: a finite number, not negative."""
+    value = event.get(name, 0.0)
+    if type(value) not in (int, float) or not 0.0 <= value < math.inf:
+        raise ValueError(f"{name}: {str(value)[:40]} is not a finite number of at least 0")
+    return float(value)
 
 
 @dataclass(slots=True)
@@ -227,10 +290,39 @@ def open_interrupted(run_dir: str | Path) -> Interrupted:
     pid = live_pid(path)
     if pid is not None:
         raise ConfigError(f"run {path.name} is still running (process {pid}); not resuming it")
+    hold_run(path)  # from here on, no other process reads or writes it until this run ends
+    try:
+        return _read_interrupted(path)
+    except BaseException:
+        let_go(path)
+        raise
+
+
+def _read_interrupted(path: Path) -> Interrupted:
     log, recorded = read_run(path)
     if log.status == "ok":
         raise ConfigError(f"run {path.name} already finished ok; there is nothing to resume")
+    if log.run_id:
+        check_run_id(log.run_id, where=f"{path / EVENTS_FILE}: the run's id")
+    check_recorded_worktrees(path, recorded)
     return Interrupted(path, log, recorded, read_manifest(path))
+
+
+def check_recorded_worktrees(run_dir: Path, recorded: Recorded) -> None:
+    """Refuse a journal that names a worktree the run did not make: anywhere outside its
+    `worktrees/` folder, a symbolic link, or on another branch than its own. A resume removes,
+    recreates and resets the worktrees its journal names, so each is checked before any is."""
+    calls: list[tuple[CallKey, CallFinished | CallStarted]] = [
+        *((r.key, r.data) for r in recorded.at.values()),
+        *recorded.started.items(),
+    ]
+    for key, record in calls:
+        if record.workspace is None:
+            continue
+        try:
+            recorded_worktree(run_dir, record.workspace.root, record.workspace.branch)
+        except ConfigError as exc:
+            raise ConfigError(f"{run_dir / JOURNAL_FILE}: {key.where()}: {exc.message}") from None
 
 
 def open_journal(
@@ -290,27 +382,120 @@ def resumed(ctx: RunContext, flow: str, interrupted: Interrupted) -> None:
 LOCK = "run.pid"
 
 
+def fresh_run_dir(root: Path, run_id: str) -> Path:
+    """The directory of a new run `run_id` under `root`, made and taken for this process.
+
+    A directory that holds a run already (its events or its journal) is refused: a second
+    run there would append to the first one's record, its sequence numbers starting again.
+    So is one a live process has taken: `run.pid` is made at once (whole, or not at all), so
+    of two processes starting one run id together only one starts.
+
+    Raises:
+        ConfigError: the run id cannot name a directory, or the directory is taken.
+    """
+    run_dir = run_dir_in(root, run_id)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the run directory {run_dir}: {exc.strerror}") from None
+    hold_run(run_dir)
+    try:
+        if _holds_run(run_dir):
+            raise ConfigError(
+                f"{run_dir} already holds run {run_id}; resume it (`swarmflow resume "
+                f"{run_dir}`, or run(..., resume=...)) or start the run under another run_id"
+            )
+        _take(run_dir)
+    except BaseException:
+        let_go(run_dir)
+        raise
+    return run_dir
+
+
+def _holds_run(run_dir: Path) -> bool:
+    """Whether a run wrote its record in `run_dir` (an empty file is no run's)."""
+    for name in (EVENTS_FILE, JOURNAL_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            if (run_dir / name).stat().st_size > 0:
+                return True
+    return False
+
+
+def _take(run_dir: Path) -> None:
+    """Make `run.pid` for this process unless a live one is there (a stale one, of a process
+    that is gone, is replaced). The file appears whole: it is written aside, then linked."""
+    lock, aside = run_dir / LOCK, run_dir / f".{LOCK}.{os.getpid()}.tmp"
+    aside.write_text(str(os.getpid()), encoding="utf-8")
+    try:
+        if _linked(aside, lock):
+            return
+        pid = live_pid(run_dir)
+        if pid is not None:
+            raise ConfigError(
+                f"{run_dir} is taken by a live run (process {pid}); not starting another there"
+            )
+        os.replace(aside, lock)
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def _linked(aside: Path, lock: Path) -> bool:
+    """Put `aside` at `lock` unless a file is there; whether it was put."""
+    try:
+        os.link(aside, lock)
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links: checked, then replaced whole
+        if lock.exists():
+            return False
+        os.replace(aside, lock)
+    return True
+
+
 def claim(run_dir: Path) -> None:
-    """Mark the run as live in this process (`resume` and `clean` refuse a live run)."""
-    (run_dir / LOCK).write_text(str(os.getpid()), encoding="utf-8")
+    """Mark the run as live in this process (`resume` and `clean` refuse a live run); the
+    file is replaced whole, so a reader never finds it empty."""
+    _write_whole(run_dir / LOCK, str(os.getpid()))
 
 
 def release(run_dir: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         (run_dir / LOCK).unlink()
+    let_go(run_dir)
+
+
+_PID = re.compile(rb"\s*([1-9][0-9]{0,9})\s*")
+_PID_MAX = 2**31 - 1
 
 
 def live_pid(run_dir: Path) -> int | None:
-    """The pid of a process still running this run, if any (a killed one leaves a stale file)."""
-    try:
-        pid = int((run_dir / LOCK).read_text(encoding="utf-8").strip())
-        written = (run_dir / LOCK).stat().st_mtime
-    except (OSError, ValueError):
+    """The pid of a process still running this run, if any (a killed one leaves a stale file;
+    anything in it but a pid, or anything there but a small regular file, is no live run)."""
+    recorded = _recorded_pid(run_dir / LOCK)
+    if recorded is None:
         return None
+    pid, written = recorded
     if pid == os.getpid() or not _alive(pid):
         return None
     # A killed run's file outlives it, and its pid may since name another process.
     return None if _started_after(pid, written) else pid
+
+
+def _recorded_pid(path: Path) -> tuple[int, float] | None:
+    """The pid in `path` and when it was written; None unless it is a regular file holding a
+    pid alone (a symbolic link, a FIFO or a device is not opened for reading)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        found = _PID.fullmatch(fh.read(64))
+    if found is None or int(found[1]) > _PID_MAX:
+        return None
+    return int(found[1]), info.st_mtime
 
 
 def _alive(pid: int) -> bool:

@@ -7,7 +7,8 @@ This is the coding agent of openJiuwen's Fig. 3, step by step:
 3. `compact()` drops the empty and failed candidates as they arrive.
 4. `pipeline()` hands each surviving candidate to a reviewer as soon as it exists; the reviewer
    runs the repository's tests in that candidate's worktree.
-5. An arbiter `agent_session()` hears every candidate and review, then returns a `Verdict`.
+5. An arbiter `agent_session()` is told every candidate and review as it arrives (no model
+   call each), then asked once for a `Verdict`.
 6. Below the confidence threshold (or for a choice that names no candidate), `human()` decides.
 7. The chosen patch is applied to an output branch of the target repository.
 """
@@ -268,7 +269,7 @@ async def _hear_reviews(
     async with stages as reviews:
         async for outcome in reviews:
             board.reviewed(outcome)
-            await arbiter.send(_arbiter_message(outcome))
+            await arbiter.tell(_arbiter_message(outcome))
 
 
 Decider = Literal["arbiter", "human", "nobody"]

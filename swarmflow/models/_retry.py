@@ -116,8 +116,8 @@ def classify(exc: Exception, endpoint: Endpoint) -> ModelError | Retryable:
     """Turn an SDK exception into a swarmflow error or a Retryable."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return Retryable("the request timed out")
+    # A timeout (an APIConnectionError too) never comes here: the adapter words it, since
+    # only it knows which deadline ran out and which option raises it (`_timeouts`).
     if isinstance(exc, openai.APIConnectionError):
         unresolved = _name_error(exc)
         if unresolved is not None:

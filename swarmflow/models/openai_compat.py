@@ -29,6 +29,7 @@ from swarmflow.models._retry import (
     server_message,
 )
 from swarmflow.models._stream import StreamAssembler
+from swarmflow.models._timeouts import AttemptTimeouts
 from swarmflow.models._wire import build_payload, response_from_body
 
 if TYPE_CHECKING:
@@ -52,8 +53,13 @@ class _Adapted(Retryable):
 class OpenAIModel:
     """A `Model` served by any OpenAI-compatible chat-completions endpoint.
 
-    `timeout` bounds each attempt as a whole (streams included), so one `complete` call takes
-    at most about `timeout * (max_retries + 1)` plus the backoff pauses.
+    `timeout` is how long an attempt may go without progress. A streamed call (`stream=True`)
+    fails only when no bytes arrive for `timeout` seconds (default 60), the wait for the first
+    byte included, so a slow but steady answer may take as long as it needs. A plain call shows
+    no progress until its answer is whole, so there `timeout` bounds each attempt as a whole
+    (default 300). `total_timeout` (default None: no cap) bounds every attempt as a whole in
+    both modes. A timed-out attempt is retried like a 5xx, and its reason names the option to
+    raise.
 
     `force_tool_choice` asks for a tool call on every call that offers tools (True), or only on
     the first call of each turn ("first": look before answering, then answer freely).
@@ -68,7 +74,8 @@ class OpenAIModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
+        total_timeout: float | None = None,
         max_retries: int = 4,
         backoff: float = 0.5,
         stream: bool = False,
@@ -89,7 +96,9 @@ class OpenAIModel:
         self.base_url = (given_url or DEFAULT_BASE_URL).rstrip("/")
         key = given_key or NO_KEY
         self._endpoint = Endpoint(model, self.base_url, key)
-        self.timeout = timeout
+        self._timeouts = AttemptTimeouts.of(
+            stream=stream, timeout=timeout, total_timeout=total_timeout
+        )
         self.max_retries = max(max_retries, 0)
         self.backoff = backoff
         self.stream = stream
@@ -107,6 +116,16 @@ class OpenAIModel:
         self._ask_stream_usage = True
         self._client: AsyncOpenAI | None = None
         self._client_loop: object = None
+
+    @property
+    def timeout(self) -> float:
+        """Seconds of silence a streamed attempt tolerates; the length of a plain attempt."""
+        return self._timeouts.timeout
+
+    @property
+    def total_timeout(self) -> float | None:
+        """The cap on an attempt as a whole, or None."""
+        return self._timeouts.total
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.name!r}, base_url={self.base_url!r}, stream={self.stream})"
@@ -179,10 +198,12 @@ class OpenAIModel:
 
         plan = self.modes.plan(request, force=self.force_tool_choice)
         try:
-            with anyio.fail_after(self.timeout):
+            with anyio.fail_after(self._timeouts.whole()):
                 return await self._call(request, plan)
         except TimeoutError:
-            raise Retryable(f"no complete answer within {self.timeout:g} s") from None
+            raise Retryable(self._timeouts.too_long()) from None
+        except openai.APITimeoutError:  # a connect, write or read waited `timeout` in vain
+            raise Retryable(self._timeouts.silent()) from None
         except openai.OpenAIError as exc:
             adapted = self._adapt(exc, plan)
             if adapted is not None:
@@ -276,13 +297,15 @@ class OpenAIModel:
         if self._client is None:
             import openai
 
+            # The transport's read timeout is per read: for a stream, the silence deadline.
+            timeout = self._timeouts.transport()
             self._client = openai.AsyncOpenAI(
                 api_key=self._endpoint.api_key,
                 base_url=self.base_url,
-                timeout=self.timeout,
+                timeout=timeout,
                 max_retries=0,  # retries happen here, so each one can be reported
                 http_client=openai.DefaultAsyncHttpx2Client(
-                    verify=_shared_ssl_context(), timeout=self.timeout
+                    verify=_shared_ssl_context(), timeout=timeout
                 ),
             )
             self._client_loop = loop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +13,11 @@ import anyio.lowlevel
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.emptiness import is_empty
-from swarmflow.core.errors import ConfigError, RunPaused, is_fault_of_the_world
+from swarmflow.core.errors import BudgetExhausted, ConfigError, RunPaused, is_fault_of_the_world
+from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
+from swarmflow.core.states import EndReason
+from swarmflow.operators.budget import nothing_left
 from swarmflow.record.events import BranchFinished
 from swarmflow.runtime.background import BranchWork, enter_work
 from swarmflow.runtime.context import RunContext, Scope, enter_scope
@@ -24,10 +27,45 @@ if TYPE_CHECKING:
 
 Maker = Callable[[], Awaitable[Any]]
 Split = str | Limits | dict[str, float] | int | Sequence[Limits | dict[str, float] | int]
+LedgerFor = Callable[[int, str], Ledger]
+"""The ledger of branch `index` at `path`."""
+_FOR_GOOD = frozenset(
+    {
+        EndReason.BUDGET_EXCEEDED.value,
+        EndReason.BUDGET_EXCEEDED_AFTER_CALL.value,
+        EndReason.WALL_CLOCK.value,
+    }
+)
+"""Budget stops that last: a limit spent (not a call too large to fit), or the time up."""
 
 
-def branch_makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[Maker]:
-    """`(factory, n=N)` or `(*awaitables)` as a list of zero-argument branch starters.
+@dataclass(frozen=True, slots=True)
+class Branches:
+    """The branches of one operator call: how many, and each one's starter, made as it starts.
+
+    `parallel(factory, n=N)` keeps the factory, not N starters: a branch that never starts
+    costs nothing. The awaitables form holds the starters it was given.
+    """
+
+    count: int
+    factory: Callable[[int], Awaitable[Any]] | None = None
+    given: tuple[Maker, ...] = ()
+
+    def maker(self, index: int) -> Maker:
+        if self.factory is None:
+            return self.given[index]
+        return partial(self.factory, index)
+
+    def close_unawaited(self) -> None:
+        """Close the given awaitables, so none that never ran warns "never awaited" (closing
+        one that ran to its end does nothing)."""
+        for maker in self.given:
+            if isinstance(maker, _Awaiting):
+                maker.discard()
+
+
+def branch_makers(items: tuple[Any, ...], n: int | None, operator: str) -> Branches:
+    """`(factory, n=N)` or `(*awaitables)` as the branches to start.
 
     Raises:
         ConfigError: naming the operator and what it expected; an awaitable it was given
@@ -36,14 +74,13 @@ def branch_makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[
     try:
         return _makers(items, n, operator)
     except ConfigError:
-        for item in items:
-            _close_unawaited(item)
+        close_unawaited(items)
         raise
 
 
-def _makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[Maker]:
+def _makers(items: tuple[Any, ...], n: int | None, operator: str) -> Branches:
     if n is None:
-        return [_starter(item, operator) for item in items]
+        return Branches(len(items), given=tuple(_starter(item, operator) for item in items))
     if len(items) != 1:
         raise ConfigError(
             f"{operator}(factory, n={n}) takes exactly one factory, got {len(items)} arguments",
@@ -64,17 +101,15 @@ def _makers(items: tuple[Any, ...], n: int | None, operator: str) -> list[Maker]
         )
     if not isinstance(n, int) or n < 0:
         raise ConfigError(f"{operator}: n must be an int >= 0, got {n!r}", operator=operator)
-    return [_bind(factory, i) for i in range(n)]
+    return Branches(n, factory=factory)
 
 
-def _close_unawaited(item: Any) -> None:
-    close = getattr(item, "close", None)
-    if inspect.iscoroutine(item) and close is not None:
-        close()
-
-
-def _bind(factory: Callable[[int], Awaitable[Any]], i: int) -> Maker:
-    return partial(factory, i)  # smaller than a closure: one per branch in flight
+def close_unawaited(items: tuple[Any, ...]) -> None:
+    """Close the coroutines among `items`: an operator refused them, so none will run."""
+    for item in items:
+        close = getattr(item, "close", None)
+        if inspect.iscoroutine(item) and close is not None:
+            close()
 
 
 def _starter(item: Any, operator: str) -> Maker:
@@ -106,32 +141,16 @@ class _Awaiting:
             close()
 
 
-def discard_unstarted(
-    run: RunContext, makers: Sequence[Maker], paths: Sequence[str], results: list[Any]
-) -> list[Any]:
-    """Fill in branches cancelled before they started: record them and close their awaitables."""
-    out = []
-    for i, result in enumerate(results):
-        if result is not None:
-            out.append(result)
-            continue
-        maker = makers[i]
-        if isinstance(maker, _Awaiting):
-            maker.discard()
-        out.append(Cancelled(i, paths[i], "cancelled before it started"))
-        run.deps.log.emit(BranchFinished, branch=paths[i], outcome="cancelled", error=None)
-    return out
-
-
-def branch_ledgers(parent: Ledger, branches: Sequence[str], split: Split) -> list[Ledger]:
-    """One child ledger per branch: shared pool, even shares, or explicit amounts."""
+def branch_ledgers(parent: Ledger, split: Split, count: int) -> LedgerFor:
+    """The ledger of each branch, made as it starts: the shared pool, an even share, or an
+    explicit amount (checked now, for all `count` branches)."""
     if split == "shared":
-        return [parent] * len(branches)  # one pool: every branch draws on the parent directly
+        return lambda _index, _path: parent  # one pool: every branch draws on the parent
     if split == "even":
-        share = _even_share(parent, len(branches))
-        return [parent.child(b, share) for b in branches]
-    amounts = _explicit(split, len(branches))
-    return [parent.child(b, limits) for b, limits in zip(branches, amounts, strict=True)]
+        share = _even_share(parent, count)
+        return lambda _index, path: parent.child(path, share)
+    amount = _explicit(split, count)
+    return lambda index, path: parent.child(path, amount(index))
 
 
 def _even_share(parent: Ledger, n: int) -> Limits:
@@ -144,15 +163,16 @@ def _even_share(parent: Ledger, n: int) -> Limits:
     )
 
 
-def _explicit(split: Split, n: int) -> list[Limits]:
+def _explicit(split: Split, n: int) -> Callable[[int], Limits]:
     if isinstance(split, str):
         raise ConfigError(f"split={split!r}; use 'shared', 'even' or explicit amounts")
     if isinstance(split, Limits | dict | int):
-        return [_limits(split)] * n
+        same = _limits(split)
+        return lambda _index: same
     amounts = list(split)
     if len(amounts) != n:
         raise ConfigError(f"split gives {len(amounts)} amounts for {n} branches")
-    return [_limits(a) for a in amounts]
+    return [_limits(a) for a in amounts].__getitem__
 
 
 def _limits(amount: Limits | dict[str, float] | int) -> Limits:
@@ -208,26 +228,119 @@ def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
 
 @dataclass(slots=True)
 class BranchSet:
-    """What the branches of one operator call share."""
+    """The branches of one operator call as they run, and their outcomes by index.
+
+    Every started branch runs in its own task of `group`. `start_all` starts them at once;
+    `feed` starts them in order as slots free up, so no more than `limit` of them (tasks,
+    scopes, ledgers) exist at a time, and starts none once the budget has stopped them.
+    """
 
     run: RunContext
     parent: Scope
     operator: str
-    limiter: anyio.CapacityLimiter | None
+    branches: Branches
+    ledger_for: LedgerFor
     on_done: Callable[[Outcome], None]
     group: TaskGroup
+    shared: bool
+    """Every branch draws on the parent's ledger (`split="shared"`)."""
+    results: list[Outcome | None] = field(init=False)
+    started: int = 0
+    """Branches 0 to `started - 1` were handed to a task."""
+    stop: BudgetExhausted | None = None
+    """Why the branches from `started` on do not start: the budget stopped the fan-out."""
 
-    async def run_branch(self, i: int, branch: str, ledger: Ledger, make: Maker) -> None:
+    def __post_init__(self) -> None:
+        self.results = [None] * self.branches.count
+
+    def path(self, index: int) -> str:
+        return child_branch(self.parent.branch, self.operator, index)
+
+    def start_all(self) -> None:
+        """Start every branch now, each in its own task."""
+        for index in range(self.branches.count):
+            self.group.start_soon(self.run_branch, index)
+        self.started = self.branches.count
+
+    async def feed(self, limit: int) -> None:
+        """Start the branches in order, each once one of `limit` slots is free; stop starting
+        them once the budget they draw on has nothing left, or stopped a branch for good."""
+        slots = anyio.Semaphore(limit)
+        for index in range(self.branches.count):
+            try:
+                slots.acquire_nowait()  # a free slot: no need to yield before starting a task
+            except anyio.WouldBlock:
+                await slots.acquire()
+            if self.stop is None:
+                self.stop = nothing_left(self.parent.ledger, partial(self._unstarted, index))
+            if self.stop is not None:
+                return
+            self.started = index + 1
+            self.group.start_soon(self._run_in_slot, index, slots)
+
+    async def _run_in_slot(self, index: int, slots: anyio.Semaphore) -> None:
+        try:
+            await self.run_branch(index)
+        finally:
+            slots.release()
+
+    async def run_branch(self, index: int) -> None:
+        branch = self.path(index)
         node = self.run.state.graph.open(
-            "branch", branch, self.parent.node, f"{self.operator}[{i}]"
+            "branch", branch, self.parent.node, f"{self.operator}[{index}]"
         )
-        scope = Scope(branch, ledger, node)
-        if self.limiter is None:
-            outcome = await settle(self.run, node, scope, i, make, group=self.group)
-        else:
-            async with self.limiter:
-                outcome = await settle(self.run, node, scope, i, make, group=self.group)
-        self.on_done(record(self.run, node, outcome))
+        scope = Scope(branch, self.ledger_for(index, branch), node)
+        make = self.branches.maker(index)
+        try:
+            outcome = await settle(self.run, node, scope, index, make, group=self.group)
+        except BaseException:  # cancelled, or the call raises: settle recorded how it ended
+            self.results[index] = Cancelled(index, branch)
+            raise
+        if self.stop is None and self.shared:
+            self.stop = self._stopped_by(outcome)
+        self.results[index] = record(self.run, node, outcome)
+        self.on_done(outcome)
+
+    def _stopped_by(self, outcome: Outcome) -> BudgetExhausted | None:
+        """A branch stopped by the shared budget for good: the branches after it would be."""
+        error = outcome.error if isinstance(outcome, Failed) else None
+        if not isinstance(error, BudgetExhausted) or error.reason not in _FOR_GOOD:
+            return None
+        after = self._unstarted(outcome.index + 1)
+        return BudgetExhausted(
+            f"{after}: {outcome.branch} was stopped by the budget ({error})",
+            reason=error.reason,
+            ledger=error.ledger,
+        )
+
+    def _unstarted(self, index: int) -> str:
+        return f"{self.path(index)} and the branches after it were not started"
+
+    def finish(self, *, returning: bool) -> list[Outcome]:
+        """Fill in the branches with no outcome and return every outcome.
+
+        A branch handed to a task that was cancelled before it began is `Cancelled`, and
+        recorded. The branches never started are filled in only when the call returns:
+        `Failed` with the budget's stop, or `Cancelled` after an early stop (`first=`); they
+        have no event of their own, as they never ran (there may be a million of them).
+        """
+        for index in range(self.started):
+            if self.results[index] is None:
+                cancelled = Cancelled(index, self.path(index), "cancelled before it started")
+                self._fill(record(self.run, None, cancelled))
+        if returning:
+            for index in range(self.started, self.branches.count):
+                self._fill(self._never_started(index))
+        return self.results  # type: ignore[return-value]  # filled, when it is returned
+
+    def _never_started(self, index: int) -> Outcome:
+        if self.stop is not None:
+            return Failed(self.stop, index, self.path(index))
+        return Cancelled(index, self.path(index), "cancelled before it started")
+
+    def _fill(self, outcome: Outcome) -> None:
+        self.results[outcome.index] = outcome
+        self.on_done(outcome)
 
 
 def first_escape(group: BaseExceptionGroup[BaseException]) -> BaseException:

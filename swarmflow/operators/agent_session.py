@@ -9,6 +9,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.output import AgentOutput
 from swarmflow.record.events import OperatorFinished, OperatorStarted
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
@@ -19,7 +20,8 @@ from swarmflow.sessions.session import AgentSession
 
 
 class SessionHandle:
-    """A stateful session: `send` and `ask` run turns on one conversation, one at a time."""
+    """A stateful session: `send` and `ask` run turns on one conversation, one at a time;
+    `tell` adds to it without a turn."""
 
     def __init__(self, name: str, card_vars: dict[str, Any]) -> None:
         self.name = name
@@ -31,6 +33,7 @@ class SessionHandle:
         self._scope = Scope(parent.branch, parent.ledger, self._node)
         self._session: AgentSession | None = None
         self._opening = anyio.Lock(fast_acquire=True)
+        self._closed = False
 
     @property
     def session(self) -> AgentSession | None:
@@ -53,13 +56,34 @@ class SessionHandle:
                 )
             return self._session
 
-    async def send(self, message: Any) -> AgentOutput:
-        """Add `message` to the conversation and run a turn; returns the agent's answer."""
-        await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
+    def _checked(self, message: Any) -> str:
+        """`message` as the agent will read it, once the handoff rule lets it through."""
+        if self._closed or (self._session is not None and self._session.closed):
+            raise ConfigError(
+                f"the session of agent {self.name!r} is closed; nothing more can be sent to "
+                "it (open another with agent_session)",
+                agent=self.name,
+                operator="agent_session",
+            )
         text = render_prompt(message)
         check_outgoing(
             self._run, self.name, text, values=message, via="session message", agent=self.name
         )
+        return text
+
+    async def tell(self, message: Any) -> None:
+        """Add `message` to the conversation without a turn: no model call is made, and the
+        next `send` or `ask` carries it (each told message is a user message of its own)."""
+        await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
+        text = self._checked(message)
+        session = self._session or await self._open()
+        async with session.turn_lock:  # never inside a turn in flight
+            session.tell(text)
+
+    async def send(self, message: Any) -> AgentOutput:
+        """Add `message` to the conversation and run a turn; returns the agent's answer."""
+        await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
+        text = self._checked(message)
         session = self._session or await self._open()
         async with session.turn_lock:
             await self._run.deps.take_turn(session, text, None)
@@ -73,10 +97,7 @@ class SessionHandle:
         if output is None:
             return await self.send(prompt)
         await anyio.lowlevel.checkpoint_if_cancelled()
-        text = render_prompt(prompt)
-        check_outgoing(
-            self._run, self.name, text, values=prompt, via="session message", agent=self.name
-        )
+        text = self._checked(prompt)
         session = await self._open()
         async with session.turn_lock:  # a re-ask follows its own question, not another sender's
             value = await self._run.deps.take_turn(session, text, output)
@@ -85,6 +106,7 @@ class SessionHandle:
 
     async def close(self) -> None:
         """End the session; it is also closed when the run ends."""
+        self._closed = True
         if self._session is not None and not self._session.closed:
             self._session.close()
             self._run.deps.log.emit(

@@ -1,23 +1,27 @@
-"""`parallel`: fan out branches with bounded concurrency and typed outcomes."""
+"""`parallel`: fan out branches with bounded concurrency and typed outcomes.
+
+Without `limit=` every branch starts at once; with it, branches start in order as slots free
+up, so what a fan-out holds while it runs is bounded by `limit` (and its outcomes), however
+many branches it has.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Ok, Outcome
 from swarmflow.operators._branches import (
+    Branches,
     BranchSet,
-    Maker,
     Split,
     branch_ledgers,
     branch_makers,
-    discard_unstarted,
+    close_unawaited,
     first_escape,
 )
 from swarmflow.operators._node import operator_node
@@ -28,13 +32,52 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from anyio.streams.memory import MemoryObjectSendStream
 
+MAX_AT_ONCE = 100_000
+"""The most branches one call without `limit=` runs: they all start at once."""
+MAX_BRANCHES = 1_000_000
+"""The most branches one call runs with `limit=`: their outcomes come back as one list."""
 
-def _check_options(items: tuple[Any, ...], limit: int | None, first: int | None) -> None:
+
+def check_count(
+    count: int, limit: int | None, operator: str = "parallel", *, option: str = "limit="
+) -> None:
+    """Refuse a fan-out wider than one call runs: `MAX_AT_ONCE` without `limit=`, else
+    `MAX_BRANCHES`.
+
+    Raises:
+        ConfigError: naming the count, the maximum and what to do instead (`option`, the
+            limit option as the caller writes it).
+    """
+    if limit is None and count > MAX_AT_ONCE:
+        raise ConfigError(
+            f"{operator}: {count:,} branches would all start at once, and at most "
+            f"{MAX_AT_ONCE:,} may; give {option} to start them as slots free up",
+            operator=operator,
+        )
+    if count > MAX_BRANCHES:
+        raise ConfigError(
+            f"{operator}: {count:,} branches is more than the {MAX_BRANCHES:,} one call runs "
+            "(its outcomes come back as one list); split the work over several calls, or "
+            "stream it through pipeline()",
+            operator=operator,
+        )
+
+
+def _branches(
+    items: tuple[Any, ...], n: int | None, limit: int | None, first: int | None, operator: str
+) -> Branches:
     try:
         _check_limits(limit, first)
     except ConfigError:
-        branch_makers(items, None, "parallel")  # closes the awaitables it will never run
+        close_unawaited(items)
         raise
+    branches = branch_makers(items, n, operator)
+    try:
+        check_count(branches.count, limit, operator)
+    except ConfigError:
+        branches.close_unawaited()
+        raise
+    return branches
 
 
 def _check_limits(limit: int | None, first: int | None) -> None:
@@ -42,10 +85,6 @@ def _check_limits(limit: int | None, first: int | None) -> None:
         raise ConfigError(f"parallel(limit={limit}): at least one branch must be able to run")
     if first is not None and first < 1:
         raise ConfigError(f"parallel(first={first}): first= counts successes, so it must be >= 1")
-
-
-def _limiter(limit: int | None) -> anyio.CapacityLimiter | None:
-    return None if limit is None else anyio.CapacityLimiter(limit)
 
 
 class _Parallel:
@@ -62,14 +101,15 @@ class _Parallel:
         """Run every branch; outcomes come back in submission order.
 
         A failing branch is a `Failed` outcome and never cancels its siblings. With
-        `first=k`, the call returns after k successes and the rest are `Cancelled`.
+        `first=k`, the call returns after k successes and the rest are `Cancelled`. With
+        `limit=`, no branch starts once the budget has stopped the fan-out: those left are
+        `Failed` with that `BudgetExhausted`.
         """
-        _check_options(items, limit, first)
-        makers = branch_makers(items, n, "parallel")
-        detail = {"branches": len(makers), "limit": limit, "split": str(split), "first": first}
+        branches = _branches(items, n, limit, first, "parallel")
+        detail = {"branches": branches.count, "limit": limit, "split": str(split), "first": first}
         with operator_node("parallel", detail=detail) as (run, scope):
             return await _run_all(
-                run, scope=scope, makers=makers, limit=limit, split=split, first=first
+                run, scope=scope, branches=branches, limit=limit, split=split, first=first
             )
 
     def stream(
@@ -81,10 +121,10 @@ class _Parallel:
     ) -> BackgroundStream[Outcome]:
         """The streaming form: an async iterator of outcomes in completion order.
 
-        The branches start at once. Closing the iterator cancels those still running.
+        The branches start at once (with `limit=`, as slots free up). Closing the iterator
+        cancels those still running.
         """
-        _check_options(items, limit, None)
-        makers = branch_makers(items, n, "parallel.stream")
+        branches = _branches(items, n, limit, None, "parallel.stream")
         run, parent = current_run("parallel.stream()"), current_scope()
         node = run.state.graph.open("parallel.stream", parent.branch, parent.node)
         scope = Scope(parent.branch, parent.ledger, node)
@@ -92,8 +132,14 @@ class _Parallel:
         async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
             status = "failed"
             try:
-                await _run_into(
-                    run, scope=scope, makers=makers, limit=limit, split=split, send=send
+                deliver = _sender(send)
+                await _fan_out(
+                    run,
+                    scope,
+                    branches=branches,
+                    limit=limit,
+                    split=split,
+                    done=lambda outcome, _group: deliver(outcome),
                 )
                 status = "ok"
             except anyio.get_cancelled_exc_class():
@@ -109,73 +155,56 @@ async def _run_all(
     run: RunContext,
     *,
     scope: Scope,
-    makers: Sequence[Maker],
+    branches: Branches,
     limit: int | None,
     split: Split,
     first: int | None,
 ) -> list[Outcome]:
-    results: list[Outcome | None] = [None] * len(makers)
     successes = 0
 
     def done(outcome: Outcome, group: TaskGroup) -> None:
         nonlocal successes
-        results[outcome.index] = outcome
         if isinstance(outcome, Ok):
             successes += 1
             if first is not None and successes >= first:
                 group.cancel_scope.cancel()  # early stop: the branches still running end
 
-    await _fan_out(run, scope, makers=makers, limit=limit, split=split, done=done, results=results)
-    return results  # type: ignore[return-value]  # every slot is filled by now
-
-
-async def _run_into(
-    run: RunContext,
-    *,
-    scope: Scope,
-    makers: Sequence[Maker],
-    limit: int | None,
-    split: Split,
-    send: MemoryObjectSendStream[Outcome],
-) -> None:
-    delivered: list[Outcome | None] = [None] * len(makers)
-    deliver = _sender(send)
-
-    def done(outcome: Outcome, group: TaskGroup) -> None:
-        delivered[outcome.index] = outcome
-        deliver(outcome)
-
-    await _fan_out(
-        run, scope, makers=makers, limit=limit, split=split, done=done, results=delivered
-    )
+    return await _fan_out(run, scope, branches=branches, limit=limit, split=split, done=done)
 
 
 async def _fan_out(
     run: RunContext,
     scope: Scope,
     *,
-    makers: Sequence[Maker],
+    branches: Branches,
     limit: int | None,
     split: Split,
     done: Callable[[Outcome, TaskGroup], None],
-    results: list[Outcome | None],
-) -> None:
-    """Run every branch in one anyio task group; a branch's mistake leaves as itself."""
-    paths = [child_branch(scope.branch, "parallel", i) for i in range(len(makers))]
+) -> list[Outcome]:
+    """Run the branches in one anyio task group; a branch's mistake leaves as itself."""
+    fan: BranchSet | None = None
     escaped: BaseException | None = None
+    returning = False
     try:
-        ledgers = branch_ledgers(scope.ledger, paths, split)
+        ledger_for = branch_ledgers(scope.ledger, split, branches.count)
         async with anyio.create_task_group() as tg:
-            branches = BranchSet(run, scope, "parallel", _limiter(limit), lambda o: done(o, tg), tg)
-            for i, make in enumerate(makers):
-                tg.start_soon(branches.run_branch, i, paths[i], ledgers[i], make)
+            fan = BranchSet(
+                run, scope, "parallel", branches, ledger_for, lambda o: done(o, tg), tg,
+                shared=split == "shared",
+            )  # fmt: skip
+            if limit is None:
+                fan.start_all()
+            else:
+                await fan.feed(limit)
+        returning = True
     except BaseExceptionGroup as group:
         escaped = first_escape(group)
     finally:
-        filled = discard_unstarted(run, makers, paths, results)
-        results[:] = filled
+        outcomes = fan.finish(returning=returning) if fan is not None else []
+        branches.close_unawaited()
     if escaped is not None:
         raise escaped
+    return outcomes
 
 
 def _sender(send: MemoryObjectSendStream[Outcome]) -> Callable[[Outcome], None]:

@@ -122,14 +122,18 @@ class EventLog:
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.perf_counter,
         start_seq: int = 0,
+        start_t: float = 0.0,
     ) -> None:
-        """`start_seq`: a resumed run goes on numbering where its log stopped."""
+        """`start_seq`, `start_t`: a resumed run goes on numbering, and its clock goes on,
+        where its log stopped (the time between a process's death and its resume is not in
+        `t`; `ts` is the wall clock)."""
         self.run_id = run_id
         self.sinks = list(sinks)
         self.redactor = Redactor(secrets)
         """The run's secret policy; sinks that print text of their own scrub it with this."""
         self._clock = clock
         self._t0 = clock()
+        self._start_t = start_t
         self._seq = start_seq
         self._wall0 = time.time()
         self.usage: dict[str, AgentUsage] = {}
@@ -159,7 +163,7 @@ class EventLog:
         t = self._clock() - self._t0
         seq = self._seq
         self._seq = seq + 1
-        data = {"run_id": self.run_id, "seq": seq, "ts": self._wall0 + t, "t": t,
+        data = {"run_id": self.run_id, "seq": seq, "ts": self._wall0 + t, "t": self._start_t + t,
                 **shape.envelope, **fields}  # fmt: skip
         if shape.tallied:
             self._tally(data)

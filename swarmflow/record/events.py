@@ -164,6 +164,15 @@ class AgentFinished(EventBase):
     preview: str = ""
 
 
+class SessionTold(EventBase):
+    """A message added to a session without a turn (`tell`): no model call was made; the
+    session's next turn carries it."""
+
+    type: Literal["session_told"] = "session_told"
+    text: str = ""
+    """The message, cut to a preview."""
+
+
 class SessionEnded(EventBase):
     type: Literal["session_ended"] = "session_ended"
     state: Literal["done", "stopped", "error"]
@@ -283,6 +292,9 @@ class ThreadCreated(EventBase):
 
     type: Literal["thread_created"] = "thread_created"
     thread: str
+    board: str = ""
+    """The board it is on: "" the run's own, else a team call's (`team[0]`,
+    `parallel[1]/team[0]`; docs/board.md). The same on every board event."""
     creator: str
     participants: list[str] = []
 
@@ -293,6 +305,7 @@ class BoardMessagePosted(EventBase):
 
     type: Literal["board_message_posted"] = "board_message_posted"
     thread: str
+    board: str = ""
     sender: str
     text: str = ""
     """A preview of the content."""
@@ -310,6 +323,7 @@ class MentionDelivered(EventBase):
 
     type: Literal["mention_delivered"] = "mention_delivered"
     thread: str
+    board: str = ""
     sender: str
     recipient: str
     message_seq: int
@@ -326,6 +340,7 @@ class BoardRefused(EventBase):
     source: str
     target: str = ""
     thread: str = ""
+    board: str = ""
     reason: str
 
 
@@ -377,6 +392,7 @@ Event = Annotated[
     | HandoffRefused
     | SpawnRefused
     | AgentFinished
+    | SessionTold
     | SessionEnded
     | ContextCompacted
     | RailVetoed
@@ -416,12 +432,39 @@ def parse_event(line: str | bytes) -> EventBase:
     """Parse one JSONL line back into its event model.
 
     A line that holds a lone surrogate (`core.jsonline` escapes text that is not UTF-8 so) is
-    read with Python's JSON parser: pydantic's refuses such an escape.
+    read with Python's JSON parser: pydantic's refuses such an escape. A line that is not an
+    event raises `ValidationError` or `ValueError`; so does one nested deeper than
+    `MAX_NESTING` (pydantic's parser stops there, and an event read must be writable again).
     """
     try:
         event: EventBase = event_adapter().validate_json(line)
     except ValidationError as exc:
-        if exc.errors()[0]["type"] != "json_invalid":
+        error = exc.errors()[0]
+        if error["type"] != "json_invalid" or "recursion limit" in str(error.get("ctx")):
             raise
-        event = event_adapter().validate_python(json.loads(line))
+        try:
+            data = json.loads(line)
+            deep = not _nested_within(data, MAX_NESTING)
+        except RecursionError:
+            deep = True
+        if deep:
+            raise ValueError("the line is nested too deeply to be an event") from None
+        event = event_adapter().validate_python(data)
     return event
+
+
+MAX_NESTING = 200
+"""The deepest nesting of lists and objects an event line may have (pydantic's JSON parser
+reads no deeper; its serializer writes 255 levels)."""
+
+
+def _nested_within(data: Any, limit: int) -> bool:
+    """Whether `data` nests lists and dicts at most `limit` deep (level by level, no
+    recursion)."""
+    level, items = 0, [data]
+    while items := [i for i in items if isinstance(i, dict | list)]:
+        level += 1
+        if level > limit:
+            return False
+        items = [v for i in items for v in (i.values() if isinstance(i, dict) else i)]
+    return True

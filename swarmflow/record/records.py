@@ -16,10 +16,20 @@ Annotations here are evaluated eagerly (no `from __future__ import annotations`)
 """
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    TypeAdapter,
+    ValidationError,
+)
 
 from swarmflow.core.budget import Charge
 from swarmflow.core.messages import Message, Usage
@@ -28,6 +38,49 @@ from swarmflow.core.patch import Patch
 JOURNAL_VERSION = 2
 """The journal format this swarmflow writes and reads (1: before the board's and the answers'
 records moved to the event stream, and a finished call recorded its place in it)."""
+
+
+# -- fields a resume hands to git or the file system ---------------------------------------------
+# A journal is read back from disk, where anything that can write the run directory may have
+# changed it: a value that becomes a path or a git argument is checked for its form here, so a
+# forged one is refused with its file and line before anything acts on it.
+
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_REF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
+
+
+def _commit_id(text: str) -> str:
+    """A full commit id (SHA-1 or SHA-256, lower-case hex): never an option or a revision
+    expression."""
+    if _COMMIT_ID.fullmatch(text) is None:
+        raise ValueError(f"{text[:80]!r} is not a full commit id")
+    return text
+
+
+def _commit_id_or_none(text: str) -> str:
+    return text if text == "" else _commit_id(text)
+
+
+def _branch_name(text: str) -> str:
+    """A branch name that git cannot read as an option or a revision range."""
+    if _REF_NAME.fullmatch(text) is None or ".." in text or "//" in text:
+        raise ValueError(f"{text[:80]!r} is not a branch name swarmflow makes")
+    return text
+
+
+def _plain_absolute_path(text: str) -> str:
+    """An absolute path with no `.` or `..` part (so that its text says where it is)."""
+    if "\x00" in text or not os.path.isabs(text) or os.path.normpath(text) != text:
+        raise ValueError(f"{text[:200]!r} is not an absolute path without '.' or '..' parts")
+    return text
+
+
+CommitId = Annotated[str, AfterValidator(_commit_id)]
+"""A full commit id, as `git rev-parse` prints it."""
+BranchName = Annotated[str, AfterValidator(_branch_name)]
+PlainPath = Annotated[str, AfterValidator(_plain_absolute_path)]
+Count = NonNegativeInt
+Dollars = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 
 
 class RecordBase(BaseModel):
@@ -41,26 +94,27 @@ class Key(RecordBase):
     """A call's key (`record.journal.CallKey`)."""
 
     branch: str
-    index: int
+    index: NonNegativeInt
     agent: str
     digest: str
 
 
 class WorktreeAt(RecordBase):
-    """Where a call's git worktree lives."""
+    """Where a call's git worktree lives (the run's own provider also checks that `root` is
+    in the run's `worktrees/` folder and `branch` the one it names after it)."""
 
-    root: str
-    branch: str
-    base: str
+    root: PlainPath
+    branch: BranchName
+    base: CommitId
 
 
 @dataclass(frozen=True, slots=True)
 class Spend:
     """What a call's ledgers were charged (a replay charges it again)."""
 
-    tokens: int = 0
-    cost: float = 0.0
-    calls: int = 0
+    tokens: Count = 0
+    cost: Dollars = 0.0
+    calls: Count = 0
 
     @property
     def charge(self) -> Charge:
@@ -75,6 +129,20 @@ def spend_fields(usage: Usage, cost: float, calls: int) -> dict[str, Any]:
 def usage_fields(usage: Usage) -> dict[str, int]:
     """A `Usage` as written."""
     return {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input}
+
+
+def _counted(usage: Usage) -> Usage:
+    """Token counts are never negative (a replay adds them to its session's)."""
+    if min(usage.input, usage.output, usage.cached_input) < 0:
+        raise ValueError("a token count is negative")
+    return usage
+
+
+def _patch_commits(patch: Patch) -> Patch:
+    """A recorded patch's commits are commit ids (a flow may hand them to git)."""
+    _commit_id_or_none(patch.base)
+    _commit_id_or_none(patch.commit)
+    return patch
 
 
 def message_fields(message: Message) -> dict[str, Any]:
@@ -100,12 +168,16 @@ class JournalOpened(RecordBase):
 
 
 class CallStarted(RecordBase):
-    """A call that owns a git worktree, before its first model call."""
+    """A call that works in a git worktree (its own or one it borrowed), before its first
+    model call."""
 
     kind: Literal["call_started"] = "call_started"
     key: Key
     session: str
     workspace: WorktreeAt
+    head: Annotated[str, AfterValidator(_commit_id_or_none)] = ""
+    """The commit the worktree's HEAD was at when the call started: a restarted call is put
+    back there ("" in a journal written before it was recorded: the worktree's base)."""
 
 
 class CallFinished(RecordBase):
@@ -114,7 +186,7 @@ class CallFinished(RecordBase):
     kind: Literal["call_finished"] = "call_finished"
     key: Key
     session: str
-    event_seq: int
+    event_seq: NonNegativeInt
     """The `seq` the run's next event took: every event before it came before the call
     returned (the board of a resumed run is rebuilt from the events by it)."""
     text: str = ""
@@ -122,8 +194,8 @@ class CallFinished(RecordBase):
     """The prompt (an agent call)."""
     value: Any = None
     """The structured value as JSON."""
-    patch: Patch | None = None
-    usage: Usage = Usage()
+    patch: Annotated[Patch, AfterValidator(_patch_commits)] | None = None
+    usage: Annotated[Usage, AfterValidator(_counted)] = Usage()
     spend: Spend = Spend()
     state: str = "done"
     reason: str = "completed"

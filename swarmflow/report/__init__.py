@@ -12,11 +12,13 @@ if TYPE_CHECKING:
     from swarmflow.report.digest import agent_label as agent_label
     from swarmflow.report.digest import digest as digest
     from swarmflow.report.log import LogError as LogError
+    from swarmflow.report.log import LogStream as LogStream
     from swarmflow.report.log import RunLog as RunLog
     from swarmflow.report.log import read_log as read_log
     from swarmflow.report.text import DEMO_MODEL as DEMO_MODEL
     from swarmflow.report.text import model_label as model_label
     from swarmflow.report.text import render_report as render_report
     from swarmflow.report.text import report_from_dir as report_from_dir
+    from swarmflow.report.text import report_of as report_of
 
 export_lazily(__name__)

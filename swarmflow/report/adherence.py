@@ -82,52 +82,140 @@ def adherence(
 
     `context_policy` lists the compaction levels the experiment allows (None: any).
     """
-    events = list(events)
-    start = next((e for e in events if isinstance(e, RunStarted)), None)
-    if start is None:
-        raise ValueError("the event log has no run_started event")
-    roles = start.roles
-    return Adherence(
-        axes=(
-            _participation(start.agents, events),
-            _delegation(start, events),
-            _role_boundary(roles, events),
-            _budget_sharing(roles, events),
-            _information_flow(start.edges, events),
-            _context_policy(context_policy, events),
-        )
-    )
-
-
-def _workers(events: list[EventBase]) -> dict[str, int]:
-    """Tokens each agent drew over the run."""
-    tokens: dict[str, int] = {}
+    fold = AdherenceFold(context_policy)
     for e in events:
-        if isinstance(e, ModelCalled) and e.agent:
-            tokens[e.agent] = tokens.get(e.agent, 0) + e.tokens_in + e.tokens_out
-    return tokens
+        fold.add(e)
+    return fold.result()
 
 
 def participants(events: Iterable[EventBase]) -> set[str]:
     """The agents that worked, as OpenCollab defines it: spent tokens AND produced at least
     one non-empty model output (a final answer with text, or a tool call). An agent whose only
     replies were empty spent tokens but did no work."""
-    events = list(events)
-    spent = {a for a, tokens in _workers(events).items() if tokens > 0}
-    produced = {
-        e.agent
-        for e in events
-        if e.agent
-        and (
-            (isinstance(e, AgentFinished) and e.produced_content)
-            or (isinstance(e, ModelCalled) and e.tool_calls)
+    fold = AdherenceFold()
+    for e in events:
+        fold.add(e)
+    return fold.participants()
+
+
+_NEEDS_START = (ToolExecuted, MessageSent, BoardMessagePosted)
+"""Events judged against the declared roles and edges, which `run_started` brings."""
+
+
+class AdherenceFold:
+    """What the six axes measure, gathered one event at a time; `result()` at the end.
+
+    A deviation is judged against the team of the first `run_started` event, which opens every
+    log; an event recorded before it (none is) waits for it.
+    """
+
+    def __init__(self, context_policy: Sequence[str] | None = None) -> None:
+        self.context_policy = context_policy
+        self.start: RunStarted | None = None
+        self._declared: set[tuple[str, str]] = set()
+        self._early: list[EventBase] = []
+        self.tokens: dict[str, int] = {}
+        """Tokens each agent drew over the run."""
+        self.produced: set[str] = set()
+        """Agents with a non-empty model output: a final answer with text, or a tool call."""
+        self.tools_refused = 0
+        self.outside: list[str] = []
+        self.budget_refused: set[str | None] = set()
+        self.sent = 0
+        self.posted = 0
+        self.messages_refused = 0
+        self.undeclared_sent: list[str] = []
+        self.undeclared_reached: list[str] = []
+        self.levels: set[str] = set()
+
+    def add(self, e: EventBase) -> None:
+        if isinstance(e, RunStarted):
+            self._started(e)
+        elif isinstance(e, _NEEDS_START):
+            self._judged(e)
+        elif isinstance(e, ModelCalled) and e.agent:
+            self.tokens[e.agent] = self.tokens.get(e.agent, 0) + e.tokens_in + e.tokens_out
+            if e.tool_calls:
+                self.produced.add(e.agent)
+        elif isinstance(e, AgentFinished) and e.agent and e.produced_content:
+            self.produced.add(e.agent)
+        elif isinstance(e, ToolRefused):
+            self.tools_refused += 1
+        elif isinstance(e, SessionEnded) and e.reason in BUDGET_REASONS:
+            self.budget_refused.add(e.agent)
+        elif isinstance(e, MessageRefused | HandoffRefused | BoardRefused):
+            self.messages_refused += 1
+        elif isinstance(e, ContextCompacted):
+            self.levels.add(e.level)
+
+    def _started(self, e: RunStarted) -> None:
+        if self.start is not None:
+            return
+        self.start = e
+        self._declared = {(source, target) for source, target in e.edges}
+        early, self._early = self._early, []
+        for waiting in early:
+            self._judged(waiting)
+
+    def _judged(self, e: EventBase) -> None:
+        if self.start is None:
+            self._early.append(e)
+            return
+        roles, declared = self.start.roles, self._declared
+        if isinstance(e, ToolExecuted):
+            if e.agent in roles and e.tool not in roles[e.agent].get("tools", ()):
+                self.outside.append(f"{e.agent} executed {e.tool!r} outside its tool set")
+        elif isinstance(e, MessageSent):
+            self.sent += 1
+            if (e.source, e.target) not in declared:
+                self.undeclared_sent.append(_undeclared(e.source, e.target))
+        elif isinstance(e, BoardMessagePosted):
+            self.posted += 1
+            self.undeclared_reached += [
+                _undeclared(e.sender, r)
+                for r in e.recipients
+                if r != e.sender and (e.sender, r) not in declared
+            ]
+
+    def participants(self) -> set[str]:
+        """The agents that worked: spent tokens and produced an output."""
+        return {a for a, tokens in self.tokens.items() if tokens > 0} & self.produced
+
+    def result(self) -> Adherence:
+        """The six axes; `ValueError` when no `run_started` event was seen."""
+        start = self.start
+        if start is None:
+            raise ValueError("the event log has no run_started event")
+        worked = self.participants()
+        return Adherence(
+            axes=(
+                _participation(start.agents, worked),
+                _delegation(start, worked),
+                self._role_boundary(),
+                _budget_sharing(start.roles, self.tokens, self.budget_refused),
+                self._information_flow(),
+                _context_policy(self.context_policy, self.levels),
+            )
         )
-    }
-    return spent & produced
+
+    def _role_boundary(self) -> Axis:
+        return Axis("role boundary", {"refused attempts": self.tools_refused}, tuple(self.outside))
+
+    def _information_flow(self) -> Axis:
+        """`message_agent` messages and board messages (to each participant they reached)."""
+        realized = {
+            "messages": self.sent,
+            "board messages": self.posted,
+            "refused": self.messages_refused,
+        }
+        return Axis("information flow", realized, (*self.undeclared_sent, *self.undeclared_reached))
 
 
-def _participation(agents: list[str], events: list[EventBase]) -> Axis:
-    worked = participants(events)
+def _undeclared(source: str, target: str) -> str:
+    return f"message {source} -> {target} along an undeclared edge"
+
+
+def _participation(agents: list[str], worked: set[str]) -> Axis:
     idle = [a for a in agents if a not in worked]
     return Axis(
         "participation",
@@ -136,8 +224,7 @@ def _participation(agents: list[str], events: list[EventBase]) -> Axis:
     )
 
 
-def _delegation(start: RunStarted, events: list[EventBase]) -> Axis:
-    worked = participants(events)
+def _delegation(start: RunStarted, worked: set[str]) -> Axis:
     targets = {d for _, d in start.edges}
     delegated = sorted(a for a in worked if a in targets)
     needed = bool(start.edges) and len(start.agents) > 1
@@ -145,25 +232,9 @@ def _delegation(start: RunStarted, events: list[EventBase]) -> Axis:
     return Axis("delegation", delegated, deviation)
 
 
-def _role_boundary(roles: dict[str, dict[str, Any]], events: list[EventBase]) -> Axis:
-    outside, refused = [], 0
-    for e in events:
-        if isinstance(e, ToolRefused):
-            refused += 1
-        elif (
-            isinstance(e, ToolExecuted)
-            and e.agent in roles
-            and e.tool not in roles[e.agent]["tools"]
-        ):
-            outside.append(f"{e.agent} executed {e.tool!r} outside its tool set")
-    return Axis("role boundary", {"refused attempts": refused}, tuple(outside))
-
-
-def _budget_sharing(roles: dict[str, dict[str, Any]], events: list[EventBase]) -> Axis:
-    drawn = _workers(events)
-    refused = {
-        e.agent for e in events if isinstance(e, SessionEnded) and e.reason in BUDGET_REASONS
-    }
+def _budget_sharing(
+    roles: dict[str, dict[str, Any]], drawn: dict[str, int], refused: set[str | None]
+) -> Axis:
     realized, deviations = {}, []
     for agent, role in roles.items():
         allowance = role.get("allowance")
@@ -173,27 +244,9 @@ def _budget_sharing(roles: dict[str, dict[str, Any]], events: list[EventBase]) -
     return Axis("budget sharing", realized, tuple(deviations))
 
 
-def _information_flow(edges: list[tuple[str, str]], events: list[EventBase]) -> Axis:
-    """`message_agent` messages and board messages (to each participant they reached)."""
-    declared = {tuple(e) for e in edges}
-    sent = [(e.source, e.target) for e in events if isinstance(e, MessageSent)]
-    posted = [e for e in events if isinstance(e, BoardMessagePosted)]
-    reached = [(e.sender, r) for e in posted for r in e.recipients if r != e.sender]
-    refused = sum(isinstance(e, MessageRefused | HandoffRefused | BoardRefused) for e in events)
-    bad = [
-        f"message {s} -> {t} along an undeclared edge"
-        for s, t in [*sent, *reached]
-        if (s, t) not in declared
-    ]
-    realized = {"messages": len(sent), "board messages": len(posted), "refused": refused}
-    return Axis("information flow", realized, tuple(bad))
-
-
-def _context_policy(allowed: Sequence[str] | None, events: list[EventBase]) -> Axis:
-    fired = [e.level for e in events if isinstance(e, ContextCompacted)]
+def _context_policy(allowed: Sequence[str] | None, levels: set[str]) -> Axis:
+    fired = sorted(levels)
     bad = []
     if allowed is not None:
-        bad = [
-            f"compaction level {lvl!r} fired" for lvl in sorted(set(fired)) if lvl not in allowed
-        ]
-    return Axis("context policy", sorted(set(fired)) or ["none"], tuple(bad))
+        bad = [f"compaction level {lvl!r} fired" for lvl in fired if lvl not in allowed]
+    return Axis("context policy", fired or ["none"], tuple(bad))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from swarmflow.record.events import BranchFinished, EventBase, OutcomesCompacted, ToolExecuted
+from swarmflow.record.events import BranchFinished, EventBase, OutcomesCompacted
 from swarmflow.report._format import clip, table
 from swarmflow.report.digest import Digest, SessionDigest, branch_index
 
@@ -34,11 +35,10 @@ class CandidateDigest:
 
     def tests(self) -> tuple[str, str]:
         """`(passed|failed|not run, summary)` from the reviewer's last test command."""
-        shells = self.reviewer.shells if self.reviewer else []
-        tests = [s for s in shells if "test" in _command(s)] or shells
-        if not tests:
+        shell = (self.reviewer.last_test or self.reviewer.last_shell) if self.reviewer else None
+        if shell is None:
             return "not run", ""
-        result = tests[-1].result
+        result = shell.result
         code = _EXIT.search(result)
         passed = code is not None and int(code.group(1)) == 0
         return ("passed" if passed else "failed"), tally_line(result)
@@ -55,12 +55,6 @@ class Candidates:
         return self.by_index.setdefault(index, CandidateDigest(index))
 
 
-def _command(event: ToolExecuted) -> str:
-    """The shell command of a `run_shell` event."""
-    args = event.arguments
-    return str(args.get("command", "")) if isinstance(args, dict) else str(args)
-
-
 def tally_line(output: str) -> str:
     """The test runner's tally line (`1 failed, 3 passed in 0.4s`), else the last line."""
     lines = [line.strip(" =") for line in output.splitlines() if line.strip(" =")]
@@ -69,8 +63,44 @@ def tally_line(output: str) -> str:
     return shown[:70]
 
 
+@dataclass
+class BranchOutcomes:
+    """What the events say of each `parallel[i]` branch, folded one event at a time: its
+    outcome and error, and why `compact` dropped it."""
+
+    outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
+    dropped: dict[int, str] = field(default_factory=dict)
+
+    def add(self, e: EventBase) -> None:
+        if isinstance(e, BranchFinished):
+            index = branch_index(e.branch)
+            if index is not None and e.branch.rsplit("/", 1)[-1].startswith("parallel["):
+                self.outcomes[index] = (e.outcome, e.error or "")
+        elif isinstance(e, OutcomesCompacted):
+            for drop in e.dropped:
+                index = _index(drop.get("index", -1))
+                if index is not None:
+                    self.dropped[index] = str(drop.get("reason", ""))
+
+
+def _index(value: Any) -> int | None:
+    """A dropped outcome's index, or None for one a log forged."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def candidates(d: Digest, events: Iterable[EventBase]) -> Candidates:
     """The run's candidates: coders on parallel branches, their reviewers and outcomes."""
+    seen = BranchOutcomes()
+    for e in events:
+        seen.add(e)
+    return candidates_of(d, seen)
+
+
+def candidates_of(d: Digest, seen: BranchOutcomes) -> Candidates:
+    """The candidates of a run folded into `d` and `seen`."""
     found = Candidates()
     for s in d.sessions.values():
         index = branch_index(s.branch)
@@ -80,14 +110,10 @@ def candidates(d: Digest, events: Iterable[EventBase]) -> Candidates:
             found.of(index).reviewer = s
     if not found.by_index:
         return found
-    for e in events:
-        if isinstance(e, BranchFinished):
-            index = branch_index(e.branch)
-            if index is not None and e.branch.rsplit("/", 1)[-1].startswith("parallel["):
-                found.of(index).outcome, found.of(index).error = e.outcome, e.error or ""
-        elif isinstance(e, OutcomesCompacted):
-            for drop in e.dropped:
-                found.of(int(drop.get("index", -1))).dropped = str(drop.get("reason", ""))
+    for index, (outcome, error) in seen.outcomes.items():
+        found.of(index).outcome, found.of(index).error = outcome, error
+    for index, reason in seen.dropped.items():
+        found.of(index).dropped = reason
     return found
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from swarmflow.record.events import (
     AgentFinished,
+    CallReplayed,
     ContextCompacted,
     EventBase,
     HandoffRefused,
@@ -21,9 +22,11 @@ from swarmflow.record.events import (
     MessageRefused,
     ModelCalled,
     ModelRetried,
+    OutcomesCompacted,
     PatchApplied,
     RailVetoed,
     RunFinished,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
@@ -100,7 +103,11 @@ class SessionDigest:
     reason: str = ""
     detail: str = ""
     preview: str = ""
-    shells: list[ToolExecuted] = field(default_factory=list)
+    last_shell: ToolExecuted | None = None
+    """The session's last `run_shell` call."""
+    last_test: ToolExecuted | None = None
+    """Its last `run_shell` call that ran tests (the candidates table shows it): the two last
+    calls, not every one, so that a long session costs no more memory to report."""
     commit: str = ""
     files: list[str] = field(default_factory=list)
     last_prompt: int = 0
@@ -125,8 +132,20 @@ class HumanExchange:
 
 
 @dataclass
+class Resume:
+    """One resume of the run: when, and what its process replayed and paid for."""
+
+    t: float
+    recorded: int
+    """Finished calls the journal held for this process to replay."""
+    replayed: int = 0
+    spend: Spend = field(default_factory=Spend)
+    """What this process's own model calls cost (a replayed call costs nothing)."""
+
+
+@dataclass
 class Digest:
-    """Everything a report shows, folded from the events."""
+    """Everything a report shows, folded from the events one at a time (`add`)."""
 
     run_id: str = ""
     flow: str = ""
@@ -147,6 +166,9 @@ class Digest:
     compactions: list[str] = field(default_factory=list)
     prefix_breaks: list[str] = field(default_factory=list)
     """Calls whose prompt did not keep the previous one as its prefix, with no compaction."""
+    dropped: list[str] = field(default_factory=list)
+    """What `compact` dropped, and why."""
+    resumes: list[Resume] = field(default_factory=list)
     last_t: float = 0.0
     count: int = 0
 
@@ -160,6 +182,16 @@ class Digest:
             total.prompt_tokens += s.spend.prompt_tokens
             total.prefix_tokens += s.spend.prefix_tokens
         return totals
+
+    def add(self, event: EventBase) -> None:
+        """Fold one more event in (`digest` folds a whole log)."""
+        self.last_t = event.t
+        self.count += 1
+        fold = _FOLD.get(type(event))
+        if fold is not None:
+            fold(self, event)
+        if self.status == "unfinished":  # until run_finished, the run lasted to its last event
+            self.seconds = self.last_t
 
     def total(self) -> Spend:
         """The run's spend over every session."""
@@ -200,12 +232,22 @@ def _on_model_called(d: Digest, e: ModelCalled) -> None:
         )
     s.spend.add(e, follows=s.spend.calls > 0)
     s.last_prompt, s.compacted = e.prompt_tokens, False
+    if d.resumes:
+        d.resumes[-1].spend.add(e, follows=False)
+
+
+def shell_command(e: ToolExecuted) -> str:
+    """The shell command of a `run_shell` event."""
+    args = e.arguments
+    return str(args.get("command", "")) if isinstance(args, dict) else str(args)
 
 
 def _on_tool_executed(d: Digest, e: ToolExecuted) -> None:
     s = d.sessions.get(e.session or "")
     if s is not None and e.tool == "run_shell":
-        s.shells.append(e)
+        s.last_shell = e
+        if "test" in shell_command(e):
+            s.last_test = e
 
 
 def _on_agent_finished(d: Digest, e: AgentFinished) -> None:
@@ -238,6 +280,24 @@ def _on_compacted(d: Digest, e: ContextCompacted) -> None:
     d.compactions.append(
         f"{who} ({e.session}): {e.level}, {e.messages_before} -> {e.messages_after} messages"
     )
+
+
+def _on_outcomes_compacted(d: Digest, e: OutcomesCompacted) -> None:
+    where = f" in {e.branch}" if e.branch else ""
+    for item in e.dropped:
+        d.dropped.append(
+            f"compact{where} dropped outcome {item.get('index')}: {item.get('reason')}"
+        )
+
+
+def _on_resumed(d: Digest, e: RunResumed) -> None:
+    d.status = "unfinished"  # the earlier process's end is not the run's
+    d.resumes.append(Resume(e.t, e.recorded_calls))
+
+
+def _on_replayed(d: Digest, e: CallReplayed) -> None:
+    if d.resumes:
+        d.resumes[-1].replayed += 1
 
 
 def _on_retried(d: Digest, e: ModelRetried) -> None:
@@ -287,6 +347,9 @@ _FOLD: dict[type[EventBase], Callable[[Digest, Any], None]] = {
     WorkspaceChanged: _on_workspace_changed,
     PatchApplied: _on_patch_applied,
     ContextCompacted: _on_compacted,
+    OutcomesCompacted: _on_outcomes_compacted,
+    RunResumed: _on_resumed,
+    CallReplayed: _on_replayed,
     ModelRetried: _on_retried,
     HumanRequested: _on_human_requested,
     HumanAnswered: _on_human_answered,
@@ -302,11 +365,5 @@ def digest(events: Iterable[EventBase]) -> Digest:
     """Fold a run's events into what a report shows."""
     d = Digest()
     for event in events:
-        d.last_t = event.t
-        d.count += 1
-        fold = _FOLD.get(type(event))
-        if fold is not None:
-            fold(d, event)
-    if d.status == "unfinished":
-        d.seconds = d.last_t
+        d.add(event)
     return d

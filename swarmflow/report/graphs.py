@@ -9,8 +9,9 @@ from typing import Literal
 
 from swarmflow.core.errors import SwarmflowError
 from swarmflow.core.team import Agent, Team
-from swarmflow.record.events import EventBase, RunFinished, RunStarted
-from swarmflow.runtime.graph import dot_of, mermaid_of, node_of
+from swarmflow.record.events import EventBase, RunFinished, RunStarted, TeamEnded
+from swarmflow.report.team import MessageMatrix, message_matrix
+from swarmflow.runtime.graph import Node, dot_of, mermaid_of, node_of
 
 Which = Literal["topology", "steps", "run"]
 TextFormat = Literal["mermaid", "dot"]
@@ -35,12 +36,64 @@ def run_diagram(events: Sequence[EventBase], which: Which, fmt: TextFormat) -> s
         raise GraphError("the run has not finished: its executed graph is recorded at the end")
     if finished.nodes:
         nodes = [node_of(row) for row in finished.nodes]
-        return (
-            mermaid_of(nodes) if fmt == "mermaid" else dot_of(nodes, f"{started_name(events)}_run")
-        )
+        if fmt == "mermaid":
+            drawn = mermaid_of(nodes)
+        else:
+            drawn = dot_of(nodes, f"{started_name(events)}_run")
+        return _with_conversation(drawn, nodes, events, fmt)
     if fmt == "mermaid" and finished.graph:
         return finished.graph  # a log from before nodes were recorded
     raise GraphError("this log records no executed graph in a form DOT can be made from")
+
+
+def _with_conversation(
+    drawn: str, nodes: Sequence[Node], events: Sequence[EventBase], fmt: TextFormat
+) -> str:
+    """The executed graph, plus what a Team run's roles said to each other: a Team run is one
+    operator call, so its work shows only in who messaged whom (with how many messages)."""
+    roles = [r for e in events if isinstance(e, TeamEnded) for r in [e.agent or "", *e.roles]]
+    matrix = message_matrix(events)
+    names = list(dict.fromkeys(n for n in [*roles, *matrix.names] if n))
+    if not names:
+        return drawn
+    team_node = next((n.id for n in nodes if n.operator == "team"), None)
+    lines = drawn.splitlines()
+    closing = lines.pop() if fmt == "dot" else None  # the DOT graph's closing brace
+    lines += (_mermaid_talk if fmt == "mermaid" else _dot_talk)(names, matrix, team_node)
+    if closing is not None:
+        lines.append(closing)
+    return "\n".join(lines)
+
+
+def _mermaid_talk(names: list[str], matrix: MessageMatrix, team_node: int | None) -> list[str]:
+    ids = {name: f"r{i}" for i, name in enumerate(names)}
+    lines = ['    subgraph talk["who talked to whom"]']
+    lines += [f'        {ids[n]}(["{n}"])' for n in names]
+    lines.append("    end")
+    if team_node is not None:
+        lines.append(f"    n{team_node} --> talk")
+    for (source, target), count in sorted(matrix.counts.items()):
+        lines.append(f'    {ids[source]} -- "{_messages(matrix, source, target, count)}" --> '
+                     f"{ids[target]}")  # fmt: skip
+    return lines
+
+
+def _dot_talk(names: list[str], matrix: MessageMatrix, team_node: int | None) -> list[str]:
+    lines = ["    subgraph cluster_talk {", '        label="who talked to whom";']
+    lines += [f'        "role:{n}" [label="{n}", shape=ellipse];' for n in names]
+    lines.append("    }")
+    if team_node is not None:
+        lines.append(f'    n{team_node} -> "role:{names[0]}" [style=dotted];')
+    for (source, target), count in sorted(matrix.counts.items()):
+        label = _messages(matrix, source, target, count)
+        lines.append(f'    "role:{source}" -> "role:{target}" [label="{label}"];')
+    return lines
+
+
+def _messages(matrix: MessageMatrix, source: str, target: str, count: int) -> str:
+    mentions = matrix.mentions.get((source, target), 0)
+    text = f"{count} message{'s' if count != 1 else ''}"
+    return f"{text}, {mentions} @" if mentions else text
 
 
 def started_name(events: Sequence[EventBase]) -> str:

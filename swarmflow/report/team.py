@@ -9,7 +9,9 @@ each agent's share of the tokens drawn in each (OpenCollab's Figure 8).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from swarmflow.record.events import BoardMessagePosted, EventBase, MessageSent, ModelCalled
@@ -32,6 +34,16 @@ class MessageMatrix:
         if mention:
             self.mentions[key] = self.mentions.get(key, 0) + 1
 
+    def add_event(self, e: EventBase) -> None:
+        """Count `e` when it is a message: a `message_agent` delivery, or a board message once
+        for every participant it reached (a mention marked)."""
+        if isinstance(e, MessageSent):
+            self.add(e.source, e.target)
+        elif isinstance(e, BoardMessagePosted):
+            for receiver in e.recipients:
+                if receiver != e.sender:
+                    self.add(e.sender, receiver, mention=receiver in e.mentions)
+
     @property
     def names(self) -> list[str]:
         return sorted({n for pair in self.counts for n in pair})
@@ -44,36 +56,54 @@ def message_matrix(events: Iterable[EventBase]) -> MessageMatrix:
     """The matrix of a run: message_agent deliveries, board messages and mentions."""
     matrix = MessageMatrix()
     for e in events:
-        if isinstance(e, MessageSent):
-            matrix.add(e.source, e.target)
-        elif isinstance(e, BoardMessagePosted):
-            _board_message(matrix, e)
+        matrix.add_event(e)
     return matrix
 
 
-def _board_message(matrix: MessageMatrix, e: BoardMessagePosted) -> None:
-    """A board message counts once for every participant it reached; a mention is marked."""
-    for receiver in e.recipients:
-        if receiver != e.sender:
-            matrix.add(e.sender, receiver, mention=receiver in e.mentions)
+_WIDEST = 2**63 - 1
 
 
-def token_shares(events: Sequence[EventBase]) -> dict[str, list[float]]:
+class TokenShares:
+    """Every model call's time, agent and tokens, folded one event at a time and kept compact
+    (20 bytes a call in arrays, not the events): the tenths are known only once the last call
+    is, so each call must be placed at the end."""
+
+    def __init__(self) -> None:
+        self._t = array("d")
+        self._tokens = array("q")
+        self._agent = array("I")
+        self._agents: dict[str, int] = {}
+
+    def add(self, e: EventBase) -> None:
+        if isinstance(e, ModelCalled) and e.agent and math.isfinite(e.t):
+            self._t.append(e.t)
+            self._tokens.append(max(-_WIDEST, min(_WIDEST, e.tokens_in + e.tokens_out)))
+            self._agent.append(self._agents.setdefault(str(e.agent), len(self._agents)))
+
+    def shares(self) -> dict[str, list[float]]:
+        """Each agent's share (0..1) of the tokens drawn in each tenth of the run's calls."""
+        if not self._t:
+            return {}
+        start, end = min(self._t), max(self._t)
+        width = (end - start) / TENTHS or 1.0
+        names = list(self._agents)
+        drawn: dict[str, list[int]] = {}
+        for t, tokens, agent in zip(self._t, self._tokens, self._agent, strict=True):
+            tenth = min(TENTHS - 1, int((t - start) / width))
+            drawn.setdefault(names[agent], [0] * TENTHS)[tenth] += tokens
+        totals = [sum(row[i] for row in drawn.values()) for i in range(TENTHS)]
+        return {
+            agent: [row[i] / totals[i] if totals[i] else 0.0 for i in range(TENTHS)]
+            for agent, row in sorted(drawn.items())
+        }
+
+
+def token_shares(events: Iterable[EventBase]) -> dict[str, list[float]]:
     """Each agent's share (0..1) of the tokens drawn in each tenth of the run's model calls."""
-    calls = [e for e in events if isinstance(e, ModelCalled) and e.agent]
-    if not calls:
-        return {}
-    start, end = min(c.t for c in calls), max(c.t for c in calls)
-    width = (end - start) / TENTHS or 1.0
-    drawn: dict[str, list[int]] = {}
-    for c in calls:
-        tenth = min(TENTHS - 1, int((c.t - start) / width))
-        drawn.setdefault(str(c.agent), [0] * TENTHS)[tenth] += c.tokens_in + c.tokens_out
-    totals = [sum(row[i] for row in drawn.values()) for i in range(TENTHS)]
-    return {
-        agent: [row[i] / totals[i] if totals[i] else 0.0 for i in range(TENTHS)]
-        for agent, row in sorted(drawn.items())
-    }
+    shares = TokenShares()
+    for e in events:
+        shares.add(e)
+    return shares.shares()
 
 
 def render_matrix(matrix: MessageMatrix) -> str:

@@ -1,7 +1,9 @@
 """The text report of any run, rendered from its events alone.
 
 The live run and `swarmflow report RUN_DIR` print the same text: both fold the event stream
-into a `Digest` and render that, so nothing in the report can come from anywhere but the log.
+into a `Digest` (and the report's other analyses) and render that, so nothing in the report
+can come from anywhere but the log. The events are folded one at a time, in one pass: the
+report of a log read from disk holds what its sections show, never the events.
 """
 
 from __future__ import annotations
@@ -11,12 +13,18 @@ from pathlib import Path
 
 from swarmflow.record.events import EventBase
 from swarmflow.report._format import as_json, clip, share, table
-from swarmflow.report.adherence import adherence
-from swarmflow.report.candidates import candidates, render_candidates
-from swarmflow.report.digest import Digest, HumanExchange, branch_index, digest
-from swarmflow.report.log import RunLog, read_log
-from swarmflow.report.team import message_matrix, render_matrix, render_shares, token_shares
-from swarmflow.report.timeline import Entry, timeline
+from swarmflow.report.adherence import AdherenceFold
+from swarmflow.report.candidates import BranchOutcomes, candidates_of, render_candidates
+from swarmflow.report.digest import (
+    Digest,
+    HumanExchange,
+    Resume,
+    Spend,
+    branch_index,
+)
+from swarmflow.report.log import LogStream, RunLog, read_log
+from swarmflow.report.team import MessageMatrix, TokenShares, render_matrix, render_shares
+from swarmflow.report.timeline import TimelineHead
 
 DEMO_MODEL = "demo-scripted"
 """The model name of the scripted demo policy (see `swarmflow.flows.demo`)."""
@@ -24,7 +32,9 @@ MAX_TIMELINE = 60
 """Timeline lines shown in text; the HTML report shows every entry."""
 MAX_SESSIONS = 40
 """Per-session rows shown; beyond that the per-agent totals say it all."""
-_TIMELINE_KINDS = frozenset({"model", "tool", "wait", "message", "human", "refusal", "session"})
+_TIMELINE_KINDS = frozenset(
+    {"model", "tool", "wait", "message", "human", "refusal", "session", "resume"}
+)
 _STATUS_WHY = {
     "ok": "the flow returned its output",
     "failed": "the run failed",
@@ -33,43 +43,81 @@ _STATUS_WHY = {
 }
 
 
+class ReportFolds:
+    """Every analysis the text report shows, fed one event at a time. What it holds grows with
+    the run's sessions, agents and findings (and 20 bytes a model call for the token shares),
+    not with its events."""
+
+    def __init__(self) -> None:
+        self.digest = Digest()
+        self.branches = BranchOutcomes()
+        self.shares = TokenShares()
+        self.matrix = MessageMatrix()
+        self.timeline = TimelineHead(MAX_TIMELINE, _TIMELINE_KINDS)
+        self.adherence = AdherenceFold()
+
+    def add(self, e: EventBase) -> None:
+        self.digest.add(e)
+        self.branches.add(e)
+        self.shares.add(e)
+        self.matrix.add_event(e)
+        self.timeline.add(e)
+        self.adherence.add(e)
+
+    def render(self, run_dir: Path | str | None = None, *, note: str = "") -> str:
+        """The report's text."""
+        d = self.digest
+        parts = [
+            _header(d),
+            _status(d),
+            _output(d),
+            render_candidates(d, candidates_of(d, self.branches)),
+            _humans(d.humans),
+            _usage(d),
+            _resumes(d.resumes, d.total()),
+            _prefix(d),
+            render_shares(self.shares.shares()),
+            render_matrix(self.matrix),
+            _timeline(self.timeline),
+            _listed("Dropped by compact", d.dropped),
+            _listed("Refusals", d.refusals),
+            _listed("Retries", d.retries),
+            _organization(self.adherence),
+            _footer(d, run_dir, note),
+        ]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def fold_report(events: Iterable[EventBase]) -> ReportFolds:
+    """The report's analyses of `events`, read once, in one pass."""
+    folds = ReportFolds()
+    for event in events:
+        folds.add(event)
+    return folds
+
+
 def render_report(
     events: Iterable[EventBase], run_dir: Path | str | None = None, *, note: str = ""
 ) -> str:
     """The report of a run, from its events (and where its directory is)."""
-    events = list(events)
-    d = digest(events)
-    parts = [
-        _header(d),
-        _status(d),
-        _output(d),
-        render_candidates(d, candidates(d, events)),
-        _humans(d.humans),
-        _usage(d),
-        _prefix(d),
-        render_shares(token_shares(events)),
-        render_matrix(message_matrix(events)),
-        _timeline(timeline(events)),
-        _listed("Refusals", d.refusals),
-        _listed("Retries", d.retries),
-        _organization(events),
-        _footer(d, run_dir, note),
-    ]
-    return "\n\n".join(p for p in parts if p) + "\n"
+    return fold_report(events).render(run_dir, note=note)
 
 
 def report_from_dir(run_dir: Path | str) -> str:
-    """The same report as the live run printed, read back from `RUN_DIR/events.jsonl`.
+    """The same report as the live run printed, read back from `RUN_DIR/events.jsonl` in one
+    pass (the events are folded as they are read, never all held).
 
     Raises `LogError` (one line) when there is no readable log there.
     """
-    log = read_log(run_dir)
-    return report_of(log, run_dir)
+    return report_of(read_log(run_dir), run_dir)
 
 
-def report_of(log: RunLog, run_dir: Path | str) -> str:
-    """The report of a log already read, saying what a truncated log left out."""
-    return render_report(log.events, run_dir, note=log.note())
+def report_of(log: RunLog | LogStream, run_dir: Path | str) -> str:
+    """The report of a log, folded as its events are read, saying what a truncated log left
+    out. A `LogStream` is read through (it can be read once); a `RunLog` is read again."""
+    stream = log.stream() if isinstance(log, RunLog) else log
+    folds = fold_report(stream)
+    return folds.render(run_dir, note=stream.note())
 
 
 def model_label(models: Iterable[str]) -> str:
@@ -159,6 +207,24 @@ def _usage(d: Digest) -> str:
     return text
 
 
+def _resumes(resumes: list[Resume], total: Spend) -> str:
+    """Each resume: what its process replayed and paid, against the whole run's spend."""
+    if not resumes:
+        return ""
+    lines = [f"Resumed {len(resumes)} time{'s' if len(resumes) > 1 else ''}"]
+    for r in resumes:
+        lines.append(
+            f"  at {r.t:.2f}s: {r.replayed} of {r.recorded} recorded calls replayed (no tokens); "
+            f"then {r.spend.calls} new calls, {r.spend.tokens_in + r.spend.tokens_out:,} tokens, "
+            f"${r.spend.cost:.4f}"
+        )
+    lines.append(
+        f"  the run as a whole: {total.calls} calls, "
+        f"{total.tokens_in + total.tokens_out:,} tokens, ${total.cost:.4f} (the table above)"
+    )
+    return "\n".join(lines)
+
+
 def _session_order(d: Digest, agent: str, branch: str, session: str) -> tuple[int, int, str]:
     order = {name: i for i, name in enumerate(d.agents)}
     return order.get(agent, len(order)), branch_index(branch) or 0, session
@@ -173,18 +239,18 @@ def _prefix(d: Digest) -> str:
     return "Prompt prefix\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _timeline(entries: list[Entry]) -> str:
+def _timeline(head: TimelineHead) -> str:
     """The session-level entries in time order, the first `MAX_TIMELINE` of them."""
-    shown = [e for e in entries if e.kind in _TIMELINE_KINDS]
-    if not shown:
+    if not head.entries:
         return ""
     lines = ["Timeline"]
-    width = max(len(e.lane) for e in shown[:MAX_TIMELINE])
-    for e in shown[:MAX_TIMELINE]:
+    width = max(len(e.lane) for e in head.entries)
+    for e in head.entries:
         took = f" ({e.duration:.2f}s)" if e.duration >= 0.005 else ""
         lines.append(f"  {e.start:7.2f}s  {e.lane:<{width}}  {clip(e.text, 80)}{took}")
-    if len(shown) > MAX_TIMELINE:
-        lines.append(f"  ... {len(shown) - MAX_TIMELINE} more (swarmflow report --html shows all)")
+    if head.count > len(head.entries):
+        more = head.count - len(head.entries)
+        lines.append(f"  ... {more} more (swarmflow report --html shows all)")
     return "\n".join(lines)
 
 
@@ -194,10 +260,10 @@ def _listed(title: str, items: list[str]) -> str:
     return f"{title}\n" + "\n".join(f"  {clip(item, 160)}" for item in items)
 
 
-def _organization(events: list[EventBase]) -> str:
+def _organization(fold: AdherenceFold) -> str:
     """Whether the declared team and edges were really followed (the adherence axes)."""
     try:
-        return adherence(events).render()
+        return fold.result().render()
     except ValueError:  # a log cut off before run_started has nothing to measure against
         return ""
 

@@ -25,9 +25,11 @@ from swarmflow.record.events import (
     OutcomesCompacted,
     PatchApplied,
     RunFinished,
+    RunResumed,
     RunStarted,
     SessionEnded,
     SessionStarted,
+    SessionTold,
     ToolExecuted,
     WorkspaceChanged,
 )
@@ -47,7 +49,8 @@ class Entry:
     end: float
     lane: str
     kind: str
-    """model, tool, wait, message, human, refusal, compaction, session, operator, run, note."""
+    """model, tool, wait, message, human, refusal, compaction, session, operator, run, resume,
+    note."""
     text: str
     ok: bool = True
 
@@ -77,6 +80,11 @@ def _session_ended(e: SessionEnded) -> tuple[str, str, float]:
 
 def _message(e: MessageSent) -> tuple[str, str, float]:
     return "message", f"message {e.source} -> {e.target} via {e.via}", 0.0
+
+
+def _told(e: SessionTold) -> tuple[str, str, float]:
+    # Not its text: an entry whose words say "failed" is drawn as a failure.
+    return "message", "told a message (no model call)", 0.0
 
 
 def _human_requested(e: HumanRequested) -> tuple[str, str, float]:
@@ -125,6 +133,14 @@ def _run_started(e: RunStarted) -> tuple[str, str, float]:
     return "run", f"run {e.run_id} of {e.flow} started", 0.0
 
 
+def _run_resumed(e: RunResumed) -> tuple[str, str, float]:
+    return (
+        "resume",
+        f"resumed here in a new process: {e.recorded_calls} recorded calls to replay",
+        0.0,
+    )
+
+
 def _run_finished(e: RunFinished) -> tuple[str, str, float]:
     return "run", f"run {e.status}" + (f": {e.error}" if e.error else ""), 0.0
 
@@ -135,6 +151,7 @@ _SHOW: dict[type[EventBase], Callable[[Any], tuple[str, str, float]]] = {
     SessionStarted: _session_started,
     SessionEnded: _session_ended,
     MessageSent: _message,
+    SessionTold: _told,
     HumanRequested: _human_requested,
     HumanAnswered: _human_answered,
     OperatorStarted: _operator_started,
@@ -146,6 +163,7 @@ _SHOW: dict[type[EventBase], Callable[[Any], tuple[str, str, float]]] = {
     WorkspaceChanged: _workspace,
     PatchApplied: _applied,
     RunStarted: _run_started,
+    RunResumed: _run_resumed,
     RunFinished: _run_finished,
 }
 
@@ -161,20 +179,47 @@ def lane_of(e: EventBase, labels: dict[str, str]) -> str:
     return FLOW_LANE
 
 
-def timeline(events: Iterable[EventBase]) -> list[Entry]:
-    """The entries of a run, in the order their events were recorded."""
-    labels: dict[str, str] = {}
-    entries = []
-    for e in events:
+class Timeline:
+    """Makes the entries one event at a time (each session's lane label kept, nothing else)."""
+
+    def __init__(self) -> None:
+        self._labels: dict[str, str] = {}
+
+    def entry(self, e: EventBase) -> Entry | None:
+        """The entry of `e`, or None for an event the timeline does not show."""
         show = _SHOW.get(type(e))
         refusal = refusal_text(e) if show is None else ""
         if show is None and not refusal:
-            continue
+            return None
         kind, text, duration = show(e) if show is not None else ("refusal", refusal, 0.0)
         ok = not any(word in text for word in _FAILED) and kind != "refusal"
         start = max(0.0, e.t - duration)
-        entries.append(Entry(e.seq, start, e.t, lane_of(e, labels), kind, text, ok))
-    return entries
+        return Entry(e.seq, start, e.t, lane_of(e, self._labels), kind, text, ok)
+
+
+def timeline(events: Iterable[EventBase]) -> list[Entry]:
+    """The entries of a run, in the order their events were recorded."""
+    made = Timeline()
+    return [entry for e in events if (entry := made.entry(e)) is not None]
+
+
+class TimelineHead:
+    """The first `limit` entries of the given kinds, and how many there were in all: what
+    the text report shows, folded one event at a time without keeping the rest."""
+
+    def __init__(self, limit: int, kinds: frozenset[str]) -> None:
+        self.limit, self.kinds = limit, kinds
+        self.entries: list[Entry] = []
+        self.count = 0
+        self._made = Timeline()
+
+    def add(self, e: EventBase) -> None:
+        entry = self._made.entry(e)
+        if entry is None or entry.kind not in self.kinds:
+            return
+        self.count += 1
+        if len(self.entries) < self.limit:
+            self.entries.append(entry)
 
 
 def lanes(entries: Iterable[Entry]) -> list[str]:

@@ -35,6 +35,7 @@ from swarmflow.durable.run_dirs import (
     Interrupted,
     check_durability,
     claim,
+    fresh_run_dir,
     open_interrupted,
     open_journal,
     release,
@@ -125,52 +126,57 @@ async def run(
         raise ConfigError(f"run() needs a @flow, got {flow!r}")
     check_team(flow)
     check_durability(durability)
-    interrupted = open_interrupted(resume) if resume is not None else None
-    if interrupted is not None:
-        run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
-        repo = repo or interrupted.manifest.get("repo")
-    check_inputs(flow, inputs, options=RUN_OPTIONS)
-    # Options that can be wrong are read before the run directory exists: a mistake in one
-    # leaves no dead run behind.
-    limits = merge_limits(flow.limits, Limits.coerce(budget))
-    price_table, rail_set, channel = PriceTable(prices), Rails(rails), human_channel(human)
-    goal_map = {k: tuple(v) for k, v in (goals or {}).items()}
-    run_id = run_id or new_run_id()
-    root = resolve_runs_root(runs_root)
-    # Worktrees and tools must not depend on the cwd.
-    run_dir = interrupted.run_dir if interrupted else (root / run_id).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    memory, chosen = choose_sinks(events, run_dir)
-    log = EventLog(
-        run_id,
-        sync_sinks([*chosen, *sinks], durability),
-        secrets=secret_values(extra=model_secrets(model)),
-        start_seq=interrupted.log.next_seq if interrupted else 0,
-    )
-    write_manifest(run_dir, flow, inputs, repo=repo, model=model)
-    journal = open_journal(
-        run_dir, run_id, interrupted, durability=durability, strict=strict,
-        scrub=log.redactor.scrub_bytes,
-    )  # fmt: skip
-    deps = run_deps(
-        run_id=run_id,
-        run_dir=run_dir,
-        team=flow.team,
-        log=log,
-        model_for=ModelResolver(model),
-        tools=tools or default_tools(),
-        human=channel,
-        workspaces=workspaces_for(flow, run_dir, repo),
-        prices=price_table,
-        rails=rail_set,
-        card_path=flow.card_path,
-        keep_workspaces=keep_workspaces,
-        goals=goal_map,
-        context_tokens=context_tokens,
-        journal=journal,
-    )
-    ctx = RunContext(deps, RunState(Ledger("run", limits, parent=parent_ledger)))
-    claim(run_dir)  # from here on the run's end releases it
+    # A mistake found while the run is set up lets go of its directory again.
+    with contextlib.ExitStack() as undo:
+        interrupted = open_interrupted(resume) if resume is not None else None
+        if interrupted is not None:
+            undo.callback(release, interrupted.run_dir)
+            run_id, inputs = interrupted.run_id, inputs or interrupted.inputs()
+            repo = repo or interrupted.manifest.get("repo")
+        check_inputs(flow, inputs, options=RUN_OPTIONS)
+        # Options that can be wrong are read before the run directory exists: a mistake in one
+        # leaves no dead run behind.
+        limits = merge_limits(flow.limits, Limits.coerce(budget))
+        price_table, rail_set, channel = PriceTable(prices), Rails(rails), human_channel(human)
+        goal_map = {k: tuple(v) for k, v in (goals or {}).items()}
+        run_id = run_id or new_run_id()
+        # Worktrees and tools must not depend on the cwd; a fresh run never joins another's record.
+        root = resolve_runs_root(runs_root)
+        run_dir = interrupted.run_dir if interrupted else fresh_run_dir(root, run_id)
+        undo.callback(release, run_dir)
+        memory, chosen = choose_sinks(events, run_dir)
+        log = EventLog(
+            run_id,
+            sync_sinks([*chosen, *sinks], durability),
+            secrets=secret_values(extra=model_secrets(model)),
+            start_seq=interrupted.log.next_seq if interrupted else 0,
+            start_t=interrupted.log.clock if interrupted else 0.0,
+        )
+        write_manifest(run_dir, flow, inputs, repo=repo, model=model)
+        journal = open_journal(
+            run_dir, run_id, interrupted, durability=durability, strict=strict,
+            scrub=log.redactor.scrub_bytes,
+        )  # fmt: skip
+        deps = run_deps(
+            run_id=run_id,
+            run_dir=run_dir,
+            team=flow.team,
+            log=log,
+            model_for=ModelResolver(model),
+            tools=tools or default_tools(),
+            human=channel,
+            workspaces=workspaces_for(flow, run_dir, repo),
+            prices=price_table,
+            rails=rail_set,
+            card_path=flow.card_path,
+            keep_workspaces=keep_workspaces,
+            goals=goal_map,
+            context_tokens=context_tokens,
+            journal=journal,
+        )
+        ctx = RunContext(deps, RunState(Ledger("run", limits, parent=parent_ledger)))
+        claim(run_dir)  # from here on the run's end releases it
+        undo.pop_all()
     result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)
     if result.status == "failed" and raise_on_failure:
         raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error
@@ -241,6 +247,9 @@ async def _execute(
         error=error,
         wall=ctx.state.ledger.elapsed(),
         pause_token=token,
+        resumed=interrupted is not None,
+        earlier_tokens=interrupted.log.spent.tokens if interrupted else 0,
+        earlier_cost=interrupted.log.spent.cost if interrupted else 0.0,
         _memory=memory,
     )
 

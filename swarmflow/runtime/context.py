@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from swarmflow.core.budget import Ledger
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.renders import current_renders
 from swarmflow.runtime.deps import RunDeps
 from swarmflow.runtime.state import OpenSession, RunState
 
@@ -89,8 +90,10 @@ def running(run: RunContext, scope: Scope) -> Iterator[RunContext]:
     """Make `run` the active run."""
     token = _current_run.set(run)
     scope_token = _current_scope.set(scope)
+    renders_token = current_renders.set(run.state.renders)
     try:
         yield run
     finally:
+        current_renders.reset(renders_token)
         _current_scope.reset(scope_token)
         _current_run.reset(token)

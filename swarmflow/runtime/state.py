@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.fingerprint import FingerprintIndex
 from swarmflow.core.ports import BoardPort, Workspace
+from swarmflow.core.renders import RenderLog
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import TokenEstimator
 from swarmflow.runtime.graph import RunGraph
@@ -39,6 +40,8 @@ class RunState:
     fingerprints: FingerprintIndex = field(default_factory=FingerprintIndex)
     products: dict[int, tuple[Any, frozenset[str]]] = field(default_factory=dict)
     """What agents produced that cannot carry attributes, by id, with its provenance."""
+    renders: RenderLog = field(default_factory=RenderLog)
+    """Agents' texts the flow's code rendered into strings of its own (`core.renders`)."""
     agent_ledgers: dict[str, Ledger] = field(default_factory=dict)
     human_answers: dict[str, Any] = field(default_factory=dict)
     workspace_of: dict[str, Workspace] = field(default_factory=dict)

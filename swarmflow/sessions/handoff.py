@@ -2,13 +2,16 @@
 
 Every route into an agent ends in `check_outgoing`, called with the final text the receiver
 will see (rendered prompt, rendered card, session message, the question and payload shown to a
-person, a `message_agent` text). Two checks run on it:
+person, a `message_agent` text). Three checks run on it:
 
 - provenance, the precise path: agents' outputs, and products the run registered, carry the
   set of agents they came from, followed through containers and models (`core.provenance`);
+- renders, for the strings the flow's code builds: an agent's text rendered by an f-string,
+  `str.format`, `%` or `str()` is noted with its sources, and a text holding it keeps them
+  whatever its length (`core.renders`);
 - fingerprints, the safety net: the text itself is matched against every product of every
-  agent so far (`core.fingerprint`), whatever route it took (f-strings, slices, `str()`,
-  `.encode()`, case changes, quoting).
+  agent so far (`core.fingerprint`), whatever route it took (`join`, slices, `.encode()`, case
+  changes, quoting).
 
 A refusal sends nothing: it records an event and raises `TopologyError` naming the edge.
 """
@@ -27,7 +30,7 @@ from swarmflow.core.fingerprint import GivenText
 from swarmflow.core.messages import Message
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
-from swarmflow.core.provenance import collect
+from swarmflow.core.provenance import collect, source_strings
 from swarmflow.record.events import HandoffRefused, MessageRefused
 from swarmflow.runtime.context import RunContext, current_scope
 
@@ -56,6 +59,8 @@ def check_outgoing(
     if type(values) is str and values == text:  # no provenance, and `text` shows it whole
         values = _NOTHING
     tagged = collect(values, run.state.product_sources) if values is not _NOTHING else frozenset()
+    if len(run.state.renders):
+        tagged |= run.state.renders.sources_in(text)
     for source in sorted(tagged):
         if not run.deps.team.allows(source, target):
             _refuse(run, source, target, via, agent)
@@ -93,6 +98,8 @@ def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     """The agents behind `values`: declared provenance, plus the agents whose products appear
     in their plain rendering."""
     found = collect(values, run.state.product_sources)
+    if len(run.state.renders):
+        found |= run.state.renders.sources_in(shown_text(values))
     if len(run.state.fingerprints):
         found = found | run.state.fingerprints.owners(shown_text(values))
     return found
@@ -104,6 +111,7 @@ def remember_output(run: RunContext, agent: str, out: AgentOutput, given: GivenT
     sources = out.provenance
     run.state.fingerprints.add(agent, out.text, given)
     if out.value is not None:
+        source_strings(out.value, sources)
         run.state.remember_product(out.value, sources)
         run.state.fingerprints.add(agent, shown_text(out.value), given)
     if out.patch is not None:

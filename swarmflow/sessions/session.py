@@ -11,19 +11,27 @@ at each.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from time import perf_counter
 from typing import Any
 
 import anyio
 
-from swarmflow.core.budget import Charge, Ledger, Reservation, all_ledgers, reserve_on
+from swarmflow.core.budget import (
+    CallEstimate,
+    Charge,
+    Ledger,
+    Reservation,
+    all_ledgers,
+    reserve_call,
+)
 from swarmflow.core.errors import BudgetExhausted, ConfigError
 from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from swarmflow.core.ports import BoardPort, Emit, ToolContext, Workspace
+from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
@@ -35,6 +43,7 @@ from swarmflow.record.events import (
     RailVetoed,
     SessionEnded,
     SessionStarted,
+    SessionTold,
 )
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.rails import Hook, RailContext, Verdict
@@ -46,6 +55,8 @@ from swarmflow.sessions.window import fit, history_units
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """The context budget (whole request) when the run sets none."""
+TOLD_PREVIEW = 1000
+"""How much of a told message its `session_told` event shows."""
 
 
 Messenger = Callable[["AgentSession", str, str], Awaitable[str]]
@@ -115,6 +126,7 @@ class AgentSession:
         "state",
         "steps",
         "system",
+        "told",
         "usage",
         "workspace",
     )
@@ -150,6 +162,9 @@ class AgentSession:
         self.cost = 0.0
         """What this session's model calls were charged, as settled on its ledgers."""
         self.last_text = ""
+        self.told: list[str] = []
+        """The messages told (`tell`) since the last turn began: a journaled turn's key
+        digests them, since its answer depends on them."""
         self.closed = False
         self.screen = collaborators.screen
         self.hear = collaborators.hear
@@ -246,6 +261,7 @@ class AgentSession:
             declaration=self.agent,
             budget=self.scope.ledger.snapshot,
             board=collaborators.board,
+            run_dir=self.run.deps.run_dir,
         )
 
     def move_to(self, workspace: Workspace) -> None:
@@ -267,6 +283,7 @@ class AgentSession:
     ) -> None:
         """Take over a turn a resumed run replays from its journal (no model is called); a
         turn that ended in `submit` ends so again (a Team run's lead reads it)."""
+        self.told.clear()  # the recorded turn carried them
         if replace:
             self.history, self._history_units = [], 0
         for message in messages:
@@ -297,6 +314,18 @@ class AgentSession:
             self._lock = anyio.Lock(fast_acquire=True)
         return self._lock
 
+    def tell(self, content: str) -> None:
+        """Add a user message without a turn: no model call, no reservation. The next turn's
+        request carries it after everything before it, so the prompt's prefix stays the same.
+
+        The caller holds `turn_lock`: a message must not land inside a turn in flight
+        (between a tool call and its result). It passes no `turn_start` rail, since no turn
+        starts; the next call's `before_model_call` rails see it in the request.
+        """
+        self._append(Message("user", content))
+        self.told.append(content)
+        self.emit(SessionTold, text=preview(content, TOLD_PREVIEW))
+
     async def turn(self, content: str) -> str:
         """Run one turn on a user message; concurrent turns on one session are serialised."""
         async with self.turn_lock:
@@ -307,6 +336,7 @@ class AgentSession:
         if self.state.is_end:
             self._to(SessionState.IDLE)
         self.error = None
+        self.told.clear()  # this turn carries them
         token = current_session.set(self)
         try:
             await self._finish_turn(await self._round_trip(content))
@@ -479,10 +509,16 @@ class AgentSession:
         )
 
     def _reserve(self, request: ModelRequest) -> Reservation | None:
-        prompt, most = request.estimated_prompt_tokens, request.max_tokens
-        charge = Charge(prompt + most, self.profile.price.cost_of(prompt, most), 1)
+        """Reserve the prompt and the output this agent is expected to write; the reservation's
+        cap bounds what the call may write (`core.budget.reserve_call`)."""
+        call = CallEstimate(
+            prompt=request.estimated_prompt_tokens,
+            expected_output=self.run.state.estimator.expected_output(self.agent.name),
+            max_output=request.max_tokens,
+            price=self.profile.price,
+        )
         try:
-            return reserve_on(self._ledgers, charge)
+            return reserve_call(self._ledgers, call)
         except BudgetExhausted as exc:
             self.error = exc
             self._end(EndReason(exc.reason), exc.message)
@@ -495,13 +531,14 @@ class AgentSession:
 
         Whatever the after-call rails decide, a call that was answered is settled first.
         """
+        request = _capped(request, reservation.cap)
         verdict = await self._rails_at(Hook.BEFORE_MODEL_CALL, request)
         if verdict.veto is not None:
             reservation.release()
             self._vetoed(Hook.BEFORE_MODEL_CALL, verdict)
             return None
         if verdict.payload is not request:  # amended: measure what is really sent
-            request = verdict.payload
+            request = _capped(verdict.payload, reservation.cap)  # a rail cannot lift the cap
             self._sent_units = prompt_units(request.messages, request.tools)
         self.run.deps.write_ahead()  # what came before the call is on disk before it starts
         started = perf_counter()
@@ -540,7 +577,10 @@ class AgentSession:
             else self.run.deps.prices.cost(response.model, usage)
         )
         over = reservation.settle(Charge(usage.input + usage.output, cost, 1))
-        self.run.state.estimator.learn(self.profile.model_name, self._sent_units, usage.input)
+        estimator = self.run.state.estimator
+        estimator.learn(self.profile.model_name, self._sent_units, usage.input)
+        if usage.input or usage.output:  # a server that reported no usage teaches nothing
+            estimator.learn_output(self.agent.name, usage.output)
         self.steps += 1
         self.usage += usage
         self.cost += cost
@@ -613,6 +653,14 @@ class AgentSession:
             steps=self.steps,
             tokens=self.usage.total,
         )
+
+
+def _capped(request: ModelRequest, cap: int | None) -> ModelRequest:
+    """`request`, asking for no more output than the budget's cap allows: a call cut there
+    ends as any `length` finish does."""
+    if cap is None or request.max_tokens <= cap:
+        return request
+    return replace(request, max_tokens=cap)
 
 
 def _describe(exc: BaseException) -> str:

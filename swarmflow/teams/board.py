@@ -1,8 +1,11 @@
-"""The run's message board (AgentRadio): threads, messages and @mentions, checked against the team.
+"""The run's message boards (AgentRadio): threads, messages and @mentions, checked against the
+team.
 
-One board per run (`board_for`). Three primitives reach it as tools (`create_thread`,
-`send_message`, `wait_for_mention`); sessions in passive mode drain their mentions at each step
-boundary (`take_mentions`). The rules:
+A run has its own board (`board_for`, named "") and one board per `team(...)` call
+(`RunBoards.open_team`, named after the call: `team[0]`, `parallel[1]/team[0]`), so two teams
+in one run never see each other's threads or mentions. Three primitives reach a board as tools
+(`create_thread`, `send_message`, `wait_for_mention`); sessions in passive mode drain their
+mentions at each step boundary (`take_mentions`). The rules:
 
 - a thread's creator must reach every participant it invites (`creator -> p` declared);
 - a message reaches only the participants its sender has an edge to (the others are told
@@ -13,9 +16,10 @@ boundary (`take_mentions`). The rules:
   product smuggled past an edge is refused as on every other route.
 
 A refusal raises `ToolError` (the model reads why), is recorded as an event, and changes
-nothing. Every change is an event, on disk before it is visible (the write barrier), and a
-resumed run rebuilds its board from those events (`teams.board_journal`). Messages are
-numbered by one counter (`seq`): a thread's order is the order of `seq`.
+nothing. Every change is an event naming its board, on disk before it is visible (the write
+barrier), and a resumed run rebuilds each board from its own events (`teams.board_journal`).
+Messages are numbered by one counter for all of a run's boards (`seq`): a thread's order is
+the order of `seq`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 import anyio
 
 from swarmflow.core.errors import ToolError, TopologyError
+from swarmflow.core.ids import child_branch
 from swarmflow.record.events import (
     BoardMessagePosted,
     BoardRefused,
@@ -36,9 +41,11 @@ from swarmflow.record.events import (
     MentionDelivered,
     ThreadCreated,
 )
+from swarmflow.record.journal import BoardFact
 from swarmflow.runtime.context import RunContext, current_scope, current_session, maybe_run
 from swarmflow.sessions.handoff import check_outgoing, given_to
 from swarmflow.teams.board_journal import restore as restore_board
+from swarmflow.teams.board_journal import wakeups
 from swarmflow.teams.board_rules import (
     MAX_THREADS,
     agent_names,
@@ -58,7 +65,10 @@ from swarmflow.teams.board_view import (
     thread_view,
 )
 
-__all__ = ["Board", "BoardSnapshot", "Mention", "board_for"]
+__all__ = ["RUN_BOARD", "Board", "BoardSnapshot", "Mention", "RunBoards", "board_for", "boards_of"]
+
+RUN_BOARD = ""
+"""The name of the run's own board (the one outside every team call)."""
 
 _PREVIEW = 2_000
 
@@ -72,22 +82,30 @@ class _Refused(Exception):
 
 
 class Board:
-    """One run's threads, messages and undelivered mentions (implements `BoardPort`)."""
+    """One board's threads, messages and undelivered mentions (implements `BoardPort`)."""
 
-    def __init__(self, run: RunContext) -> None:
+    def __init__(self, run: RunContext, family: RunBoards, name: str = RUN_BOARD) -> None:
         self.run = run
+        self.family = family
+        """The run's boards, this one among them (they number messages with one counter)."""
+        self.name = name
+        """`RUN_BOARD`, or the team call's (`team[0]`): recorded as `board` on its events."""
         self.threads: dict[str, Thread] = {}
         """By `thread_key` of the name."""
-        self.seq = 0
-        """The last message number handed out."""
         self._pending: dict[str, deque[Mention]] = {}
+        self._again: dict[str, deque[list[Mention]]] = {}
+        """A resumed team's mentions that woke a role in an earlier process, by recipient, one
+        group per wake-up: handed out again, in those groups and with no new event, so that
+        the turns they woke the role for come back from the journal (`wake_again`)."""
         self._cut_off: dict[tuple[str, str, str, tuple[str, ...]], deque[Post]] = {}
         """An earlier process's posts whose call never finished, by what a repeat would send."""
         self._signals: dict[str, anyio.Event] = {}
         self._agents = frozenset(run.deps.team.names)
-        previous = run.deps.journal.previous if run.deps.journal is not None else None
-        if previous is not None:
-            restore_board(self, previous.board, previous.finished_at)
+
+    @property
+    def seq(self) -> int:
+        """The last message number handed out (one counter for all of the run's boards)."""
+        return self.family.seq
 
     # -- the three primitives -------------------------------------------------------------
 
@@ -125,7 +143,7 @@ class Board:
         return self._drain(agent, "passive")
 
     def has_pending(self, agent: str) -> bool:
-        return bool(self._pending.get(agent))
+        return bool(self._again.get(agent) or self._pending.get(agent))
 
     async def wait_pending(self, agent: str) -> None:
         """Return once `agent` has an undelivered mention, without consuming it."""
@@ -150,7 +168,8 @@ class Board:
 
     def pending(self, agent: str) -> list[Mention]:
         """`agent`'s undelivered mentions, in order (not consumed)."""
-        return list(self._pending.get(agent, ()))
+        again = self._again.get(agent)
+        return list(again[0] if again else self._pending.get(agent, ()))
 
     # -- restoring (teams.board_journal) ------------------------------------------------------
 
@@ -166,10 +185,19 @@ class Board:
         if cut_off:
             key = _repeat_key(post.sender, post.thread, post.content, post.mentions)
             self._cut_off.setdefault(key, deque()).append(post)
-        self.seq = max(self.seq, post.seq)
+        self.family.seq = max(self.family.seq, post.seq)
         self.run.state.fingerprints.add(post.sender, post.content)
         for name in pending:
             self._queue(name, Mention(post.thread, post.sender, post.content, post.seq))
+
+    def wake_again(self, groups: Sequence[tuple[str, Sequence[int]]]) -> None:
+        """Hand out again, to a resumed team's roles, the mentions (by message number) that
+        woke them in an earlier process: (recipient, the mentions of one wake-up)."""
+        posts = {post.seq: post for thread in self.threads.values() for post in thread.posts}
+        for recipient, seqs in groups:
+            group = [_mention(posts[seq]) for seq in seqs if seq in posts]
+            if group:
+                self._again.setdefault(recipient, deque()).append(group)
 
     # -- creating and posting -------------------------------------------------------------
 
@@ -226,8 +254,8 @@ class Board:
         repeat = self._cut_off.get(_repeat_key(sender, thread.name, content, named))
         if repeat:  # a restarted call posts again what its first run posted: it is there once
             return self._confirmation(repeat.popleft(), thread)
-        self.seq += 1
-        post = Post(self.seq, thread.name, sender, content, tuple(named), reached)
+        self.family.seq += 1
+        post = Post(self.family.seq, thread.name, sender, content, tuple(named), reached)
         thread.posts.append(post)
         self._remember(sender, content)
         scrubbed = self.run.deps.log.redactor.scrub(content)  # the whole message: `text + rest`
@@ -311,6 +339,12 @@ class Board:
             signal.set()
 
     def _drain(self, agent: str, mode: str) -> list[Mention]:
+        again = self._again.get(agent)
+        if again:  # delivered in an earlier process: on record already
+            taken = again.popleft()
+            if not again:
+                del self._again[agent]
+            return taken
         queue = self._pending.pop(agent, None)
         if not queue:
             return []
@@ -346,7 +380,7 @@ class Board:
 
     def _emit(self, cls: type[EventBase], agent: str, **fields: Any) -> None:
         session = current_session.get()
-        fields["agent"] = agent
+        fields["agent"], fields["board"] = agent, self.name
         fields["session"] = getattr(session, "id", None) if _is_session_of(session, agent) else None
         fields["branch"] = current_scope().branch if maybe_run() is not None else ""
         self.run.deps.log.record(cls, fields)
@@ -369,6 +403,10 @@ class Board:
             raise ToolError(f"refused: {error.message} (nothing was posted)") from None
 
 
+def _mention(post: Post) -> Mention:
+    return Mention(post.thread, post.sender, post.content, post.seq)
+
+
 def _repeat_key(
     sender: str, thread: str, content: str, mentions: Sequence[str]
 ) -> tuple[str, str, str, tuple[str, ...]]:
@@ -380,9 +418,76 @@ def _is_session_of(session: object, agent: str) -> bool:
     return getattr(declared, "name", None) == agent
 
 
-def board_for(run: RunContext) -> Board:
-    """The run's board, made on first use (a resumed run's is rebuilt from its journal)."""
+class RunBoards:
+    """A run's boards: its own and one per `team(...)` call, by name.
+
+    A team call's board is named after the call: the branch it runs in and its index among
+    the team calls of that branch (`team[0]`, `parallel[1]/team[0]`), the same on every run of
+    the same flow, so a resumed run's team call gets back the board its first run had.
+    """
+
+    def __init__(self, run: RunContext) -> None:
+        self.run = run
+        self.seq = 0
+        """The last message number handed out, on any of the boards."""
+        self.boards: dict[str, Board] = {RUN_BOARD: Board(run, self)}
+        self.latest = RUN_BOARD
+        """The board a request that names none is for: the latest team call's, if any."""
+        self._teams: dict[str, int] = {}
+        """Team calls started so far, by branch (they number the team boards)."""
+        self._wakeups: dict[str, list[tuple[str, list[int]]]] = {}
+        """A resumed run's team boards: the wake-ups of their roles in earlier processes, for
+        the team call that opens the board again (`Board.wake_again`)."""
+        previous = run.deps.journal.previous if run.deps.journal is not None else None
+        if previous is not None:
+            self._restore(previous.board, previous.finished_at)
+
+    @property
+    def run_board(self) -> Board:
+        return self.boards[RUN_BOARD]
+
+    def open_team(self, branch: str) -> Board:
+        """The board of the next team call in `branch` (rebuilt, if a resumed run had it)."""
+        index = self._teams.get(branch, 0)
+        self._teams[branch] = index + 1
+        name = child_branch(branch, "team", index)
+        self.latest = name
+        board = self._board(name)
+        board.wake_again(self._wakeups.pop(name, ()))
+        return board
+
+    def named(self, name: str | None) -> Board | None:
+        """The board called `name` (None: `latest`), or None when the run has none so named."""
+        return self.boards.get(self.latest if name is None else name)
+
+    def _board(self, name: str) -> Board:
+        board = self.boards.get(name)
+        if board is None:
+            board = self.boards[name] = Board(self.run, self, name)
+        return board
+
+    def _restore(self, facts: Sequence[BoardFact], finished: Sequence[tuple[int, str]]) -> None:
+        """Rebuild every board an earlier process used from its own events."""
+        by_board: dict[str, list[BoardFact]] = {}
+        for fact in facts:
+            by_board.setdefault(fact.board, []).append(fact)
+        for name, own in by_board.items():
+            restore_board(self._board(name), own, finished)
+            if name != RUN_BOARD:
+                self.latest = name
+                self._wakeups[name] = wakeups(own)
+
+
+def boards_of(run: RunContext) -> RunBoards:
+    """The run's boards, made on first use (a resumed run's are rebuilt from its events)."""
     board = run.state.board
-    if not isinstance(board, Board):
-        board = run.state.board = Board(run)
-    return board
+    if isinstance(board, Board):
+        return board.family
+    family = RunBoards(run)
+    run.state.board = family.run_board
+    return family
+
+
+def board_for(run: RunContext) -> Board:
+    """The run's own board (the one outside every team call), made on first use."""
+    return boards_of(run).run_board

@@ -19,6 +19,14 @@ counts.
 A message posted by a session that finished no call or turn after it was cut off: the call
 that posted it runs again on resume and will post it again, and the board answers that repeat
 with the first post instead of a second one (`Board.adopt_post(cut_off=True)`).
+
+A team's board also remembers what woke its roles (`wakeups`): the mentions an idle passive
+role was woken with were taken by no session (the team's listener took them, `session` is
+empty, `mode` passive), one group of consecutive deliveries per wake-up. When the resumed
+team opens its board again, those groups are handed out again, with no new event
+(`Board.wake_again`): each wakes its role with the same text as before, so the turn it woke is
+replayed from the journal, and a team whose course ran through wake-ups comes back turn for
+turn instead of stopping after its lead's first turn.
 """
 
 from __future__ import annotations
@@ -77,3 +85,19 @@ def _last_finished(finished: Sequence[tuple[int, str]]) -> dict[str, int]:
     for seq, session in finished:
         last[session] = max(last.get(session, -1), seq)
     return last
+
+
+def wakeups(facts: Sequence[BoardFact]) -> list[tuple[str, list[int]]]:
+    """The wake-ups among a team board's deliveries, in log order: (recipient, the message
+    numbers one wake-up handed it), one group per run of consecutive delivery events."""
+    groups: list[tuple[str, list[int]]] = []
+    last_seq = -2
+    for fact in facts:
+        if not isinstance(fact, MentionDelivered) or fact.session or fact.mode != "passive":
+            continue
+        if groups and groups[-1][0] == fact.recipient and fact.seq == last_seq + 1:
+            groups[-1][1].append(fact.message_seq)
+        else:
+            groups.append((fact.recipient, [fact.message_seq]))
+        last_seq = fact.seq
+    return groups

@@ -7,8 +7,8 @@
   idle blocking role with an unread mention is woken once with a short notice (who, which
   thread, not the content) so that it can call `wait_for_mention`; a notice it ignores is not
   repeated until a newer mention arrives.
-- `TeamBoard` is the `BoardPort` the roles' tools use: the run's board, counting the roles
-  parked in `wait_for_mention`, so the team can tell "everyone is waiting and nothing is
+- `TeamBoard` is the `BoardPort` the roles' tools use: the team's own board, counting the
+  roles parked in `wait_for_mention`, so the team can tell "everyone is waiting and nothing is
   pending" (idle) from work in progress.
 """
 
@@ -21,7 +21,7 @@ from swarmflow.teams.result import Listen
 
 
 class TeamBoard:
-    """The run's board for one team's roles; counts the roles parked in a blocking wait."""
+    """One team's board for its roles; counts the roles parked in a blocking wait."""
 
     def __init__(self, board: Board, on_park: Callable[[], None]) -> None:
         self.board = board

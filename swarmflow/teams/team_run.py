@@ -6,8 +6,10 @@ routes the work: `message_agent(to, text)` runs a turn of the recipient's own se
 the sender's tool call (the edge and handoff checks of `runtime.messaging` first) and hands
 its answer back. Turns on one session are serialised by its turn lock.
 
-Roles also talk on the run's board (`runtime.team_board`): every role has a listener task
-that, while the role is idle, waits for a mention without spending a step and then wakes it.
+Roles also talk on a board of the team's own (`RunBoards.open_team`: another team of the same
+run, in parallel or later, has another board and never sees this one's threads or mentions);
+every role has a listener task (`teams.team_board`) that, while the role is idle, waits for a
+mention without spending a step and then wakes it.
 
 A message that would wait on its own sender (a -> b while b waits on a, directly or along a
 chain) can never be answered, so it is refused and the sender told why; so is a message to a
@@ -34,7 +36,7 @@ from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.sessions.call import finish_output, open_session
 from swarmflow.sessions.messaging import messenger_for
 from swarmflow.sessions.session import AgentSession
-from swarmflow.teams.board import board_for
+from swarmflow.teams.board import boards_of
 from swarmflow.teams.result import Listen, RoleReport, TeamEnd, TeamResult
 from swarmflow.teams.team_board import Hearing, TeamBoard
 
@@ -83,7 +85,7 @@ class TeamRun:
         self._ended = anyio.Event()
         self._stirred = anyio.Event()
         """Set (and replaced) whenever a turn ends: listeners with nothing new look again."""
-        board = board_for(run)
+        board = boards_of(run).open_team(scope.branch)
         self.board = TeamBoard(board, self._check_quiet)
         self.hearing = Hearing(board, plan.listen)
 
@@ -102,9 +104,11 @@ class TeamRun:
     async def _work(self, task: str) -> None:
         with anyio.move_on_after(self.plan.seconds or float("inf")) as deadline:
             async with anyio.create_task_group() as tg:
+                # The task first: a resumed team's lead takes its task before any mention
+                # that woke it later in the first run (`Board.wake_again`).
+                tg.start_soon(self._turn, self.plan.lead, task)
                 for name in self.plan.roles:
                     tg.start_soon(self._listen, name)
-                tg.start_soon(self._turn, self.plan.lead, task)
                 await self._ended.wait()
                 tg.cancel_scope.cancel()
         if deadline.cancelled_caught:  # the turns it cancelled may have ended it as "idle"

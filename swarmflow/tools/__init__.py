@@ -24,5 +24,6 @@ if TYPE_CHECKING:
     from swarmflow.tools.search import Search as Search
     from swarmflow.tools.shell import RunShell as RunShell
     from swarmflow.tools.shell import scrubbed_env as scrubbed_env
+    from swarmflow.tools.shell_limits import ShellLimits as ShellLimits
 
 export_lazily(__name__)

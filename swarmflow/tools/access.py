@@ -22,10 +22,10 @@ from typing import Protocol, runtime_checkable
 import anyio.to_thread
 
 from swarmflow.core.errors import ToolError
+from swarmflow.core.file_kinds import special_kind
 from swarmflow.core.ports import ToolContext
 from swarmflow.record.events import SharedFileWritten
-from swarmflow.tools.base import workspace_of
-from swarmflow.tools.paths import resolve_inside
+from swarmflow.tools.base import resolve_path, workspace_of
 from swarmflow.tools.walk import looks_binary
 
 READ_CAP = 4_000_000
@@ -47,9 +47,9 @@ class VersionedFiles(Protocol):
 async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = True) -> str:
     """The text of `path` in the session's workspace; `record=False` leaves snapshots alone."""
     ws = workspace_of(ctx, tool)
+    target = resolve_path(ctx, tool, path)  # refused here, whatever kind of workspace
     if isinstance(ws, VersionedFiles):
         return await ws.read_text(path, ctx.session if record else None)
-    target = resolve_inside(ws.root, path)
     text = await anyio.to_thread.run_sync(load_text, target)
     if text is None:
         raise ToolError(f"no such file: {path!r}")
@@ -59,27 +59,17 @@ async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = Tr
 async def write_text(ctx: ToolContext, tool: str, path: str, content: str) -> None:
     """Write `content` to `path`, creating parent directories."""
     ws = workspace_of(ctx, tool)
+    target = resolve_path(ctx, tool, path)
     if isinstance(ws, VersionedFiles):
         key, previous, version = await ws.write_text(path, content, ctx.session)
         ctx.emit(SharedFileWritten, path=key, version=version, previous=previous)
         return
-    target = resolve_inside(ws.root, path)
     await anyio.to_thread.run_sync(store_text, target, content)
 
 
 def kind_of(mode: int) -> str | None:
     """What a non-regular, non-directory file is, in words (None for regular files and dirs)."""
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
+    return None if stat.S_ISDIR(mode) else special_kind(mode)
 
 
 def load_text(target: Path, cap: int = READ_CAP) -> str | None:

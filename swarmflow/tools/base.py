@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, Workspace
+from swarmflow.tools.paths import private_dirs, resolve_inside
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -38,3 +39,15 @@ def workspace_of(ctx: ToolContext, tool: str) -> Workspace:
 def root_of(ctx: ToolContext, tool: str) -> Path:
     """The root directory of the session's workspace."""
     return workspace_of(ctx, tool).root
+
+
+def private_of(ctx: ToolContext, root: Path) -> tuple[Path, ...]:
+    """The run's folders inside the workspace `root`, which no tool shows (`private_dirs`)."""
+    return private_dirs(root, ctx.run_dir)
+
+
+def resolve_path(ctx: ToolContext, tool: str, user_path: str) -> Path:
+    """`user_path` resolved inside the session's workspace, as every file tool refuses paths:
+    outside it, in `.git`, or in the run's own records."""
+    root = root_of(ctx, tool)
+    return resolve_inside(root, user_path, private_of(ctx, root))

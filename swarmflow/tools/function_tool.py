@@ -7,8 +7,14 @@ section (or `:param x:` lines) describes each argument. A first parameter annota
 `ToolCallContext` receives the caller: the agent's name, its workspace (with the built-ins' path
 rules) and the run's budget snapshot.
 
-Sync functions run in a worker thread. A cancellation or deadline abandons the thread: the run
-goes on at once, and the thread's eventual result is dropped (Python cannot kill a thread).
+Sync functions run in a daemon thread of their own. A cancellation or deadline abandons the
+thread: the run goes on at once, the thread's eventual result is dropped (Python cannot kill a
+thread), and a thread still stuck when the run ends does not keep the process from exiting.
+
+A function that calls `sys.exit()` (raises SystemExit) fails that one call: the model is told
+and the run goes on. A KeyboardInterrupt from a function stops the run as Ctrl-C does: Ctrl-C
+reaches a run as SIGINT (anyio turns it into a cancellation of the run), never as an exception
+inside one of its tools, so the tool raises SIGINT.
 """
 
 from __future__ import annotations
@@ -16,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, get_type_hints, overload
 
-import anyio.to_thread
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -30,7 +36,8 @@ from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.core.toolcalls import ToolPolicy
 from swarmflow.tools.access import read_text, write_text
-from swarmflow.tools.paths import resolve_inside
+from swarmflow.tools.base import resolve_path
+from swarmflow.tools.daemon_thread import run_in_daemon_thread
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What model APIs accept as a tool name."""
@@ -58,11 +65,11 @@ class ToolCallContext:
 
     def path(self, relative: str) -> Path:
         """`relative` inside the workspace, refused as the built-ins refuse it (absolute paths,
-        `..`, symlinks leading out); ToolError when the agent has no workspace."""
-        root = self.workspace
-        if root is None:
+        `..`, symlinks leading out, the run's records); ToolError when the agent has no
+        workspace."""
+        if self.workspace is None:
             raise ToolError(f"tool {self.tool!r} needs a workspace, but {self.agent} has none")
-        return resolve_inside(root, relative)
+        return resolve_path(self._ctx, self.tool, relative)
 
     async def read_text(self, relative: str) -> str:
         """A text file of the workspace, read as `read_file` reads it (shared workspaces
@@ -99,11 +106,19 @@ class FunctionTool:
             args = self.args.model_validate(args.model_dump())
         kwargs = {name: getattr(args, name) for name in self.args.model_fields}
         call_args: tuple[Any, ...] = (self._context(ctx),) if self.wants_context else ()
-        if inspect.iscoroutinefunction(self.fn):
-            value = await self.fn(*call_args, **kwargs)
-        else:
-            work = partial(self.fn, *call_args, **kwargs)
-            value = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                value = await self.fn(*call_args, **kwargs)
+            else:
+                work = partial(self.fn, *call_args, **kwargs)
+                value = await run_in_daemon_thread(work, self.name)
+        except SystemExit as exc:  # the tool's exit, not the process's: one failed call
+            raise ToolError(
+                f"tool {self.name!r} called sys.exit({exc.code!r}); the call failed"
+            ) from None
+        except KeyboardInterrupt:
+            signal.raise_signal(signal.SIGINT)  # the run stops as Ctrl-C stops it
+            raise ToolError(f"tool {self.name!r} raised KeyboardInterrupt") from None
         return render(value)
 
     def _context(self, ctx: ToolContext) -> ToolCallContext:

@@ -32,7 +32,9 @@ def grep(request: dict[str, object]) -> Iterator[str]:
     flags = re.IGNORECASE if request.get("ignore_case") else 0
     regex = re.compile(str(request["pattern"]), flags)
     glob = request.get("glob")
-    for path in walk_files(root, start):
+    folders = request.get("skip") or []
+    skip = [Path(str(folder)) for folder in folders] if isinstance(folders, list) else []
+    for path in walk_files(root, start, skip):
         if matches(str(glob) if glob is not None else None, start, path):
             yield from _grep_file(path.relative_to(root).as_posix(), path, regex)
 

@@ -6,13 +6,18 @@ providers: give one to an agent (`Agent("dev", tools=[server])`) and the run sta
 the run ends, also on failure and cancellation. Each server tool is an ordinary tool: its
 calls take the one tool-call path (gating, rails, events, policy), its arguments are checked
 against the server's schema before they are sent, and a server error or a server that dies
-mid-call comes back to the model as a `ToolServerError` observation; the run goes on.
+mid-call comes back to the model as a `ToolServerError` observation; the run goes on. A tool
+whose schema cannot be used (`mcp_schema`) is unusable, and only that tool. On Linux a stdio
+server runs under `subreaper`, so every process it starts dies when it stops.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import re
+import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -20,12 +25,13 @@ from typing import Any
 
 import anyio
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel
 
 from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.toolcalls import ToolPolicy
+from swarmflow.tools import subreaper
+from swarmflow.tools.mcp_schema import args_model, checked_schema, unusable_args
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +130,7 @@ class McpServer:
         if kind == "stdio":
             from mcp.client.stdio import stdio_client
 
-            return stdio_client(target)
+            return stdio_client(under_subreaper(target))
         return _http_streams(*target)
 
     async def _tools(self, session: Any, link: _Link) -> list[Tool]:
@@ -144,19 +150,57 @@ class McpServer:
             have = ", ".join(sorted(t.name for t in listed)) or "none"
             raise ConfigError(f"the server has no tools named {sorted(missing)} (it has: {have})")
         return [
-            McpTool(
-                name=_UNSAFE.sub("_", self.prefix + spec.name)[:64],
-                remote=spec.name,
-                description=spec.description or f"{spec.name} (from MCP server {self.name})",
-                args=args_model(spec.name, spec.input_schema),
-                server=self.name,
-                session=session,
-                link=link,
-                policy=self.policy,
-            )
+            self._tool(spec, session, link)
             for spec in listed
             if wanted is None or spec.name in wanted
         ]
+
+    def _tool(self, spec: Any, session: Any, link: _Link) -> McpTool:
+        """One server tool; one whose input schema cannot be used is offered as unusable."""
+        description = spec.description or f"{spec.name} (from MCP server {self.name})"
+        validator = checked_schema(spec.input_schema)
+        if isinstance(validator, str):
+            log.warning("MCP server %r: tool %r is unusable: %s", self.name, spec.name, validator)
+            args = unusable_args(spec.name)
+            description = f"(Unusable: {validator}.) {description}"
+        else:
+            args = args_model(spec.name, spec.input_schema, validator)
+        return McpTool(
+            name=_UNSAFE.sub("_", self.prefix + spec.name)[:64],
+            remote=spec.name,
+            description=description,
+            args=args,
+            server=self.name,
+            session=session,
+            link=link,
+            policy=self.policy,
+            unusable=validator if isinstance(validator, str) else None,
+        )
+
+
+def under_subreaper(params: Any) -> Any:
+    """The server's parameters with its command run under `subreaper` (Linux), so every
+    process it starts dies when it stops, `setsid` ones included. The command is looked up
+    here, so a missing one is an error naming it, not a subreaper that exits at once."""
+    if not subreaper.supported():
+        return params  # the SDK's own process-group kill is all there is
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment() | (params.env or {})
+    found = _executable(params.command, env.get("PATH"), params.cwd)
+    argv = subreaper.command_line(found, params.args)
+    return params.model_copy(update={"command": argv[0], "args": argv[1:]})
+
+
+def _executable(command: str, path: str | None, cwd: Any) -> str:
+    """The file `command` runs, as exec would find it (from `cwd` when it names a path)."""
+    if os.sep in command:
+        candidate = os.path.join(str(cwd or os.getcwd()), command)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    elif (found := shutil.which(command, path=path)) is not None:
+        return found
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 @asynccontextmanager
@@ -212,9 +256,16 @@ class McpTool:
     link: _Link = field(repr=False)
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     needs_workspace: bool = False
+    unusable: str | None = None
+    """Why the tool cannot be called (its input schema cannot be used), or None."""
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Send the call to the server; its error, or its death, is a ToolServerError."""
+        if self.unusable is not None:
+            raise ToolServerError(
+                f"ToolServerError: MCP tool {self.remote!r} of server {self.server!r} is "
+                f"unusable: {self.unusable}. The call was not sent."
+            )
         arguments = args.model_dump(mode="json", exclude_unset=True)
         try:
             result = await self.link.call(self.session, self.remote, arguments)
@@ -247,42 +298,6 @@ def render_content(result: Any) -> str:
     if not parts and structured is not None:
         return pydantic_core.to_json(structured).decode("utf-8")
     return "\n".join(parts) if parts else "(no content)"
-
-
-def args_model(tool: str, schema: Mapping[str, Any]) -> type[BaseModel]:
-    """An argument model whose schema is the server's and whose validation is the schema's."""
-    import jsonschema
-
-    validator_cls = jsonschema.validators.validator_for(schema)
-    try:
-        validator_cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ConfigError(f"MCP tool {tool!r} has an invalid input schema: {exc.message}") from None
-    validator = validator_cls(schema)
-    frozen = dict(schema)
-
-    class McpArgs(BaseModel):
-        model_config = ConfigDict(extra="allow")
-
-        @model_validator(mode="before")
-        @classmethod
-        def _against_schema(cls, data: Any) -> Any:
-            problems = [
-                f"{'/'.join(str(p) for p in err.path) or '(arguments)'}: {err.message}"
-                for err in sorted(validator.iter_errors(data), key=lambda e: list(e.path))
-            ]
-            if problems:
-                raise PydanticCustomError(
-                    "json_schema", "{problems}", {"problems": "; ".join(problems)}
-                )
-            return data
-
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return dict(frozen)
-
-    McpArgs.__name__ = McpArgs.__qualname__ = f"{_UNSAFE.sub('_', tool)}_args"
-    return McpArgs
 
 
 def _sole(exc: Exception) -> Exception:

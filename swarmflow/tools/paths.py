@@ -1,13 +1,20 @@
-"""Path safety: every file a tool touches must stay inside the agent's workspace, outside `.git`.
+"""Path safety: every file a tool touches must stay inside the agent's workspace, outside `.git`
+and outside the run's own records.
 
 A workspace's `.git` (a directory, or the file a worktree uses to point at its git directory) is
 refused to every file tool: writing there would let a model install hooks, an `fsmonitor`
 command or a fake git directory that swarmflow's own git would then run.
+
+So is the runs root, when the workspace holds it (a `local` workspace on the repository that
+swarmflow runs from keeps its runs in `./runs`), and the run's own directory: they hold every
+run's journal, event log and board token (`board.json`), which an agent must neither read nor
+rewrite (`private_dirs`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from swarmflow.core.errors import ToolError, WorkspaceEscape
@@ -19,11 +26,12 @@ MAX_NAME_BYTES = 255
 GIT_NAME = ".git"
 
 
-def resolve_inside(root: Path, user_path: str) -> Path:
+def resolve_inside(root: Path, user_path: str, private: Iterable[Path] = ()) -> Path:
     """Resolve `user_path` (relative to `root`) to a real path that lies inside `root`.
 
     Raises WorkspaceEscape for absolute paths, `..` components and symlinks leading outside;
-    ToolError for paths that are too long or that touch a `.git` entry.
+    ToolError for paths that are too long, that touch a `.git` entry or that lie in one of
+    the `private` folders (resolved paths, as `private_dirs` gives them).
     """
     text = _checked_text(user_path)
     where = f"(workspace: {root})"
@@ -49,7 +57,26 @@ def resolve_inside(root: Path, user_path: str) -> Path:
         )
     # A symlink inside the workspace may still lead into `.git`.
     _refuse_git(user_path, target.relative_to(real_root).parts)
+    _refuse_private(user_path, target, real_root, private)
     return target
+
+
+def private_dirs(root: Path, run_dir: Path | None) -> tuple[Path, ...]:
+    """The run's folders that lie inside the workspace `root`, resolved: the runs root that
+    holds the run directory, else the run directory itself (none outside a run).
+
+    Only folders strictly inside the workspace count: a workspace that lies in the run
+    directory (a worktree, or the `local` workspace of a run without a repository) is shown,
+    and what surrounds it is outside the workspace already.
+    """
+    if run_dir is None:
+        return ()
+    real_root = root.resolve()
+    own = run_dir.resolve()
+    for folder in (own.parent, own):
+        if folder != real_root and folder.is_relative_to(real_root):
+            return (folder,)
+    return ()
 
 
 def is_git_path(parts: tuple[str, ...] | list[str]) -> bool:
@@ -91,6 +118,17 @@ def _refuse_git(user_path: str, parts: tuple[str, ...]) -> None:
             f"path {user_path!r} refused: '.git' holds the repository's machinery (config, "
             "hooks) and is off limits to the file tools; swarmflow commits your changes itself"
         )
+
+
+def _refuse_private(user_path: str, target: Path, real_root: Path, private: Iterable[Path]) -> None:
+    """ToolError when the path lies in the runs root or the run's directory."""
+    for folder in private:
+        if target.is_relative_to(folder):
+            raise ToolError(
+                f"path {user_path!r} refused: {relative_name(real_root, folder)!r} holds "
+                "swarmflow's run records (journals, event logs, board tokens), which no tool "
+                "shows to agents"
+            )
 
 
 def _is_absolute(text: str) -> bool:

@@ -1,10 +1,14 @@
 """The shell sandbox: `run_shell` commands under bubblewrap (`bwrap`).
 
 Inside the sandbox a command sees:
-- the workspace, read-write, at its own path (its `.git` read-only, and a worktree's git
-  directory read-only so `git diff` and `git log` work);
+- the workspace, read-write, at its own path; its `.git` directory, and a worktree's common
+  git directory, read-only and only in part: what `git status`, `git diff` and `git log`
+  read, with a config cut down to what git needs, so a token in a remote URL is not there
+  (`sandbox_git`);
 - the system (`/usr` and its links, a few files of `/etc`) and the Python environment that
   runs swarmflow, read-only;
+- the runs root and the run's directory, where the workspace holds them, as empty read-only
+  folders: no journal, event log or board token of any run is there to read or rewrite;
 - a private `/tmp` (also `$HOME`), `/proc` of its own PID namespace, a minimal `/dev`;
 - no network unless the agent declares `network=True`;
 - an environment holding only PATH, HOME, LANG, the quiet-pager variables and what the agent
@@ -25,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from swarmflow.tools.sandbox_git import git_dir_view, is_git_dir
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 INSTALL_HINT = "install it with `apt-get install bubblewrap` (Debian/Ubuntu)"
@@ -103,9 +109,14 @@ def sandbox_env(policy: ShellPolicy) -> dict[str, str]:
 
 
 def bwrap_argv(
-    root: Path, command: str, policy: ShellPolicy, read_only: Iterable[Path] = ()
+    root: Path,
+    command: str,
+    policy: ShellPolicy,
+    read_only: Iterable[Path] = (),
+    hidden: Iterable[Path] = (),
 ) -> list[str]:
-    """The bwrap command line that runs `command` with /bin/sh in the sandbox."""
+    """The bwrap command line that runs `command` with /bin/sh in the sandbox; each `hidden`
+    folder (inside the workspace) is shown empty and read-only."""
     exe = shutil.which("bwrap") or "bwrap"
     argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     argv += ["--hostname", "sandbox"]
@@ -114,6 +125,7 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     argv += _system_binds()
     argv += _mounts(root, read_only)
+    argv += _hiding(hidden)
     argv += ["--chdir", str(root), "--clearenv"]
     for name, value in sandbox_env(policy).items():
         argv += ["--setenv", name, value]
@@ -140,18 +152,38 @@ def _mounts(root: Path, read_only: Iterable[Path]) -> list[str]:
     """Python read-only, the workspace read-write, its `.git` and `read_only` read-only.
 
     Mounts go parents first, so a deeper bind (a `.git` inside the workspace, a virtual
-    environment inside a repository) lands on top of the one that holds it.
+    environment inside a repository) lands on top of the one that holds it. A git directory
+    is shown as `sandbox_git` shows it, never whole.
     """
     binds: dict[Path, str] = {path: "--ro-bind" for path in _python_dirs()}
-    binds |= {Path(p).resolve(): "--ro-bind" for p in read_only}
+    views: dict[Path, list[str]] = {}
+    for extra in (Path(p).resolve() for p in read_only):
+        if is_git_dir(extra):
+            views[extra] = git_dir_view(extra, root)
+        else:
+            binds[extra] = "--ro-bind"
     binds[root] = "--bind"
     git = root / ".git"
-    if git.exists() or git.is_symlink():
+    if git.is_dir() and not git.is_symlink():
+        views[git] = git_dir_view(git, root)
+    elif git.exists() or git.is_symlink():
         binds[git] = "--ro-bind"
     out: list[str] = []
-    for path in sorted(binds, key=lambda p: len(p.parts)):
-        if path.exists() and not _redundant(path, binds, root):
+    for path in sorted({*binds, *views}, key=lambda p: len(p.parts)):
+        if path in views:
+            out += views[path]
+        elif path.exists() and not _redundant(path, binds, root):
             out += [binds[path], str(path), str(path)]
+    return out
+
+
+def _hiding(hidden: Iterable[Path]) -> list[str]:
+    """An empty read-only tmpfs over each folder, mounted last so that nothing bound before
+    shows through it."""
+    out: list[str] = []
+    for folder in hidden:
+        if folder.is_dir():
+            out += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
     return out
 
 

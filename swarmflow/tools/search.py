@@ -20,10 +20,10 @@ from pydantic import BaseModel, Field
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import kind_of
-from swarmflow.tools.base import ArgsModel, expect_args, root_of
+from swarmflow.tools.base import ArgsModel, expect_args, private_of, resolve_path, root_of
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
-from swarmflow.tools.paths import relative_name, resolve_inside
+from swarmflow.tools.paths import relative_name
 from swarmflow.tools.shell import kill_group
 from swarmflow.tools.walk import matches, walk_files
 
@@ -62,7 +62,7 @@ class SearchArgs(ArgsModel):
 
 
 class ListFiles:
-    """Lists files below a directory, recursively, skipping `.git`."""
+    """Lists files below a directory, recursively, skipping `.git` and the run's records."""
 
     name = "list_files"
     description = (
@@ -75,9 +75,10 @@ class ListFiles:
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files) and list them."""
         a = expect_args(args, ListFilesArgs)
-        root = root_of(ctx, self.name)
-        start = resolve_inside(root, a.path)
-        names = await anyio.to_thread.run_sync(_list, root.resolve(), start, a.pattern, a.path)
+        root = root_of(ctx, self.name).resolve()
+        start = resolve_path(ctx, self.name, a.path)
+        skip = private_of(ctx, root)
+        names = await anyio.to_thread.run_sync(_list, root, start, a.pattern, a.path, skip)
         if not names:
             matching = f" match {a.pattern!r}" if a.pattern else ""
             return ToolResult(f"no files under {a.path!r}{matching}")
@@ -104,7 +105,7 @@ class Search:
         a = expect_args(args, SearchArgs)
         _compile(a.pattern, a.ignore_case)
         root = root_of(ctx, self.name).resolve()
-        start = resolve_inside(root, a.path)
+        start = resolve_path(ctx, self.name, a.path)
         _check_start(start, a.path)
         limit = time_limit(min(a.timeout, MAX_SEARCH_SECONDS))
         request = {
@@ -114,6 +115,7 @@ class Search:
             "ignore_case": a.ignore_case,
             "glob": a.glob,
             "limit": MAX_MATCHES,
+            "skip": [str(folder) for folder in private_of(ctx, root)],
         }
         hits, finished = await run_grep(request, limit.seconds)
         return ToolResult(_report(a.pattern, hits, None if finished else limit))
@@ -178,12 +180,15 @@ def _check_start(start: Path, shown: str) -> None:
         raise ToolError(f"{shown!r} is {kind}; search only reads regular files")
 
 
-def _list(root: Path, start: Path, pattern: str | None, shown: str) -> list[str]:
-    """Relative names of matching files, one past the cap at most (so truncation shows)."""
+def _list(
+    root: Path, start: Path, pattern: str | None, shown: str, skip: tuple[Path, ...]
+) -> list[str]:
+    """Relative names of matching files, one past the cap at most (so truncation shows);
+    nothing of the `skip` folders."""
     if not start.is_dir():
         raise ToolError(f"{shown!r} is not a directory in the workspace")
     names: list[str] = []
-    for path in walk_files(root, start):
+    for path in walk_files(root, start, skip):
         if matches(pattern, start, path):
             names.append(relative_name(root, path))
             if len(names) > MAX_ENTRIES:

@@ -1,14 +1,17 @@
-"""The `run_shell` tool: a command in the workspace, sandboxed, with a timeout.
+"""The `run_shell` tool: a command in the workspace, sandboxed, with a timeout and limits.
 
 Under bubblewrap (see `sandbox`) the command sees only the workspace, the system and Python,
-read-only where they are not the workspace; it has no network unless the agent allows it, its
-own PID namespace and an environment holding only what the agent declares. Without
-bubblewrap the run says so once and the command runs on the host with a scrubbed environment
-in its own process group (`sandbox="none"` asks for that explicitly).
+read-only where they are not the workspace, and not the run's records; it has no network
+unless the agent allows it, its own PID namespace and an environment holding only what the
+agent declares. Without bubblewrap the run says so once and the command runs on the host with
+a scrubbed environment in its own process group (`sandbox="none"` asks for that explicitly).
+Either way it starts under resource limits (`shell_limits`): memory, CPU time and file size
+per process, open files, and how many processes it may add.
 
-A non-zero exit is an observation, not an error: the text reports the exit code. The command
-stops at its timeout or a little before the run's deadline, whichever comes first; every
-process it started is killed when it ends.
+A non-zero exit is an observation, not an error: the text reports the exit code, and the
+limit the command ran into when it ran into one. The command stops at its timeout or a little
+before the run's deadline, whichever comes first; every process it started is killed when it
+ends.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
 from swarmflow.record.events import SandboxUnavailable
-from swarmflow.tools.base import ArgsModel, expect_args, workspace_of
+from swarmflow.record.runs_root import RUNS_ENV
+from swarmflow.tools.base import ArgsModel, expect_args, private_of, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (
     QUIET_ENV,
@@ -43,6 +47,7 @@ from swarmflow.tools.sandbox import (
     policy_from,
     sandbox_env,
 )
+from swarmflow.tools.shell_limits import ShellLimits, exceeded, limited_argv, size_text
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
@@ -72,12 +77,14 @@ class ShellOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What to start: the argument vector, its environment and directory."""
+    """What to start: the argument vector, its environment, directory and limits."""
 
     argv: Sequence[str]
     env: Mapping[str, str]
     cwd: Path
     sandboxed: bool
+    limits: ShellLimits | None = None
+    """Set before the command runs (`limited.py`); None starts it as it is."""
 
 
 @runtime_checkable
@@ -124,54 +131,82 @@ class CappedOutput:
 
 
 class RunShell:
-    """Runs a shell command in the workspace root, in the sandbox when there is one."""
+    """Runs a shell command in the workspace root, in the sandbox when there is one, under
+    resource limits (`RunShell(ShellLimits(memory=16 << 30))` changes them for the agents
+    given this object)."""
 
     name = "run_shell"
-    description = (
-        "Run a shell command in the workspace root and return its exit code and combined "
-        f"stdout/stderr (long output keeps its head and tail). Default timeout "
-        f"{DEFAULT_TIMEOUT:.0f}s, at most {MAX_TIMEOUT:.0f}s. No stdin; secrets are not in the "
-        "environment. In the sandbox only the workspace is writable, there is no network "
-        "unless allowed, and background processes end with the command."
-    )
     args: type[BaseModel] = RunShellArgs
     needs_workspace = True
+
+    def __init__(self, limits: ShellLimits | None = None) -> None:
+        self.limits = limits if limits is not None else ShellLimits()
+        self.description = _description(self.limits)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Run the command and report how it ended."""
         a = expect_args(args, RunShellArgs)
         limit = time_limit(min(a.timeout, MAX_TIMEOUT))
-        launch = await prepare(a.command, ctx)
+        limits = self.limits.for_command(limit.seconds)
+        launch = await prepare(a.command, ctx, limits)
         outcome = await run_process(launch, limit.seconds)
-        return ToolResult(describe(outcome, limit), value=outcome.exit_code)
+        return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
 
 
-async def prepare(command: str, ctx: ToolContext) -> Launch:
+def _description(limits: ShellLimits) -> str:
+    """What the model is told about the tool, its limits included."""
+    bounds = [
+        f"{size_text(limits.memory)} of memory" if limits.memory else "",
+        f"files up to {size_text(limits.file_size)}" if limits.file_size else "",
+    ]
+    per_process = " and ".join(b for b in bounds if b)
+    return (
+        "Run a shell command in the workspace root and return its exit code and combined "
+        f"stdout/stderr (long output keeps its head and tail). Default timeout "
+        f"{DEFAULT_TIMEOUT:.0f}s, at most {MAX_TIMEOUT:.0f}s. No stdin; secrets are not in the "
+        "environment. In the sandbox only the workspace is writable, there is no network "
+        "unless allowed, and background processes end with the command."
+        + (f" Each process may use {per_process}." if per_process else "")
+    )
+
+
+async def prepare(command: str, ctx: ToolContext, limits: ShellLimits | None = None) -> Launch:
     """How to run `command` for this agent: sandboxed, or on the host when it cannot be."""
     ws = workspace_of(ctx, RunShell.name)
     root = ws.root.resolve()
     policy = policy_from(ctx.declaration)
     if policy.mode == "none":
-        return host_launch(command, root, policy)
+        return host_launch(command, root, policy, limits)
     problem = await anyio.to_thread.run_sync(bwrap_problem)
     if problem is None:
         extra = ws.sandbox_read_only if isinstance(ws, SandboxReadOnly) else ()
-        argv = bwrap_argv(root, command, policy, extra)
+        hidden = private_of(ctx, root)
+        # In a thread: showing a git directory reads its config with `git config`.
+        argv = await anyio.to_thread.run_sync(bwrap_argv, root, command, policy, extra, hidden)
         # bwrap's own environment is readable in the sandbox (/proc/1/environ): keep it clean.
-        return Launch(argv, sandbox_env(policy), root, sandboxed=True)
+        return Launch(argv, sandbox_env(policy), root, sandboxed=True, limits=limits)
     if policy.mode == "bwrap":
         raise ToolError(
             f"agent {ctx.agent!r} runs commands only in the sandbox (sandbox='bwrap'), but "
             f"{problem}. The command was not run."
         )
     _say_once(ctx, ws, problem)
-    return host_launch(command, root, policy)
+    return host_launch(command, root, policy, limits)
 
 
-def host_launch(command: str, root: Path, policy: ShellPolicy) -> Launch:
-    """The command on the host: /bin/sh, a scrubbed environment plus the declared one."""
-    env = scrubbed_env() | dict(policy.env)
-    return Launch(["/bin/sh", "-c", command], env, root, sandboxed=False)
+def host_launch(
+    command: str, root: Path, policy: ShellPolicy, limits: ShellLimits | None = None
+) -> Launch:
+    """The command on the host: /bin/sh, a scrubbed environment plus the declared one.
+
+    Nothing can hide the run's records from it, but nothing points it at them either: the
+    runs root's variable is left out, and PWD names the workspace, not swarmflow's own
+    directory.
+    """
+    env = scrubbed_env() | {"PWD": str(root)} | dict(policy.env)
+    for name in (RUNS_ENV, "OLDPWD"):
+        env.pop(name, None)
+    return Launch(["/bin/sh", "-c", command], env, root, sandboxed=False, limits=limits)
 
 
 def _say_once(ctx: ToolContext, ws: Workspace, problem: str) -> None:
@@ -181,8 +216,10 @@ def _say_once(ctx: ToolContext, ws: Workspace, problem: str) -> None:
         return
     notes.add("sandbox_unavailable")
     reason = (
-        f"{problem}. run_shell commands run on the host without a sandbox; declare "
-        "sandbox='none' on the agent to accept that, or sandbox='bwrap' to refuse it."
+        f"{problem}. run_shell commands run on the host without a sandbox: they can read "
+        "and write what your user can, the run directories (journals, event logs, board "
+        "tokens) included; declare sandbox='none' on the agent to accept that, or "
+        "sandbox='bwrap' to refuse it."
     )
     _log.warning("swarmflow: %s", reason)
     ctx.emit(SandboxUnavailable, reason=reason)
@@ -211,6 +248,9 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         # bwrap reports the host pid of the sandbox's init on this pipe.
         info, info_w = os.pipe()
         argv[1:1] = ["--info-fd", str(info_w)]
+    if launch.limits is not None:
+        # Around bwrap, not inside: the processes limit counts the user's tasks on the host.
+        argv = limited_argv(launch.limits, argv)
     try:
         process = await anyio.open_process(
             argv,
@@ -286,8 +326,10 @@ def _child_pid(report: bytes) -> int | None:
 
 
 async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:
-    """Run `command` on the host with /bin/sh (no sandbox), as `run_shell` falls back to."""
-    return await run_process(host_launch(command, cwd, ShellPolicy(mode="none")), seconds)
+    """Run `command` on the host with /bin/sh (no sandbox, the default limits), as
+    `run_shell` falls back to."""
+    limits = ShellLimits().for_command(seconds)
+    return await run_process(host_launch(command, cwd, ShellPolicy(mode="none"), limits), seconds)
 
 
 async def _pump(stream: ByteReceiveStream | None, out: CappedOutput) -> None:
@@ -304,8 +346,8 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def describe(outcome: ShellOutcome, limit: TimeLimit) -> str:
-    """The observation text: how the command ended, then its output."""
+def describe(outcome: ShellOutcome, limit: TimeLimit, limits: ShellLimits | None = None) -> str:
+    """The observation text: how the command ended (and the limit it ran into), its output."""
     output = outcome.output if outcome.output.strip() else "(no output)"
     if outcome.timed_out:
         head = (
@@ -314,4 +356,7 @@ def describe(outcome: ShellOutcome, limit: TimeLimit) -> str:
         )
     else:
         head = f"exit code: {outcome.exit_code}"
+        note = exceeded(limits, outcome.exit_code, outcome.output) if limits else None
+        if note is not None:
+            head += f"\n{note}"
     return f"{head}\n{output}"

@@ -1,4 +1,5 @@
-"""Walking a workspace tree the way every tool must: inside it, outside `.git`, regular files only.
+"""Walking a workspace tree the way every tool must: inside it, outside `.git` and the folders
+it is told to skip (the run's records), regular files only.
 
 Standard library only: `search` runs this module in a child process (see `grepper`), which
 imports nothing of swarmflow.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -26,35 +27,39 @@ def _is_git(name: str) -> bool:
     return name.lower().rstrip(". ") == ".git"
 
 
-def walk_files(root: Path, start: Path) -> Iterator[Path]:
-    """Regular files under `start`, sorted, skipping `.git`, special files and escaping links.
+def walk_files(root: Path, start: Path, skip: Sequence[Path] = ()) -> Iterator[Path]:
+    """Regular files under `start`, sorted, skipping `.git`, the `skip` folders, special
+    files and escaping links.
 
-    `root` and `start` must be resolved paths. A symlinked file is kept only when it leads
-    to a regular file inside the workspace and outside `.git`.
+    `root`, `start` and `skip` must be resolved paths. A symlinked file is kept only when it
+    leads to a regular file inside the workspace, outside `.git` and the `skip` folders.
     """
     if not start.is_dir():
-        if _regular_inside(root, start):
+        if _regular_inside(root, start, skip):
             yield start
         return
-    # os.walk does not follow directory symlinks, so a link cannot lead the walk outside.
+    # os.walk does not follow directory symlinks, so a link cannot lead the walk outside,
+    # and `here` is a real path: comparing it with `skip` needs no resolving.
     for here, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if not _is_git(d))
+        dirs[:] = sorted(d for d in dirs if not _is_git(d) and Path(here, d) not in skip)
         for name in sorted(files):
             path = Path(here) / name
-            if not _is_git(name) and _regular_inside(root, path):
+            if not _is_git(name) and _regular_inside(root, path, skip):
                 yield path
 
 
-def _regular_inside(root: Path, path: Path) -> bool:
-    """True when `path` is (or links to) a regular file inside `root` and outside `.git`."""
+def _regular_inside(root: Path, path: Path, skip: Sequence[Path]) -> bool:
+    """True when `path` is (or links to) a regular file inside `root`, outside `.git` and
+    the `skip` folders."""
     try:
         if path.is_symlink():
-            real = path.resolve()
-            if not real.is_relative_to(root) or any(
-                _is_git(p) for p in real.relative_to(root).parts
+            path = path.resolve()
+            if not path.is_relative_to(root) or any(
+                _is_git(p) for p in path.relative_to(root).parts
             ):
                 return False
-            path = real
+        if any(path.is_relative_to(folder) for folder in skip):
+            return False
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, RuntimeError):
         return False

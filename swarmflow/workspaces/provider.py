@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 
 import anyio
@@ -11,16 +10,12 @@ import anyio.to_thread
 
 from swarmflow.core.errors import ConfigError, WorkspaceError
 from swarmflow.core.ports import Workspace
+from swarmflow.record.run_paths import branch_of, recorded_worktree, slug, worktrees_folder
 from swarmflow.workspaces.local import LocalWorkspace
 from swarmflow.workspaces.shared import SharedWorkspace
 from swarmflow.workspaces.worktree import OnCommit, WorktreeWorkspace
 
 KINDS = ("local", "worktree", "shared")
-
-
-def slug(text: str) -> str:
-    """`text` reduced to characters safe in a directory and a git branch name."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:80] or "x"
 
 
 class DefaultWorkspaces:
@@ -74,8 +69,8 @@ class DefaultWorkspaces:
         name = self._unique(slug(session))
         ws = await WorktreeWorkspace.create(
             self.repo,
-            f"swarmflow/{slug(self.run_dir.name)}/{name}",
-            self.run_dir / "worktrees" / name,
+            branch_of(self.run_dir, name),
+            worktrees_folder(self.run_dir) / name,
             self.base or "HEAD",
             on_commit=self.on_commit,
             lock=self._git_lock,
@@ -89,11 +84,12 @@ class DefaultWorkspaces:
         self.base = base
 
     async def reattach(
-        self, agent: str, session: str, *, root: str, branch: str, base: str, restart: bool
+        self, agent: str, session: str, *, root: str, branch: str, base: str
     ) -> WorktreeWorkspace:
-        """The worktree an interrupted run of this run directory left, taken over again.
+        """The worktree an interrupted run of this run directory left, taken over as it is.
 
-        `restart`: its session runs again from the start, so it gets the worktree as it began.
+        `root` and `branch` come from the run's journal: they must name one of this run's
+        worktrees and the branch made for it (`record.run_paths.recorded_worktree`).
         """
         if self.repo is None:
             raise ConfigError(
@@ -102,18 +98,10 @@ class DefaultWorkspaces:
                 agent=agent,
                 session=session,
             )
-        path = Path(root)
-        if self.run_dir not in path.parents:
-            raise WorkspaceError(f"journaled worktree {root} is not inside run {self.run_dir}")
+        path = await anyio.to_thread.run_sync(recorded_worktree, self.run_dir, root, branch)
         self._slugs.add(path.name)
         ws = await WorktreeWorkspace.reattach(
-            self.repo,
-            branch,
-            path,
-            base,
-            on_commit=self.on_commit,
-            lock=self._git_lock,
-            restart=restart,
+            self.repo, branch, path, base, on_commit=self.on_commit, lock=self._git_lock
         )
         self._worktrees.append(ws)
         return ws
@@ -135,7 +123,7 @@ class DefaultWorkspaces:
         """`name`, numbered when two sessions reduce to the same slug."""
         candidate, n = name, 1
         # A resumed run must not reuse a name its interrupted process gave a worktree.
-        while candidate in self._slugs or (self.run_dir / "worktrees" / candidate).exists():
+        while candidate in self._slugs or (worktrees_folder(self.run_dir) / candidate).exists():
             n += 1
             candidate = f"{name}-{n}"
         self._slugs.add(candidate)

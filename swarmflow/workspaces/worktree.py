@@ -125,17 +125,17 @@ class WorktreeWorkspace:
         *,
         on_commit: OnCommit | None = None,
         lock: AbstractAsyncContextManager[Any] | None = None,
-        restart: bool = False,
     ) -> WorktreeWorkspace:
-        """Take over the worktree an interrupted run left at `path`.
+        """Take over the worktree an interrupted run left at `path`, as it is.
 
         A worktree that is gone is made again on its branch, or at `base` if the branch is
-        gone too. With `restart` (its session is about to run again from its start), the
-        worktree goes back to `base`, as that session first saw it; what the interrupted
-        session had changed is kept in the repository's stash and a backup branch.
+        gone too. `path` must be the run's own (`record.run_paths.recorded_worktree`): a
+        half-made directory there is removed, and a symbolic link is refused, never followed.
         """
         repo = await resolved(repo)
         async with _guard(lock):
+            if await anyio.Path(path).is_symlink():
+                raise WorkspaceError(f"worktree {path} is a symlink; not taking it over")
             if not await anyio.Path(path / ".git").exists():
                 await remove_worktree(repo, path)  # a half-made directory, git's stale record
                 if await git_succeeds(repo, "rev-parse", "--verify", "--quiet", branch):
@@ -154,10 +154,23 @@ class WorktreeWorkspace:
                 git_dir=git_dir,
                 common_dir=common,
             )
-            if restart:
-                await _back_to_base(repo, root, branch, base, ws.where)
-        ws._head = await rev_parse(root, "HEAD", *ws.where)
+        ws._head = await ws.head()
         return ws
+
+    async def head(self) -> str:
+        """The commit the worktree's HEAD is at now."""
+        return await rev_parse(self.root, "HEAD", *self.where)
+
+    async def restart_from(self, commit: str) -> None:
+        """Put the worktree back at `commit`, as a call that runs again first found it.
+
+        What is there now is kept: uncommitted changes in the repository's stash, commits
+        past `commit` on a backup branch `<branch>-interrupted` (numbered when one is there).
+        """
+        async with _guard(self._lock):
+            await rev_parse(self.repo, commit)  # a commit the repository does not hold: refused
+            await _back_to(self.repo, self.root, self.branch, commit, self.where)
+        self._head = commit
 
     async def finalize(self, message: str) -> Patch:
         """Commit everything that changed; the patch is the diff from the base to the head."""
@@ -194,17 +207,31 @@ class WorktreeWorkspace:
         self.released = True
 
 
-async def _back_to_base(
-    repo: Path, root: Path, branch: str, base: str, where: tuple[str, ...]
+async def _back_to(
+    repo: Path, root: Path, branch: str, commit: str, where: tuple[str, ...]
 ) -> None:
-    """Put a worktree back at `base`, keeping what was there in the stash and a backup branch."""
+    """Put a worktree back at `commit`, keeping what was there in the stash and a backup branch."""
     if await git(root, *where, "status", "--porcelain"):
         message = f"swarmflow: unfinished work of {branch}"
         await git(root, *where, "stash", "push", "--include-untracked", "--quiet", "-m", message)
     head = await rev_parse(root, "HEAD", *where)
-    if head != await rev_parse(repo, base):
-        await git(repo, "branch", "--force", f"{branch}-interrupted", head)
-    await git(root, *where, "reset", "--hard", "--quiet", base)
+    if head != commit:
+        await _keep_backup(repo, branch, head)
+    await git(root, *where, "reset", "--hard", "--quiet", commit)
+
+
+async def _keep_backup(repo: Path, branch: str, head: str) -> None:
+    """Point a backup branch at `head`: `<branch>-interrupted`, else `-interrupted-2`, ...,
+    the first that is free (a worktree restarted twice keeps both backups) or already there."""
+    n = 1
+    while True:
+        name = f"refs/heads/{branch}-interrupted" + ("" if n == 1 else f"-{n}")
+        if not await git_succeeds(repo, "rev-parse", "--verify", "--quiet", name):
+            await git(repo, "update-ref", name, head)
+            return
+        if await rev_parse(repo, name) == head:
+            return
+        n += 1
 
 
 async def _registered_git_dir(repo: Path, root: Path) -> tuple[Path, Path]:
@@ -234,7 +261,12 @@ async def _index_clean(root: Path, where: tuple[str, ...]) -> bool:
 
 
 async def remove_worktree(repo: Path, root: Path) -> None:
-    """Remove a worktree, its directory even if git refuses, and git's record of it."""
+    """Remove a worktree, its directory even if git refuses, and git's record of it.
+
+    A symbolic link at `root` is refused: what it points at is not the worktree's to remove.
+    """
+    if await anyio.Path(root).is_symlink():
+        raise WorkspaceError(f"worktree {root} is a symlink; not removing what it points at")
     with contextlib.suppress(WorkspaceError):
         await git(repo, "worktree", "remove", "--force", "--force", str(root))
     # rmtree tolerates a directory git already removed.

@@ -80,3 +80,45 @@ async def test_a_bad_option_leaves_no_dead_run_behind(tmp_path: Path, option: An
     with pytest.raises((ConfigError, TypeError, ValueError)):
         await run(one_call, model=model(), runs_root=tmp_path, **option)
     assert not os.listdir(tmp_path)  # no run directory, no open log
+
+
+async def test_a_budget_thirty_times_the_spend_refuses_no_call_however_many_are_in_flight() -> None:
+    """40 branches whose calls all reserve before any settles (each model call waits until
+    every branch has called or ended): by whole output allowances they would need 160,000
+    tokens at once; each spends about 40, and a budget of 50,000 refuses none of them."""
+    import anyio
+
+    from swarmflow import Failed
+    from swarmflow.core.messages import ModelRequest, Usage
+    from swarmflow.testing import Step
+
+    n = 40
+    arrived_or_ended = [0]
+    everyone = anyio.Event()
+
+    def count() -> None:
+        arrived_or_ended[0] += 1
+        if arrived_or_ended[0] >= n:
+            everyone.set()
+
+    async def slow(request: ModelRequest) -> Step:
+        count()
+        await everyone.wait()
+        return Step(text="ok", usage=Usage(input=request.estimated_prompt_tokens, output=25))
+
+    @flow(team=WORKER, budget={"tokens": 50_000})
+    async def flood() -> object:
+        async def branch(i: int) -> str:
+            try:
+                return (await agent("w", f"item {i}")).text
+            except BaseException:
+                count()  # refused before calling: stop holding the others back
+                raise
+
+        return await parallel(branch, n=n)
+
+    result = await run(flood, model=FunctionModel(slow), raise_on_failure=False)
+    refused = [o for o in result.output if isinstance(o, Failed)]
+    assert refused == [], refused[0].error
+    spent = result.events[-1].tokens
+    assert spent * 30 < 50_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel, Step
 from tests.batches import batch_target
-from tests.batches.batch_target import answer, solve, task_list
+from tests.batches.batch_target import answer, flaky, flaky_tasks, solve, task_list
+from tests.support.kill import kill_when_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +204,61 @@ async def test_a_torn_last_result_line_is_cut_off_and_the_task_runs_again(tmp_pa
     path.write_text(whole[0] + whole[1][:20])
     result = await batch(solve, task_list(2), out=tmp_path, model=FunctionModel(answer))
     assert result.counts() == {"ok": 2} and len(lines(tmp_path)) == 2
+
+
+# -- retrying the failed tasks ----------------------------------------------------------------
+
+
+async def test_retry_failed_runs_only_the_failed_tasks_and_keeps_one_line_each(
+    tmp_path: Path,
+) -> None:
+    flag = tmp_path / "flag"
+    flag.touch()
+    out, tasks = tmp_path / "out", flaky_tasks(str(flag), 6)
+    first = await batch(flaky, tasks, out=out, model=FunctionModel(answer))
+    assert first.counts() == {"ok": 3, "failed": 3}
+    before = {r["task"]: r for r in lines(out)}
+    flag.unlink()
+    plain = Counting()
+    await batch(flaky, tasks, out=out, model=plain.model)
+    assert plain.prompts == [] and {r["task"]: r for r in lines(out)} == before  # failed stays
+    retry = Counting()
+    result = await batch(flaky, tasks, out=out, model=retry.model, retry_failed=True)
+    assert result.counts() == {"ok": 6} and result.progress.skipped == 3
+    rows = lines(out)
+    assert sorted(r["task"] for r in rows) == sorted(before)  # one line a task, none lost
+    # Only the failed (odd) tasks ran, each resumed: its first call replayed, its second made.
+    assert sorted(retry.prompts) == [f"check {n}: done(task {n})" for n in (1, 3, 5)]
+    after = {r["task"]: r for r in rows}
+    assert all(after[t] == r for t, r in before.items() if r["status"] == "ok")
+    assert all(after[t]["resumed"] for t, r in before.items() if r["status"] == "failed")
+
+
+def test_a_retry_killed_midway_loses_no_line_and_doubles_none(tmp_path: Path) -> None:
+    flag, out = tmp_path / "flag", tmp_path / "out"
+    flag.touch()
+    tasks = flaky_tasks(str(flag))
+    first = anyio.run(lambda: batch(flaky, tasks, out=out, concurrency=4,
+                                    model=FunctionModel(answer)))  # fmt: skip
+    assert first.counts() == {"ok": batch_target.TASKS // 2, "failed": batch_target.TASKS // 2}
+    before = {r["task"]: r for r in lines(out)}
+    flag.unlink()
+    kill_when_ready([sys.executable, batch_target.__file__, str(out), "9", str(flag)],
+                    {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})  # fmt: skip
+    killed = [r["task"] for r in lines(out)]
+    assert len(killed) == len(set(killed))  # even mid-retry, never two lines for a task
+    # Killed while retrying task 9: its line, and those of the failed tasks not retried yet,
+    # come back; the tasks retried before the kill keep their new line alone.
+    seen = Counting()
+    anyio.run(lambda: batch(flaky, tasks, out=out, concurrency=4, model=seen.model))
+    rows = lines(out)
+    assert seen.prompts == []  # every task has its one line again: nothing runs
+    assert sorted(r["task"] for r in rows) == sorted(before)
+    by_task = {r["task"]: r for r in rows}
+    nine = next(t for t, r in before.items() if r["input"]["n"] == 9)
+    assert by_task[nine] == before[nine]
+    assert all(by_task[t] == r for t, r in before.items() if r["status"] == "ok")
+    again = anyio.run(lambda: batch(flaky, tasks, out=out, concurrency=4,
+                                    model=FunctionModel(answer), retry_failed=True))  # fmt: skip
+    assert again.counts() == {"ok": batch_target.TASKS}
+    assert sorted(r["task"] for r in lines(out)) == sorted(before)

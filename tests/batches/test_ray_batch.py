@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,18 +36,20 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (make test-ray ins
 
 pytestmark = pytest.mark.anyio
 PREFIX = "swarmflow-batch-"
+WAIT = 120
+"""Seconds a test waits on Ray for what it expects, at most (a loaded 2-core machine)."""
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(
-        address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-        object_store_memory=100 * 1024 * 1024,
-    )  # fmt: skip
-    try:
+    try:  # a head of its own (never RAY_ADDRESS's), on ports Ray picks free; 2 CPUs, as CI has
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+            object_store_memory=100 * 1024 * 1024,
+        )  # fmt: skip
         yield
     finally:
-        ray.shutdown()
+        ray.shutdown()  # also after a start that failed halfway
 
 
 class Gate:
@@ -102,11 +105,16 @@ def claimed(out: Path) -> list[Path]:
     return list(out.glob("runs/*/run.pid"))
 
 
-def reporting(seen: Any, *, hang: bool = False, kill: Path | None = None) -> FunctionModel:
-    """Answers from the prompt (as in a local batch), telling `seen` what it was asked.
+def reporting(
+    seen: Any, *, hang: bool = False, kill: Path | None = None, as_estimated: bool = False
+) -> FunctionModel:
+    """Answers from the prompt (as in a local batch), telling `seen` what it was asked; each
+    call uses 1,500 tokens of prompt and 500 of output.
 
     `hang`: every call waits until it is cancelled. `kill`: the first time any call of task 7
     checks its answer, the worker's process is killed with SIGKILL (the file marks it done).
+    `as_estimated`: each call uses the prompt tokens the session estimated and at most the
+    output its cap allows, as an endpoint does, so no call spends more than it reserved.
     """
 
     async def policy(req: ModelRequest) -> Step:
@@ -117,7 +125,11 @@ def reporting(seen: Any, *, hang: bool = False, kill: Path | None = None) -> Fun
                 os.kill(os.getpid(), signal.SIGKILL)
             if hang:
                 await anyio.sleep_forever()
-            return Step(answer(req), usage=Usage(input=1_500, output=500))
+            if as_estimated:
+                usage = Usage(input=req.estimated_prompt_tokens, output=min(500, req.max_tokens))
+            else:
+                usage = Usage(input=1_500, output=500)
+            return Step(answer(req), usage=usage)
         finally:
             with anyio.CancelScope(shield=True):
                 await seen.leave.remote(call)
@@ -130,7 +142,7 @@ async def test_a_hundred_tasks_on_ray_each_run_in_its_run_dir(
 ) -> None:
     seen = gate()
     result = await batch(solve, task_list(100, failing=41), out=tmp_path, concurrency=16,
-                         on="ray", model=reporting(seen))  # fmt: skip
+                         on="ray", budget={"tokens": 10**9}, model=reporting(seen))  # fmt: skip
     assert result.counts() == {"ok": 99, "failed": 1} and result.unfinished == 0
     written = rows(tmp_path)
     assert len({r["task"] for r in written}) == 100
@@ -141,27 +153,72 @@ async def test_a_hundred_tasks_on_ray_each_run_in_its_run_dir(
         assert read_log(Path(row["run_dir"])).status == row["status"]
     prompts, inside = await seen.seen.remote()
     assert len(prompts) == 200 and inside == 0
-    assert result.progress.tokens == 200 * 2_000
+    # Each run's last call settles just before the run ends, and the batch reads the budget
+    # actor's ledger as each result comes back: it finds every call counted, none missing.
+    logged = sum(read_log(d).spent.tokens for d in (tmp_path / "runs").iterdir())
+    assert result.progress.ledger.spent_tokens == logged == 200 * 2_000
+    assert result.progress.tokens == logged
     assert batch_actors() == []  # the batch's actors are gone with it
 
 
+def recording_keeper(log: Path) -> type[Any]:
+    """The budget actor, also writing each message it runs (and for which task) to `log`."""
+    from swarmflow.batches.ray_ledger import BudgetKeeper
+
+    class Recording(BudgetKeeper):
+        def _note(self, kind: str, task: str) -> None:
+            with log.open("a") as handle:
+                handle.write(f"{kind} {task}\n")
+
+        def reserve(self, task: str, charge: Charge) -> Any:
+            self._note("reserve", task)
+            return super().reserve(task, charge)
+
+        def release(self, task: str, charge: Charge) -> None:
+            self._note("release", task)
+            super().release(task, charge)
+
+        def settle(self, task: str, held: Charge, spent: Charge) -> None:
+            self._note("settle", task)
+            # The base's own release and spend, without noting them as messages of their own.
+            BudgetKeeper.release(self, task, held)
+            BudgetKeeper.spend(self, task, spent, False)
+
+        def spend(self, task: str, charge: Charge, replayed: bool) -> None:
+            self._note("spend", task)
+            super().spend(task, charge, replayed)
+
+    return Recording
+
+
 async def test_a_shared_budget_on_ray_stops_the_batch_without_overspending(
-    cluster: None, tmp_path: Path
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen = gate()
-    first = await batch(solve, task_list(30), out=tmp_path, concurrency=6, on="ray",
-                        budget={"tokens": 40_000}, model=reporting(seen))  # fmt: skip
+    from swarmflow.batches import ray_exec
+
+    seen, messages = gate(), tmp_path / "keeper.log"
+    with monkeypatch.context() as patched:
+        patched.setattr(ray_exec, "BudgetKeeper", recording_keeper(messages))
+        first = await batch(solve, task_list(20), out=tmp_path, concurrency=6, on="ray",
+                            budget={"tokens": 12_000}, model=reporting(seen, as_estimated=True))  # fmt: skip
+    # Every answered call reached the budget actor as one settlement: its estimate freed and
+    # its spend counted in one step, so that no other worker's reservation came in between.
+    kinds = Counter(line.split()[0] for line in messages.read_text().splitlines())
+    calls = sum(read_log(d).spent.calls for d in (tmp_path / "runs").iterdir())
+    assert kinds["settle"] == calls > 0 and kinds["spend"] == 0
     assert first.stopped is not None and "batch budget refused" in first.stopped
-    assert 0 < len(first.results) < 30
-    # What every run's own event log says was spent, finished or not: the budget held.
+    assert 0 < len(first.results) < 20
+    # What every run's own event log says was spent, finished or not: no call spends more
+    # than it reserved, so the budget holds exactly; a settlement frees its estimate and
+    # counts its spend in one step of the keeper, so no reservation slips in between.
     spent = sum(read_log(d).spent.tokens for d in (tmp_path / "runs").iterdir())
-    # A call is refused only when its estimate (up to 1,500 + 4,096 tokens) does not fit next
-    # to what was spent and what the other five calls in flight hold.
-    assert 40_000 - 6 * (1_500 + 4_096) < spent <= 40_000
+    # A call is refused only when its estimate (its prompt and at most 1,024 tokens of
+    # output) does not fit next to what was spent and what the other five calls hold.
+    assert 12_000 - 6 * (1_024 + 50) < spent <= 12_000
     assert first.progress.ledger.spent_tokens == spent
-    rest = await batch(solve, task_list(30), out=tmp_path, concurrency=6, on="ray",
+    rest = await batch(solve, task_list(20), out=tmp_path, concurrency=6, on="ray",
                        model=reporting(seen))  # fmt: skip
-    assert rest.counts() == {"ok": 30} and rest.unfinished == 0
+    assert rest.counts() == {"ok": 20} and rest.unfinished == 0
 
 
 async def test_a_cancelled_ray_batch_leaves_nothing_running(cluster: None, tmp_path: Path) -> None:
@@ -169,20 +226,21 @@ async def test_a_cancelled_ray_batch_leaves_nothing_running(cluster: None, tmp_p
     async with anyio.create_task_group() as group:
 
         async def cancel_once_calls_are_in_flight() -> None:
-            await seen.wait_for.remote(8)
+            with anyio.fail_after(WAIT):
+                await seen.wait_for.remote(8)
             assert batch_actors() != []
             group.cancel_scope.cancel()
 
         group.start_soon(cancel_once_calls_are_in_flight)
-        await batch(solve, task_list(40), out=tmp_path, concurrency=8, on="ray",
+        await batch(solve, task_list(16), out=tmp_path, concurrency=8, on="ray",
                     model=reporting(seen, hang=True))  # fmt: skip
     prompts, inside = await seen.seen.remote()
     assert len(prompts) >= 8 and inside == 0  # every call was cancelled on its worker
     assert batch_actors() == []
     assert not claimed(tmp_path)  # each run recorded its end
-    result = await batch(solve, task_list(40), out=tmp_path, concurrency=8, on="ray",
+    result = await batch(solve, task_list(16), out=tmp_path, concurrency=8, on="ray",
                          model=reporting(seen))  # fmt: skip
-    assert result.counts() == {"ok": 40}
+    assert result.counts() == {"ok": 16}
 
 
 async def test_a_killed_worker_is_restarted_and_its_tasks_resume(
@@ -192,6 +250,9 @@ async def test_a_killed_worker_is_restarted_and_its_tasks_resume(
     result = await batch(solve, task_list(12), out=tmp_path / "out", concurrency=4, on="ray",
                          workers=1, model=reporting(seen, kill=marker))  # fmt: skip
     assert marker.exists() and result.counts() == {"ok": 12}
+    # Without a shared budget the batch counts what the finished runs spent, over every
+    # attempt (task 7's first call, made before its worker died, included).
+    assert result.progress.tokens == 12 * 2 * 2_000
     task7 = next(r for r in rows(tmp_path / "out") if r["input"]["n"] == 7)
     assert task7["resumed"] and task7["output"].startswith("done(check 7:")
     prompts, _ = await seen.seen.remote()
@@ -211,7 +272,7 @@ def test_the_command_line_runs_a_swarm_flow_on_ray(
     written = rows(out)
     assert sorted(r["input"]["task"] for r in written) == [f"job {i}" for i in range(6)]
     assert all(r["status"] == "ok" and "job" in r["output"] for r in written)
-    assert main([*argv, "--on", "bogus"]) == 1
+    assert main([*argv, "--on", "bogus"]) == 2
     assert "on='bogus': use 'local'" in capsys.readouterr().err
 
 

@@ -30,9 +30,12 @@ def broken(tmp_path):
     return path
 
 
-def test_check_clean_files_exit_0(capsys):
-    assert main(["check", *map(str, sorted(EXAMPLES.glob("*.swarm")))]) == 0
-    assert capsys.readouterr().out == ""
+def test_check_clean_files_exit_0_with_one_line_each(capsys):
+    files = sorted(EXAMPLES.glob("*.swarm"))
+    assert main(["check", *map(str, files)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(": ok (flow ")[0] for line in lines] == list(map(str, files))
+    assert lines[0] == f"{FLAGSHIP}: ok (flow parallel_coder_arbiter: 3 agents, 4 edges)"
 
 
 def test_check_prints_diagnostics_and_exits_1(broken, capsys):
@@ -45,11 +48,13 @@ def test_check_prints_diagnostics_and_exits_1(broken, capsys):
     ]
 
 
-def test_check_warnings_exit_1_unless_allowed(tmp_path):
+def test_check_warnings_exit_1_unless_allowed(tmp_path, capsys):
     path = tmp_path / "warn.swarm"
     path.write_text(flow_text("  return a(task)", agents="agent a {}\nagent idle {}"))
     assert main(["check", str(path)]) == 1
     assert main(["check", "--allow-warnings", str(path)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"{path}: ok with 1 warning (flow f: 2 agents, 0 edges)"
 
 
 def test_usage_errors_exit_2(tmp_path, capsys):

@@ -70,3 +70,45 @@ def test_run_refuses_an_answer_and_points_at_resume(
     path.write_text(FLOW)
     assert main(["run", str(path), "--demo", "--input", "task=x", "--answer", "t=v"]) == 2
     assert "swarmflow resume RUN_DIR --answer TOKEN=VALUE" in capsys.readouterr().err
+
+
+PYTHON_FLOW = """\
+from swarmflow import Agent, Team, agent, flow, human
+from swarmflow.testing import FunctionModel
+
+
+@flow(team=Team([Agent("coder")], edges=[("coder", "human")]))
+async def ship(task: str) -> str:
+    draft = await agent("coder", task)
+    verdict = await human("Ship it?", draft.text)
+    return f"{verdict}: {draft.text}"
+
+
+def writer():
+    return FunctionModel(lambda request: "the notes, written")
+"""
+
+
+def test_a_python_flow_with_a_model_object_pauses_and_resumes_from_anywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ship_flow.py").write_text(PYTHON_FLOW)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SWARMFLOW_RUNS", str(tmp_path / "runs"))
+    argv = ["run", "ship_flow.py:ship", "--model-object", "ship_flow.py:writer", "--defer"]
+    assert main([*argv, "--input", "task=write the notes"]) == 1
+    first = capsys.readouterr().out
+    found = re.search(r"resume: swarmflow resume (\S+) --answer (\w+)=VALUE", first)
+    assert found is not None
+    run_dir, token = found.groups()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # run.json names the flow's file by its path
+    answer = ["--answer", f"{token}=shipped"]
+    assert main(["resume", run_dir, *answer]) == 2  # a model object is not recorded by name
+    assert "--model-object file.py:NAME" in capsys.readouterr().err
+    model = ["--model-object", str(tmp_path / "ship_flow.py:writer")]
+    assert main(["resume", run_dir, *model, *answer]) == 0
+    second = capsys.readouterr().out
+    assert "status: ok" in second and "output: shipped: the notes, written" in second
+    assert "replayed: 1 finished calls" in second

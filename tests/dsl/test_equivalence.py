@@ -21,7 +21,7 @@ def scripted(confidence: float, latency: float = 0.0) -> ScriptedModel:
                 for i in range(4)
             ],
             "reviewer": [f"review {i}: correct, small, well tested" for i in range(4)],
-            "arbiter": ["noted"] * 4 + [answer],
+            "arbiter": [answer],  # told each review, asked once: one call (assert_complete)
         }
     )
 
@@ -50,6 +50,10 @@ async def test_python_and_dsl_record_the_same_events(confidence, latency):
     assert key == [(e.type, e.agent, e.branch) for e in b.events]
     asked = [e for e in a.events if e.type == "human_requested"]
     assert len(asked) == (1 if confidence < 0.7 else 0)
+    for result in (a, b):  # the reviews reach the arbiter without a model call each
+        told = [e for e in result.events if e.type == "session_told"]
+        called = [e for e in result.events if e.type == "model_called" and e.agent == "arbiter"]
+        assert (len(told), len(called)) == (4, 1)
 
 
 async def test_the_twins_declare_the_same_team_and_budget():

@@ -28,6 +28,7 @@ VOCABULARY = [
     "session",
     "ask",
     "send",
+    "tell",
     "each",
     "parallel",
     "pipeline",

@@ -10,7 +10,7 @@ from swarmflow.cli.python_flows import check_python_flow, load_python_flow
 
 from .test_cli import main
 
-MODULE = '''
+MODULE = """
 from swarmflow import Agent, Flow, Team, agent
 
 team = Team(
@@ -30,7 +30,7 @@ async def _fix(task: str) -> str:
 
 fix = Flow(_fix, team=team, budget={"tokens": 1_000_000})
 not_a_flow = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -63,6 +63,10 @@ def test_the_command_line_checks_python_flows(module, capsys):
 
 def test_a_clean_python_flow_checks_clean(capsys):
     assert main(["check", "swarm_examples:parallel_coder_arbiter"]) == 0
+    assert capsys.readouterr().out == (
+        "swarm_examples:parallel_coder_arbiter: ok "
+        "(flow parallel_coder_arbiter: 3 agents, 4 edges)\n"
+    )
 
 
 def test_graph_draws_a_python_flows_team(module, capsys):

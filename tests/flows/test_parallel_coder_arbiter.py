@@ -27,12 +27,14 @@ from swarmflow.record.events import (
     HandoffRefused,
     HumanAnswered,
     HumanRequested,
+    ModelCalled,
     OutcomesCompacted,
     PatchApplied,
     RunFinished,
     RunStarted,
     SessionEnded,
     SessionStarted,
+    SessionTold,
     ToolExecuted,
     WorkspaceChanged,
 )
@@ -140,6 +142,16 @@ def test_the_event_log_is_complete(demo_run: RunResult) -> None:
     tests = [e for e in events if isinstance(e, ToolExecuted) and e.agent == "reviewer"]
     assert sorted(e.result.splitlines()[0] for e in tests) == ["exit code: 0", "exit code: 1"]
     assert not [e for e in events if isinstance(e, HandoffRefused | HumanRequested)]
+
+
+def test_the_arbiter_is_told_each_review_and_asked_once(demo_run: RunResult) -> None:
+    """Each review reaches the arbiter without a model call of its own: one call decides."""
+    arbiter = [e for e in demo_run.events if e.agent == "arbiter"]
+    told = [e for e in arbiter if isinstance(e, SessionTold)]
+    assert sorted(e.text.splitlines()[0] for e in told) == [
+        "Candidate 0: the coder's work.", "Candidate 1: the coder's work.",
+    ]  # fmt: skip
+    assert len([e for e in arbiter if isinstance(e, ModelCalled)]) == 1
 
 
 # -- the human fallback and a crashing coder ----------------------------------------------------

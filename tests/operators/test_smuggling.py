@@ -212,13 +212,19 @@ async def test_a_relay_along_declared_edges_passes() -> None:
     assert result.status == "ok" and result.output == "ok"
 
 
-async def test_short_outputs_are_not_fingerprinted() -> None:
-    """Below the threshold (20 letters and digits), an output is too common to be a copy."""
+async def test_a_short_output_the_flow_renders_is_refused_one_it_only_matches_is_not() -> None:
+    """Below 20 letters and digits a text is too common to be a copy by itself: the same words
+    written by the flow pass, while the output rendered into the prompt keeps its origin."""
 
-    async def body() -> str:
+    async def rendered() -> str:
         out = await agent("coder", "x")
         return (await agent("arbiter", f"the coder said {out.text}")).text
 
+    async def written() -> str:
+        await agent("coder", "x")
+        return (await agent("arbiter", "the coder said Looks good to me")).text
+
     short = FunctionModel(lambda req: "Looks good to me" if req.agent == "coder" else "ok")
-    result = await run_one(TEAM, body, short, edges=EDGES)
-    assert result.status == "ok"
+    refused = await run_one(TEAM, rendered, short, edges=EDGES)
+    assert refused.status == "failed" and "no edge coder -> arbiter" in str(refused.error)
+    assert (await run_one(TEAM, written, short, edges=EDGES)).status == "ok"

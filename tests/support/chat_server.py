@@ -23,7 +23,8 @@ DONE = "[DONE]"
 class Reply:
     """One scripted answer. `events` makes it an SSE stream; `delay` holds the answer back.
 
-    `event_delay` is a pause before each stream event after the first, to simulate a stall.
+    `event_delay` is a pause before each stream event after the first, to simulate a stall or a
+    slow, steady stream. An event that starts with ":" goes out as an SSE comment (a keep-alive).
     `cut` drops the connection after the events, without ending the chunked body: a stream
     torn by a proxy or a crashed server.
     """
@@ -226,7 +227,8 @@ class _Handler(BaseHTTPRequestHandler):
             if n and reply.event_delay and self.server.owner.stopping.wait(reply.event_delay):
                 self.close_connection = True
                 return
-            self._write_chunk(f"data: {event}\n\n".encode())
+            line = event if event.startswith(":") else f"data: {event}"  # ":" opens a comment
+            self._write_chunk(f"{line}\n\n".encode())
         if reply.cut:
             self.close_connection = True
             return

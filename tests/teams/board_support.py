@@ -3,8 +3,13 @@ tool calls made the way a session makes them."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 from swarmflow import Agent, RunResult, Team, flow, run
 from swarmflow.core.ports import ToolContext, ToolResult
@@ -15,6 +20,7 @@ from swarmflow.testing import FunctionModel
 from swarmflow.tools import default_registry
 
 BOARD_TOOLS = ("create_thread", "send_message", "wait_for_mention")
+ROOT = Path(__file__).resolve().parents[2]
 
 TEAM = Team(
     [
@@ -56,3 +62,15 @@ async def call_tool(board: Board, agent: str, name: str, args: dict[str, Any] | 
 
 def of_type(result: RunResult, kind: str) -> list[EventBase]:
     return [e for e in result.events if getattr(e, "type", "") == kind]
+
+
+def cli_env() -> dict[str, str]:
+    """The environment a `swarmflow` subprocess of the tests runs in."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+async def cli(*args: str | Path, stdin: bytes = b"") -> tuple[int, str, str]:
+    """`swarmflow board ...` as a subprocess: exit status, stdout, stderr."""
+    argv = [sys.executable, "-m", "swarmflow.cli", "board", *map(str, args)]
+    done = await anyio.run_process(argv, input=stdin, check=False, env=cli_env())
+    return done.returncode, done.stdout.decode(), done.stderr.decode()

@@ -9,15 +9,20 @@ import functools
 import json
 import os
 import signal
+import socket
 import stat
+import struct
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -29,26 +34,15 @@ from swarmflow.runtime.context import current_run
 from swarmflow.teams.board import Board, board_for
 from swarmflow.teams.http import read_address
 from swarmflow.testing import FunctionModel
-from tests.teams.board_support import of_type, on_board
+from tests.teams.board_support import ROOT, cli, of_type, on_board
+from tests.teams.board_support import cli_env as _env
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "the launch code is alpha bravo nine nine"
 
 TEAM = Team(
     [Agent("lead"), Agent("helper"), Agent("coder"), Agent("keeper")],
     edges=[("lead", "helper"), ("helper", "lead"), ("lead", "coder"), ("keeper", "helper")],
 )
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-async def cli(*args: str | Path, stdin: bytes = b"") -> tuple[int, str, str]:
-    """`swarmflow board ...` as a subprocess: exit status, stdout, stderr."""
-    argv = [sys.executable, "-m", "swarmflow.cli", "board", *map(str, args)]
-    done = await anyio.run_process(argv, input=stdin, check=False, env=_env())
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 def _events(run_dir: Path) -> list[Any]:
@@ -102,7 +96,9 @@ async def test_an_outside_agent_talks_on_a_live_run_through_the_commands() -> No
 
 
 def _raw(url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(url, data=data, headers=headers)
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json", **headers}
+    )
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, json.loads(response.read())
@@ -134,14 +130,16 @@ async def test_hostile_requests_get_clear_statuses() -> None:
     result = await on_board(body, TEAM, board_port=0)
     assert result.status == "ok", result.error
     statuses = [status for status, _ in result.output]
-    assert statuses == [401, 400, 400, 400, 404, 403, 403, 400, 413]
+    assert statuses == [401, 400, 400, 400, 404, 403, 400, 400, 413]
     assert all(answer["ok"] is False and answer["error"] for _, answer in result.output)
 
 
 @contextlib.contextmanager
-def _served(run_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
-    """`swarmflow board serve RUN_DIR` as a subprocess, stopped with Ctrl-C on the way out
-    (and killed if it will not stop), so that no server outlives its test."""
+def _served(
+    run_dir: Path, stop: signal.Signals = signal.SIGINT
+) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """`swarmflow board serve RUN_DIR` as a subprocess, stopped with `stop` (Ctrl-C) on the
+    way out (and killed if it will not stop), so that no server outlives its test."""
     argv = [sys.executable, "-m", "swarmflow.cli", "board", "serve", str(run_dir)]
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=_env())
     assert server.stdout is not None
@@ -150,7 +148,7 @@ def _served(run_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
         token = server.stdout.readline().removeprefix("token: ").split()[0]
         yield server, url, token
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(stop)
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -190,6 +188,64 @@ def test_board_serve_serves_a_run_directory_and_appends_to_its_log(tmp_path: Pat
     # The board's record is its events: both messages are there for a later resume.
     assert [e.message_seq for e in events if e.type == "board_message_posted"] == [1, 2]
     assert not (run_dir / "board.json").exists() and not (run_dir / "run.pid").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_stopped_serving_leaves_no_token_and_no_claim(stop: signal.Signals) -> None:
+    result = anyio.run(lambda: run(asks_helper, model=FunctionModel(lambda r: "x")))
+    run_dir = result.run_dir
+    (run_dir / "run.json").write_text(json.dumps({"flow": f"{__file__}:asks_helper"}))
+    with _served(run_dir, stop) as (server, _, token):
+        # Announced, so served: its token is on disk and the run directory is claimed.
+        assert token in (run_dir / "board.json").read_text()
+        assert (run_dir / "run.pid").read_text() == str(server.pid)
+    assert server.returncode == 0  # a normal stop, not a death by signal
+    assert not (run_dir / "board.json").exists() and not (run_dir / "run.pid").exists()
+    assert _events(run_dir)  # the log is whole: every line reads back
+
+
+def _handler_thread() -> threading.Thread:
+    """The server thread that took the one request, waited for on the caller's thread: the
+    caller is the run's loop, kept from running the request's board call meanwhile."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        taken = [t for t in threading.enumerate() if t.name.endswith("(process_request_thread)")]
+        if taken:
+            (handler,) = taken
+            return handler
+        time.sleep(0.005)  # a bounded wait for the server's accept
+    raise AssertionError("the server never took the request")
+
+
+def _post_and_hang_up(url: str, token: str) -> None:
+    """A whole request, then a reset in place of reading the answer (a client that quits)."""
+    where = urlsplit(url)
+    body = b'{"as": "lead", "name": "gone"}'
+    head = (
+        f"POST /threads HTTP/1.1\r\nHost: {where.netloc}\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    conn = socket.create_connection((where.hostname, where.port), timeout=10)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.sendall(head.encode() + body)
+    conn.close()
+
+
+async def test_a_client_that_hangs_up_is_let_go_quietly(capsys: pytest.CaptureFixture[str]) -> None:
+    async def body(board: Board) -> Any:
+        address = read_address(current_run().deps.run_dir)
+        # On the run's own loop thread: the request's board call cannot run (nor its answer be
+        # written) until this body awaits, so the client is gone before the answer is sent.
+        _post_and_hang_up(address.url, address.token)
+        handler = _handler_thread()
+        await anyio.to_thread.run_sync(handler.join, 30)  # it answers into a closed socket
+        return handler.is_alive()
+
+    result = await on_board(body, TEAM, board_port=0)
+    assert result.status == "ok" and result.output is False, result.error
+    assert [e.thread for e in of_type(result, "thread_created")] == ["gone"]
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Exception occurred" not in err, err
 
 
 def test_board_serve_refuses_what_it_cannot_serve(tmp_path: Path) -> None:

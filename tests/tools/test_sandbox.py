@@ -192,6 +192,7 @@ async def test_without_bubblewrap_the_run_says_so_once(
         notices = [fields for cls, fields in events if cls is SandboxUnavailable]
         assert len(notices) == 1
         assert "apt-get install bubblewrap" in notices[0]["reason"]
+        assert "the run directories (journals, event logs, board tokens)" in notices[0]["reason"]
         assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
         assert "without a sandbox" in caplog.records[0].message
 

@@ -7,7 +7,7 @@ on the expression checks of exprs.py). Each pass is linear in the size of the fi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from swarmflow.dsl.check.context import (
     Spend,
     T,
     Value,
+    item_of,
     merge,
     number,
 )
@@ -196,7 +197,7 @@ class StepChecker(ExprChecker):
             items = self.infer(stmt.over)
             self.expect(items, NOT_SEQUENCES, "for ... in needs a list", stmt.over)
             n = number(items.length, items.length is not None)
-            return n, f"for over {items.length} items", items.element()
+            return n, f"for over {items.length} items", item_of(items)
         counted = self.count(stmt.over, "repeat", "rounds")
         if counted is not None and counted.bound is None:
             self.ctx.error(
@@ -326,6 +327,25 @@ def _bindings(block: ast.Block) -> tuple[dict[str, int], set[str]]:
     return assigned, bound
 
 
+@dataclass(frozen=True)
+class CheckReport:
+    """What one check found, and what the file declares (for the line a clean check prints)."""
+
+    diagnostics: list[Diagnostic]
+    flow: str | None = None
+    agents: int = 0
+    edges: int = 0
+
+    def summary(self) -> str:
+        """`flow fix: 3 agents, 4 edges`."""
+        agents, edges = _count(self.agents, "agent"), _count(self.edges, "edge")
+        return f"flow {self.flow or '?'}: {agents}, {edges}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def check_module(
     module: ast.Module,
     filename: str = "<string>",
@@ -334,12 +354,35 @@ def check_module(
     base_dir: str | None = None,
 ) -> list[Diagnostic]:
     """Problems in a parsed module, sorted by place."""
+    return _check_module(module, filename, resolve, base_dir).diagnostics
+
+
+def _check_module(
+    module: ast.Module, filename: str, resolve: bool, base_dir: str | None
+) -> CheckReport:
     ctx = Context(filename, base_dir=base_dir)
     check_declarations(module, ctx, resolve=resolve)
     for block in module.steps[:1]:
         check_returns(module, StepChecker(ctx).check_steps(block), ctx)
     check_agents_used(module, ctx)
-    return sorted(ctx.diagnostics, key=sort_key)
+    flow = module.flows[0].name.id if module.flows else None
+    found = sorted(ctx.diagnostics, key=sort_key)
+    return CheckReport(found, flow, len(ctx.agents), len(ctx.edges))
+
+
+def check_report(
+    source: str,
+    filename: str = "<string>",
+    *,
+    resolve: bool = False,
+    base_dir: str | None = None,
+) -> CheckReport:
+    """`check_source`'s diagnostics, with what the file declares."""
+    module, problems = parse_module(source, filename)
+    if module is None:
+        return CheckReport(problems)
+    report = _check_module(module, filename, resolve, base_dir)
+    return replace(report, diagnostics=sorted([*problems, *report.diagnostics], key=sort_key))
 
 
 def check_source(
@@ -350,15 +393,12 @@ def check_source(
     base_dir: str | None = None,
 ) -> list[Diagnostic]:
     """Every problem in `source`: a syntax error alone, or all the checks' findings."""
-    module, problems = parse_module(source, filename)
-    if module is None:
-        return problems
-    found = check_module(module, filename, resolve=resolve, base_dir=base_dir)
-    return sorted([*problems, *found], key=sort_key)
+    return check_report(source, filename, resolve=resolve, base_dir=base_dir).diagnostics
 
 
 def check_file(path: str | Path, *, resolve: bool = True) -> list[Diagnostic]:
-    """Check a `.swarm` file; imports are looked up (not run) unless `resolve=False`."""
+    """Check a `.swarm` file; the modules `use` names are imported (as the run imports them,
+    so that the fields of their models are checked too) unless `resolve=False`."""
     file = Path(path)
     source = file.read_text(encoding="utf-8")
     return check_source(source, str(path), resolve=resolve, base_dir=str(file.parent))

@@ -3,6 +3,7 @@ for the budget check, and the declarations and diagnostics of one check."""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,11 +48,22 @@ class Value:
     item: Value | None = None
     length: int | None = None
     """For a list written out in place: how many items it has."""
+    model: builtins.type[Any] | None = None
+    """The pydantic model class, when check imported it: of a structured answer itself, or of
+    the `.value` of an agent's output asked for with `output: Model`."""
 
     def element(self) -> Value:
         """What one item of this sequence is (its provenance included)."""
         base = self.item or Value()
         return replace(base, sources=base.sources | self.sources)
+
+
+def item_of(sequence: Value) -> Value:
+    """One item, as an index or a `for` gives it: an item of the outcomes of `parallel` or
+    `pipeline` is an outcome (`Ok`, `Failed`, ...) around the value, not the value, so the
+    fields of the value's model are not its fields."""
+    item = sequence.element()
+    return replace(item, model=None) if sequence.type == T.OUTCOMES else item
 
 
 def number(bound: float | None = None, exact: bool = False) -> Value:
@@ -69,6 +81,7 @@ def merge(a: Value, b: Value) -> Value:
         same and a.exact and b.exact and a.bound == b.bound,
         a.item if same else None,
         a.length if a.length == b.length else None,
+        a.model if same and a.model is b.model else None,
     )
 
 
@@ -97,6 +110,8 @@ class Context:
     agents: dict[str, AgentInfo] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
     imports: dict[str, ast.UseName] = field(default_factory=dict)
+    resolved: dict[str, Any] = field(default_factory=dict)
+    """What each `use`d name is in Python, when check imported its module (`resolve=True`)."""
     params: dict[str, ast.Param] = field(default_factory=dict)
     budget: dict[str, float] = field(default_factory=dict)
     used_agents: set[str] = field(default_factory=set)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 from swarmflow.dsl.check.context import (
     BUILTIN_TYPES,
@@ -13,6 +13,7 @@ from swarmflow.dsl.check.context import (
     AgentInfo,
     Context,
 )
+from swarmflow.dsl.check.imports import failed, is_missing, load_module
 from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import Spot, did_you_mean, listing
 from swarmflow.dsl.syntax.literals import show_quantity
@@ -62,13 +63,7 @@ def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = Fals
 def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
     taken = {d.name.id for d in module.agents} | set(CALLABLE_BUILTINS) | set(OPERATORS)
     for use in module.uses:
-        if resolve and not _found(use.module, ctx.base_dir):
-            ctx.error(
-                "unknown-module",
-                f"cannot find Python module '{use.module}'; check the spelling, and that its "
-                "package is installed, on PYTHONPATH, or a .py file next to this flow",
-                use,
-            )
+        loaded = _load(use, ctx) if resolve else None
         for item in use.names:
             local = item.local
             if local.id in ctx.imports or local.id in taken:
@@ -78,24 +73,41 @@ def _check_uses(module: ast.Module, ctx: Context, resolve: bool) -> None:
                     f"another name: `use {item.name.id} as other from {use.module}`",
                     local,
                 )
-            else:
-                ctx.imports[local.id] = item
+                continue
+            ctx.imports[local.id] = item
+            if loaded is not None:
+                _resolve(item, use.module, loaded, ctx)
 
 
-def _found(module: str, base_dir: str | None) -> bool:
+def _load(use: ast.UseDecl, ctx: Context) -> ModuleType | None:
+    """The module `use` names, imported as the run imports it (None: it cannot be, said)."""
     try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):  # a parent package that fails to import, or a bad name
-        spec = None
-    return spec is not None or sibling(module, base_dir) is not None
+        return load_module(use.module, ctx.base_dir)
+    except ModuleNotFoundError as exc:
+        if is_missing(exc, use.module):
+            ctx.error(
+                "unknown-module",
+                f"cannot find Python module '{use.module}'; check the spelling, and that its "
+                "package is installed, on PYTHONPATH, or a .py file next to this flow",
+                use,
+            )
+            return None
+        problem: Exception = exc
+    except Exception as exc:  # the module's own code failed: the run would fail there too
+        problem = exc
+    ctx.error("import", f"{failed(use.module, problem)}; the run would fail the same way", use)
+    return None
 
 
-def sibling(module: str, base_dir: str | Path | None) -> Path | None:
-    """The file `module` names next to the flow (`a.b` is `a/b.py`), if it exists."""
-    if base_dir is None:
-        return None
-    path = Path(base_dir, *module.split(".")).with_suffix(".py")
-    return path if path.is_file() else None
+def _resolve(item: ast.UseName, module: str, loaded: ModuleType, ctx: Context) -> None:
+    """What `item` names in `loaded`; a name the module lacks is an error, as in the run."""
+    name = item.name.id
+    try:
+        ctx.resolved[item.local.id] = getattr(loaded, name)
+    except AttributeError:
+        public = [n for n in dir(loaded) if not n.startswith("_")]
+        note = f" in module '{module}'"
+        ctx.unknown("unknown-name", "name", name, public, item.name, note=note)
 
 
 def _check_params(module: ast.Module, ctx: Context) -> None:

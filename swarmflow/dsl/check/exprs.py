@@ -6,8 +6,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
+from pydantic import BaseModel
+
+from swarmflow.core.errors import ConfigError
 from swarmflow.dsl.check.callables import clamp, options, table
 from swarmflow.dsl.check.context import (
     BUILTIN_TYPES,
@@ -21,13 +25,23 @@ from swarmflow.dsl.check.context import (
     Spend,
     T,
     Value,
+    item_of,
     merge,
     number,
     sources_of,
 )
+from swarmflow.dsl.check.imports import not_model
+from swarmflow.dsl.check.models import (
+    attribute_value,
+    field_names,
+    has_attribute,
+    is_model,
+    suggestions,
+)
 from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import NameIndex, did_you_mean, listing, suggest
 from swarmflow.dsl.syntax.literals import show_quantity
+from swarmflow.operators.parallel import check_count
 
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 _NOT_ARITHMETIC = frozenset({T.OUTPUT, T.SNAPSHOT, T.OUTCOMES, T.NONE, T.BOOL, T.MODEL})
@@ -140,6 +154,10 @@ class ExprChecker(ABC):
 
     def attribute(self, node: ast.Attribute) -> Value:
         base, attr = self.infer(node.value), node.attr
+        if base.type == T.MODEL and base.model is not None:
+            return self.model_attribute(node, base.model, base.sources)
+        if base.type == T.OUTPUT and attr == "value" and base.model is not None:
+            return Value(T.MODEL, base.sources, model=base.model)  # asked with `output: Model`
         if base.type in (T.SNAPSHOT, T.OUTPUT):
             fields = SNAPSHOT_FIELDS if base.type == T.SNAPSHOT else OUTPUT_FIELDS
             if attr not in fields:
@@ -163,12 +181,22 @@ class ExprChecker(ABC):
             self.ctx.misuse(f"{base.type} has no attribute '{attr}'", node)
         return Value(T.UNKNOWN, base.sources)
 
+    def model_attribute(
+        self, node: ast.Attribute, model: type[BaseModel], sources: frozenset[str]
+    ) -> Value:
+        """`answer.attr` on an instance of one of the flow's own models."""
+        if has_attribute(model, node.attr):
+            return attribute_value(model, node.attr, sources)
+        note = f" of {model.__name__} (its fields: {listing(field_names(model))})"
+        self.ctx.unknown("unknown-field", "field", node.attr, suggestions(model), node, note=note)
+        return Value(T.UNKNOWN, sources)
+
     def index(self, node: ast.Index) -> Value:
         base, key = self.infer(node.value), self.infer(node.index)
         if key.type not in (T.NUMBER, T.STRING, T.UNKNOWN):
             self.ctx.misuse(f"an index is a number or a key, not {key.type}", node.index)
         if base.type in (T.LIST, T.OUTCOMES):
-            return base.element()
+            return item_of(base)
         if base.type in _NOT_INDEXED:
             hint = "; use .text or .value" if base.type == T.OUTPUT else ""
             self.ctx.misuse(f"{base.type} cannot be indexed{hint}", node)
@@ -216,16 +244,24 @@ class ExprChecker(ABC):
         if agent is None:
             return Value()
         answer = self.to_agent(agent, [(prompt, node.prompt, f"ask in the {agent} session")])
-        return answer if node.output is None else Value(T.MODEL, answer.sources)
+        if node.output is None:
+            return answer
+        return Value(T.MODEL, answer.sources, model=self.model_class(node.output))
 
     def send(self, node: ast.Send) -> Value:
-        agent = self.session_of(node, "send")
-        value = self.sequence(node.value, "send each") if node.each else self.infer(node.value)
+        word = "send" if node.turn else "tell"
+        agent = self.session_of(node, word)
+        value = self.sequence(node.value, f"{word} each") if node.each else self.infer(node.value)
         self.raw_outcomes(value, node.value)
         if agent is None:
             return Value()
         shown = value.element() if node.each else value
-        return self.to_agent(agent, [(shown, node.value, f"send in the {agent} session")])
+        if node.turn:
+            return self.to_agent(agent, [(shown, node.value, f"send in the {agent} session")])
+        # A told message needs the edge as a send does, but makes no model call: no spend.
+        self.ctx.used_agents.add(agent)
+        self.handoff(shown, agent, node.value, f"tell in the {agent} session")
+        return Value(T.NONE)
 
     def session_of(self, node: Any, word: str) -> str | None:
         if not self.scope.sessions:
@@ -257,6 +293,13 @@ class ExprChecker(ABC):
         elif node.id not in self.ctx.imports:
             note = f" (import it with `use {node.id} from package.module`)"
             self.ctx.unknown("unknown-name", "model", node.id, self.ctx.imports, node, note=note)
+        elif why := not_model(node.id, self.ctx.resolved.get(node.id, BaseModel)):
+            self.ctx.misuse(why, node)  # the run refuses it too
+
+    def model_class(self, node: Any) -> type[BaseModel] | None:
+        """The model class `node` names, when check imported it (None: not known here)."""
+        value = self.ctx.resolved.get(node.id) if isinstance(node, ast.Name) else None
+        return value if is_model(value) else None
 
     def raw_outcomes(self, value: Value, node: Any) -> None:
         """Outcomes handed to an agent as they are would include the failed ones."""
@@ -369,15 +412,17 @@ class ExprChecker(ABC):
         handed = [(self.infer(arg), arg, "prompt") for arg in node.args]
         for value, arg, _ in handed:
             self.raw_outcomes(value, arg)
+        model = None
         for kw in node.keywords:
             if kw.name == "output":
                 self.model_ref(kw.value, "output:")
+                model = self.model_class(kw.value)
                 continue
             value = self.infer(kw.value)
             if kw.name != "workspace":  # lending a workspace is not handing a value over
                 handed.append((value, kw.value, f"card variable '{kw.name}'"))
         self.card_variables(agent, node.keywords, node.func)
-        return self.to_agent(agent, handed)
+        return replace(self.to_agent(agent, handed), model=model)
 
     def builtin_call(self, node: ast.Call) -> Value:
         """A built-in function, checked against its entry in the callables table."""
@@ -427,7 +472,11 @@ class ExprChecker(ABC):
             self.model_ref(written["output"], "output:")
         # the answer is the person's product: handing it on needs `edges human -> agent`
         sources = given.get("default", Value()).sources | {HUMAN}
-        return Value(T.MODEL if "output" in given else T.UNKNOWN, sources)
+        if "output" not in written:
+            return Value(T.UNKNOWN, sources)
+        # a timed-out question gives the default as it is, not validated as the model
+        model = None if "default" in written else self.model_class(written["output"])
+        return Value(T.MODEL, sources, model=model)
 
     def team_call(self, node: ast.Call) -> Value:
         """`team(task, lead: agent, roles: [agents])`: the lead and every role are declared."""
@@ -492,7 +541,10 @@ class ExprChecker(ABC):
         keep = next((k.value for k in node.keywords if k.name == "keep"), None)
         if keep is not None and not (isinstance(keep, ast.Name) and keep.id in self.ctx.imports):
             self.ctx.misuse("keep: takes a predicate or pydantic model imported with `use`", keep)
-        return Value(T.LIST, source.sources, item=source.element())
+        item, model = source.element(), self.model_class(keep)
+        if model is not None:  # what is kept is each value validated as the model
+            item = Value(T.MODEL, item.sources, model=model)
+        return Value(T.LIST, source.sources, item=item)
 
     def pipeline_call(self, node: ast.Call) -> Value:
         if not node.args:
@@ -543,6 +595,7 @@ class ExprChecker(ABC):
                 self.infer(arg)
             n = number()
         self.keywords(node)
+        self.fan_out_width(node, n)
         body = node.lambdas[0]
         if len(body.params) > 1:
             self.ctx.misuse(
@@ -553,6 +606,21 @@ class ExprChecker(ABC):
         value = self.lambda_value(body, [index] * len(body.params))
         self.fan_out(node, n, self.spends.pop(), f"parallel({n.bound or 0:g})")
         return Value(T.OUTCOMES, value.sources, item=value)
+
+    def fan_out_width(self, node: ast.Call, n: Value) -> None:
+        """More branches than one `parallel` runs: an error when `n` is exact, else a warning."""
+        if n.bound is None or not math.isfinite(n.bound):
+            return
+        limited = any(kw.name == "limit" for kw in node.keywords)
+        label = f"parallel({show_quantity(n.bound)})" if n.exact else "parallel(n)"
+        try:
+            check_count(int(n.bound), 1 if limited else None, label, option="limit:")
+        except ConfigError as exc:
+            if n.exact:
+                self.ctx.misuse(exc.message, node)
+            else:
+                bound = show_quantity(n.bound)
+                self.ctx.warning("misuse", f"{exc.message} (n is at most {bound} here)", node)
 
     def count(self, node: Any, what: str, of: str) -> Value | None:
         """The number of branches (or rounds) `node` gives: a whole number, 0 or more (None:

@@ -49,6 +49,9 @@ class Step:
     """An `if`'s or `match`'s alternatives (one runs), a loop's body, or a session's turns."""
     titles: tuple[str, ...] = ()
     returns: bool = False
+    spends: bool = False
+    """A loop whose rounds may call a model (an agent, `team`, `ask` or `send`): it stops once
+    the budget has nothing left for them."""
 
 
 @dataclass
@@ -231,6 +234,7 @@ class _Planner:
         if not isinstance(stmt, ast.Session):  # a session's block always runs; others may not
             reads.update(writes)  # a name a run leaves unassigned keeps the value it had
         step.blocks, step.titles = tuple(blocks), tuple(t for t, _ in titled)
+        step.spends = isinstance(stmt, ast.Loop) and self._spends(stmt.body)
         step.writes = tuple(writes)
         step.returns = any(s.returns for b in inner for s in b.steps.values())
         return step, reads
@@ -252,6 +256,17 @@ class _Planner:
                 body = self.block(item.body.stmts, f"L{item.line}_{item.column}.s", names)
                 self.lambdas[(item.line, item.column)] = body
                 reads.update(body.outer)
+
+    def _spends(self, body: ast.Block) -> bool:
+        """Whether running `body` may call a model, in its bodies and lambdas too."""
+        for node in ast.walk(body):
+            if isinstance(node, ast.Ask) or (isinstance(node, ast.Send) and node.turn):
+                return True
+            if isinstance(node, ast.Call) and (
+                node.func.id in self.agents or node.func.id == "team"
+            ):
+                return True
+        return False
 
     def _kind(self, stmt: ast.Stmt) -> str:
         """How the step is drawn: its statement, or what its statement calls."""

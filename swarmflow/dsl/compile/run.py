@@ -7,6 +7,10 @@ carries on with a step it made ready). A failing step cancels the others, and it
 (not an exception group) is what the flow raises, so `RunPaused`, `TopologyError` and the rest
 reach the runner as themselves.
 
+A loop's rounds are counted, never built as a list. Before each round the loop lets the
+deadline in force stop it (a round that only computes has no checkpoint of its own), and a
+loop whose rounds call models stops with `BudgetExhausted` once the budget has nothing left.
+
 Expressions call the real operators one to one (`coder(x)` is `await agent("coder", x)`,
 `parallel(n) |i| {...}` is `await parallel(factory, n=n)`, ...), so a `.swarm` flow and its
 Python twin record the same events. The checker has vouched for names, arities and kinds of
@@ -20,16 +24,19 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import math
 import operator
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from graphlib import TopologicalSorter
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from swarmflow.core.errors import ConfigError
 from swarmflow.core.outcomes import Ok
 from swarmflow.dsl.check.callables import value_of
 from swarmflow.dsl.compile.plan import (
@@ -44,6 +51,9 @@ from swarmflow.dsl.compile.plan import (
 from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError
 from swarmflow.operators import agent, agent_session, budget, parallel, pipeline
+from swarmflow.operators.budget import nothing_left
+from swarmflow.operators.parallel import check_count
+from swarmflow.runtime.context import current_scope
 from swarmflow.sessions.prompts import render_prompt
 
 UNSET: Any = object()
@@ -176,7 +186,8 @@ async def _loop(step: Step, ev: Evaluator) -> Ended | Returned:
     """Rounds one after another; what a round assigns is what the next one reads."""
     stmt, body, env = step.stmt, step.blocks[0], dict(ev.values)
     assert isinstance(stmt, ast.Loop) and body is not None
-    for item in await ev.rounds(stmt):
+    for number, item in enumerate(await ev.rounds(stmt), 1):
+        await _before_round(step, number)
         if stmt.var is not None:
             env[stmt.var.id] = item
         ended = await _BlockRun(ev.within(env), body).run()
@@ -186,6 +197,24 @@ async def _loop(step: Step, ev: Evaluator) -> Ended | Returned:
         if stmt.until is not None and await ev.within(env).evaluate(stmt.until):
             break
     return env
+
+
+async def _before_round(step: Step, number: int) -> None:
+    """Let the deadline in force (the run's wall clock, a cancel scope) stop the loop, and
+    stop a loop whose rounds call models once the budget has nothing left for them.
+
+    A round that only computes has no checkpoint of its own, so the loop takes one when the
+    deadline has passed (or its scope was cancelled): anyio's cancellation lands there.
+    """
+    if anyio.current_time() >= anyio.current_effective_deadline():
+        await anyio.lowlevel.checkpoint()
+    if step.spends:
+        stop = nothing_left(
+            current_scope().ledger,
+            lambda: f"the loop at line {step.stmt.line} stopped before round {number}",
+        )
+        if stop is not None:
+            raise stop
 
 
 async def _session(step: Step, ev: Evaluator) -> Ended | Returned:
@@ -348,6 +377,10 @@ class Evaluator:
         """`parallel(n) |i| { ... }`: n branches of the body, or the streaming form."""
         n = self.count(node.args[0], await self.evaluate(node.args[0]), "parallel(n)", "branches")
         given = await self.options(node)
+        try:
+            check_count(n, given.get("limit"), "parallel(n)", option="limit:")
+        except ConfigError as exc:
+            raise self.fail(node.args[0], exc.message) from None
         factory = functools.partial(self.run_body, node.lambdas[0])  # `|i|` is the branch index
         if stream:
             given.pop("first", None)
@@ -360,25 +393,31 @@ class Evaluator:
         return await self.values[SESSION].ask(prompt, output=output)
 
     async def send(self, node: ast.Send) -> Any:
+        """`send` runs a turn per message and gives the last answer; `tell` adds them
+        without a turn and gives none."""
         handle, value = self.values[SESSION], await self.evaluate(node.value)
+        deliver = handle.send if node.turn else handle.tell
         if not node.each:
-            return await handle.send(value)
+            return await deliver(value)
         answer = None
-        for item in self.items(node.value, value, "send each"):
-            answer = await handle.send(item.value if isinstance(item, Ok) else item)
+        what = "send each" if node.turn else "tell each"
+        for item in self.items(node.value, value, what):
+            answer = await deliver(item.value if isinstance(item, Ok) else item)
         return answer
 
-    async def rounds(self, loop: ast.Loop) -> list[Any]:
-        """The items of a `for`, or `range(n)` for `repeat n`."""
+    async def rounds(self, loop: ast.Loop) -> Iterable[Any]:
+        """The items of a `for`, or `range(n)` for `repeat n` (never built as a list)."""
         value = await self.evaluate(loop.over)
         if loop.var is not None:
             return self.items(loop.over, value, "for ... in")
-        return list(range(self.count(loop.over, value, "repeat", "rounds")))
+        return range(self.count(loop.over, value, "repeat", "rounds"))
 
     def count(self, node: ast.Node, value: Any, what: str, unit: str) -> int:
         """A number of branches or rounds, 0 or more (a fractional one rounds down)."""
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
             raise self.fail(node, f"{what} needs a number of {unit}, 0 or more; got {value!r}")
+        if value == math.inf:
+            raise self.fail(node, f"{what} needs a finite number of {unit}; got infinity")
         return int(value)
 
     def items(self, node: ast.Node, value: Any, what: str) -> list[Any]:

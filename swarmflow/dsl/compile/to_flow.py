@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Team
-from swarmflow.dsl.check.decls import sibling
+from swarmflow.dsl.check.imports import import_name, not_model
 from swarmflow.dsl.compile.plan import Program, compile_source
 from swarmflow.dsl.compile.run import execute
 from swarmflow.dsl.syntax import ast
@@ -109,10 +106,10 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
     for use in program.module.uses:
         for name in use.names:
             try:
-                found[name.local.id] = _import(use.module, name.name.id, base_dir)
+                found[name.local.id] = import_name(use.module, name.name.id, base_dir)
             except ImportError as exc:
                 problems.append((name, str(exc)))
-    for refs, why_not in ((program.models, _not_model), (_tool_refs(program.module), _not_tool)):
+    for refs, why_not in ((program.models, not_model), (_tool_refs(program.module), _not_tool)):
         for node in refs:  # an import that failed is reported already
             if node.id in found and (why := why_not(node.id, found[node.id])):
                 problems.append((node, why))
@@ -120,14 +117,6 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
         found_at = [Diagnostic.at(n, "import", why, program.filename) for n, why in problems]
         raise DslError(found_at, program.source)
     return found
-
-
-def _not_model(name: str, value: Any) -> str:
-    """Why the import `name` cannot be an answer's model; "" if it can."""
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return ""
-    why = "it cannot validate an answer; import a BaseModel subclass"
-    return f"'{name}' is not a pydantic model, so {why}"
 
 
 def _not_tool(name: str, value: Any) -> str:
@@ -145,38 +134,3 @@ def _tool_refs(module: ast.Module) -> list[ast.Name]:
     """Names listed in the agents' `tools`."""
     fields = (f.value for a in module.agents for f in a.fields if f.key.id == "tools")
     return [n for value in fields if isinstance(value, ast.NameList) for n in value.items]
-
-
-def _load(module: str, base_dir: str | Path | None) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        path = sibling(module, base_dir)
-        if exc.name != module.split(".", maxsplit=1)[0] or path is None:
-            raise
-    if module in sys.modules:
-        return sys.modules[module]
-    spec = importlib.util.spec_from_file_location(module, path)
-    assert spec is not None and spec.loader is not None
-    loaded = importlib.util.module_from_spec(spec)
-    sys.modules[module] = loaded  # as an import would: one module object per name
-    try:
-        spec.loader.exec_module(loaded)
-    except BaseException:
-        del sys.modules[module]
-        raise
-    return loaded
-
-
-def _import(module: str, name: str, base_dir: str | Path | None) -> Any:
-    """`name` from `module`; ImportError with a message for people if there is none."""
-    try:
-        loaded = _load(module, base_dir)
-    except ModuleNotFoundError as exc:
-        raise ImportError(f"cannot import module '{module}': {exc}") from None
-    except Exception as exc:  # the module itself failed while loading; say how
-        raise ImportError(f"importing '{module}' failed: {type(exc).__name__}: {exc}") from None
-    try:
-        return getattr(loaded, name)
-    except AttributeError:
-        raise ImportError(f"module '{module}' has no '{name}'") from None

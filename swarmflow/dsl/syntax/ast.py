@@ -184,10 +184,12 @@ class Ask(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Send(Node):
-    """`send value` or `send each values`: messages to the enclosing session."""
+    """`send value` or `send each values`: messages to the enclosing session, each running a
+    turn; `tell value` and `tell each values` add them without a turn (`turn` is False)."""
 
     value: Expr
     each: bool = False
+    turn: bool = True
 
 
 Expr = (

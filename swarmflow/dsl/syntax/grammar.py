@@ -4,7 +4,9 @@ The grammar declares every terminal; the post-lexer here only decides what a new
 Newlines (and `;`) end statements at the top level and inside `{ }`, are dropped inside `( )`
 and `[ ]`, and a newline before `else` or `until` is dropped, so that `}` and `else` may sit on
 separate lines. It also bounds how deeply one step nests, which bounds the recursion of every
-later stage, and places the tokens of a string template's `{expr}` where they sit in the file.
+later stage, bounds how long one string may be, and places the tokens of a string template's
+`{expr}` where they sit in the file. The sizes a text may have at all (`MAX_SOURCE_CHARS`,
+`MAX_LINE_CHARS`) are checked before lark reads it (parser.py).
 
 The parser (parser.py) and the syntax errors (errors.py) both read the grammar through here.
 """
@@ -38,6 +40,16 @@ _DEEPENING = frozenset(
 )
 MAX_DEPTH = 150
 """How deep one step may nest; bounds the recursion of every later stage."""
+MAX_SOURCE_CHARS = 4_000_000
+"""The most characters a `.swarm` text may hold (a file of 200,000 edges holds 2.8 million)."""
+MAX_LINE_CHARS = 100_000
+"""The most characters one line may hold (a line that long was generated: a list or a call may
+break over lines inside its brackets)."""
+MAX_STRING_CHARS = 50_000
+"""The most characters between a string's quotes (a long role card can be a file instead); half
+a line's most, so that any string may stand on one line."""
+_STRINGS = {"STRING": 2, "LONG_STRING": 6}
+"""The string tokens, with the length of their quotes."""
 
 
 def _keyword_terminals() -> tuple[str, ...]:
@@ -155,6 +167,8 @@ class _Pass:
             self.depth -= self.levels.pop() + 3
         elif kind == "COMMA":
             self._reset_level()
+        elif kind in _STRINGS:
+            _check_length(token, len(token) - _STRINGS[kind])
         if self.depth > MAX_DEPTH:
             raise LexError(
                 f"this step nests too deeply (over {MAX_DEPTH} levels of operators, "
@@ -165,6 +179,16 @@ class _Pass:
     def _reset_level(self) -> None:
         self.depth -= self.levels[-1]
         self.levels[-1] = 0
+
+
+def _check_length(token: Token, length: int) -> None:
+    if length > MAX_STRING_CHARS:
+        raise LexError(
+            f"this string holds {length:,} characters, more than the {MAX_STRING_CHARS:,} a "
+            "string may hold; keep long text in a file next to the flow (a role card may be "
+            'one: card "coder.md")',
+            token,
+        )
 
 
 # -- the parser ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The lark parser (grammar.py, with its post-lexer) is built once, on first use, and shared. A
 syntax error becomes one located `Diagnostic` written for people (see errors.py); nothing
-from lark escapes.
+from lark escapes. A text larger than the parser reads (a whole file, or one line) is refused
+before lark sees it, in one located diagnostic: what lark would cost it grows with its size.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from lark.exceptions import LarkError, UnexpectedInput
 
 from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError, Spot
-from swarmflow.dsl.syntax.grammar import LexError, Origin, get_parser, lexing
+from swarmflow.dsl.syntax.grammar import (
+    MAX_LINE_CHARS,
+    MAX_SOURCE_CHARS,
+    LexError,
+    Origin,
+    get_parser,
+    lexing,
+)
 from swarmflow.dsl.syntax.tree import CONSTANTS, BuildState, build_state
 
 
@@ -25,6 +33,9 @@ def parse_module(
     """The syntax tree and the problems found; the tree is None after a syntax error."""
     if source.startswith("\ufeff"):  # a byte-order mark: read it as a space, keep columns
         source = " " + source[1:]
+    too_large = _too_large(source, filename)
+    if too_large is not None:  # refused before lark reads it: what it would cost is unbounded
+        return None, [too_large]
     state = BuildState(filename, _parse_hole)
     token = build_state.set(state)
     try:
@@ -44,6 +55,31 @@ def parse(source: str, filename: str = "<string>") -> ast.Module:
     if module is None or any(p.is_error for p in problems):
         raise DslError(problems, source)
     return module
+
+
+def _too_large(source: str, filename: str) -> Diagnostic | None:
+    """The one problem of a text larger than the parser reads: the whole, or one line."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return Diagnostic.at(
+            Spot(1, 1),
+            "syntax",
+            f"this file holds {len(source):,} characters, more than the {MAX_SOURCE_CHARS:,} "
+            "a .swarm file may hold; split the flow, or move long text into files next to it",
+            filename,
+        )
+    lengths = list(map(len, source.split("\n")))
+    if max(lengths) <= MAX_LINE_CHARS:
+        return None
+    line = next(n for n, length in enumerate(lengths, 1) if length > MAX_LINE_CHARS)
+    held = lengths[line - 1]
+    return Diagnostic.at(
+        Spot(line, MAX_LINE_CHARS + 1),
+        "syntax",
+        f"line {line} holds {held:,} characters, more than the {MAX_LINE_CHARS:,} a line "
+        "may hold; break it (inside ( ) and [ ] a line may break anywhere), or move long text "
+        "into a file next to the flow",
+        filename,
+    )
 
 
 def _parse(source: str, start: str, filename: str, where: Origin) -> tuple[Any, Diagnostic | None]:

@@ -228,7 +228,8 @@ class AstBuilder(Transformer[Token, Any]):
         return ast.Ask(prompt=c[1], output=output, **_at(c[0], output or c[1]))
 
     def send(self, c: list[Any]) -> ast.Send:
-        return ast.Send(value=c[2], each=c[1] is not None, **_at(c[0], c[2]))
+        turn = c[0].type == "SEND"  # `tell` adds the message without a turn
+        return ast.Send(value=c[2], each=c[1] is not None, turn=turn, **_at(c[0], c[2]))
 
     def name(self, c: list[Token]) -> ast.Name:
         return self._name(c[0])

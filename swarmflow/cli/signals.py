@@ -1,0 +1,32 @@
+"""SIGTERM stops the command line as Ctrl-C does, with its own word and exit status."""
+
+from __future__ import annotations
+
+import signal
+
+INTERRUPTED, TERMINATED = 130, 143
+"""128 + SIGINT, 128 + SIGTERM: what a shell reports for a program either signal stopped."""
+
+
+_terminated = [False]
+
+
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM goes the way SIGINT goes: the event loop, when one runs, cancels its main task
+    and only then raises `KeyboardInterrupt` (a signal raised at any bytecode could land in
+    the middle of the loop's own code)."""
+    _terminated[0] = True
+    signal.raise_signal(signal.SIGINT)
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM stop this process as Ctrl-C does (for the command line's own process:
+    a library caller keeps its own handlers)."""
+    signal.signal(signal.SIGTERM, _as_ctrl_c)
+
+
+def stopped(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """How to say that `exc` stopped the command, and the exit status to end with."""
+    if _terminated[0]:
+        return "terminated", TERMINATED
+    return "interrupted", INTERRUPTED

@@ -1,0 +1,51 @@
+"""Sync tool functions run in daemon threads of swarmflow's own, awaited with anyio.
+
+anyio's worker threads are not daemons: a sync tool stuck past its timeout (the call was
+abandoned, Python cannot kill a thread) would keep the interpreter from exiting after the run
+ended, so `swarmflow run` and `swarmflow batch` would hang at exit. A daemon thread does not
+hold the process, and it holds no slot of anyio's shared thread limiter either, so stuck tools
+cannot starve swarmflow's own file and workspace calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+T = TypeVar("T")
+
+
+async def run_in_daemon_thread(work: Callable[[], T], name: str) -> T:
+    """`work()` in a new daemon thread, with the caller's context variables.
+
+    A cancellation (a timeout, the run ending) stops the wait at once and abandons the
+    thread; whatever it returns later is dropped. What `work` raises, BaseExceptions
+    included, is raised here.
+    """
+    done = anyio.Event()
+    values: list[T] = []
+    errors: list[BaseException] = []
+    token = anyio.lowlevel.current_token()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            values.append(context.run(work))
+        except BaseException as exc:  # handed to the waiting task, which decides
+            errors.append(exc)
+        # The event loop may be gone by now (the call was abandoned and the run ended).
+        with contextlib.suppress(RuntimeError):
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=target, name=f"swarmflow tool {name}", daemon=True).start()
+    await done.wait()
+    if errors:
+        raise errors[0]
+    return values[0]

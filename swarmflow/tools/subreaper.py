@@ -1,0 +1,131 @@
+"""Run a command so that every process it starts dies with it (Linux).
+
+`python -I -S subreaper.py COMMAND [ARG...]` runs COMMAND as its child, with the same stdin,
+stdout and stderr, and marks itself a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`): a
+descendant whose parent exits is re-parented here instead of to init, a `setsid` or
+double-forked daemon included, since leaving a process group or session does not leave the
+process tree. When COMMAND exits, or this process is told to stop (SIGTERM, SIGINT, SIGHUP,
+or its parent dies: `PR_SET_PDEATHSIG`), every descendant still alive is killed and reaped,
+and this process exits with COMMAND's status.
+
+The MCP stdio servers swarmflow starts run under it. It imports only the standard library
+(it runs with `-I -S`, outside any environment). What it cannot stop: a descendant that a
+process outside the tree adopts (a service manager asked to start it), and SIGKILL of this
+process itself (its orphans then go to init).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def supported() -> bool:
+    """Whether this platform has child subreapers (Linux 3.4 and later)."""
+    return sys.platform == "linux"
+
+
+def command_line(command: str, args: Sequence[str]) -> list[str]:
+    """The argument vector that runs `command` under this subreaper."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), command, *args]
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def _children() -> list[int]:
+    """The pids whose parent is this process (read from /proc)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def kill_descendants() -> None:
+    """SIGKILL every child and reap it, until there are none: a killed child's own children
+    are re-parented here, so they are the next round's children."""
+    while True:
+        for pid in _children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def _spawn(argv: Sequence[str]) -> int:
+    """Start `argv` as a child with our stdin, stdout and stderr; exit 127 if it cannot run."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for number in _STOP_SIGNALS:
+                signal.signal(number, signal.SIG_DFL)
+            os.execvp(argv[0], list(argv))
+        except OSError as exc:
+            os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
+        os._exit(127)
+    return pid
+
+
+def _release_pipes() -> None:
+    """Drop our copies of stdin and stdout: the client sees end of file when the command's
+    own ends close, not only when this process exits."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _wait_for(child: int) -> int:
+    """Reap children (orphans that end meanwhile too) until `child` ends; its exit code."""
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            return os.waitstatus_to_exitcode(status)
+
+
+def _stop(number: int, _frame: object) -> None:
+    kill_descendants()
+    os._exit(128 + number)
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv:
+        os.write(2, b"usage: subreaper.py COMMAND [ARG...]\n")
+        return 2
+    parent = os.getppid()
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    for number in _STOP_SIGNALS:
+        signal.signal(number, _stop)
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        return 128 + signal.SIGTERM
+    child = _spawn(argv)
+    _release_pipes()
+    code = _wait_for(child)
+    kill_descendants()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
