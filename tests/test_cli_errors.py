@@ -211,14 +211,16 @@ def test_a_terminated_run_is_recorded_as_cancelled_and_leaves_no_pid_file(tmp_pa
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SWARMFLOW_RUNS": str(runs)}
     argv = _cli("run", "hang.py:hang", "--model-object", "hang.py:make")
-    proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    # Started with SIGINT ignored, as a script's background job is: SIGTERM must still stop it.
+    ignoring = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
+    with subprocess.Popen(ignoring, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
     assert proc.returncode == 143
     assert "Traceback" not in err and "swarmflow run: terminated" in err
     (run_dir,) = runs.iterdir()

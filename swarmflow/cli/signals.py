@@ -21,7 +21,14 @@ def _as_ctrl_c(signum: int, frame: object) -> None:
 
 def stop_on_sigterm() -> None:
     """Make SIGTERM stop this process as Ctrl-C does (for the command line's own process:
-    a library caller keeps its own handlers)."""
+    a library caller keeps its own handlers).
+
+    A process started with SIGINT ignored (a background job of a script) gets Python's own
+    Ctrl-C handler back: without it the event loop installs none, and SIGTERM, passed on as
+    SIGINT, would be ignored too. Ctrl-C stops a run cleanly (cancelled, resumable), so a
+    SIGINT that reaches such a process is safe to obey."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _as_ctrl_c)
 
 

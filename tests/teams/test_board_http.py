@@ -15,7 +15,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -204,17 +203,15 @@ def test_a_stopped_serving_leaves_no_token_and_no_claim(stop: signal.Signals) ->
     assert _events(run_dir)  # the log is whole: every line reads back
 
 
-def _handler_thread() -> threading.Thread:
-    """The server thread that took the one request, waited for on the caller's thread: the
-    caller is the run's loop, kept from running the request's board call meanwhile."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        taken = [t for t in threading.enumerate() if t.name.endswith("(process_request_thread)")]
-        if taken:
-            (handler,) = taken
-            return handler
-        time.sleep(0.005)  # a bounded wait for the server's accept
-    raise AssertionError("the server never took the request")
+def _request_threads() -> list[threading.Thread]:
+    """The server's threads that are handling a request now."""
+    return [t for t in threading.enumerate() if t.name.endswith("(process_request_thread)")]
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait for a server thread; one just listed may not have been marked started yet."""
+    thread._started.wait(30)  # `join` refuses a thread until this is set
+    thread.join(30)
 
 
 def _post_and_hang_up(url: str, token: str) -> None:
@@ -235,15 +232,22 @@ async def test_a_client_that_hangs_up_is_let_go_quietly(capsys: pytest.CaptureFi
     async def body(board: Board) -> Any:
         address = read_address(current_run().deps.run_dir)
         # On the run's own loop thread: the request's board call cannot run (nor its answer be
-        # written) until this body awaits, so the client is gone before the answer is sent.
+        # written) until this body awaits, so the client is gone before any answer is sent.
+        # Whether the server had read the request before the reset came depends on the
+        # machine; either way it must let the client go quietly and go on serving.
         _post_and_hang_up(address.url, address.token)
-        handler = _handler_thread()
-        await anyio.to_thread.run_sync(handler.join, 30)  # it answers into a closed socket
-        return handler.is_alive()
+        auth = {"Authorization": f"Bearer {address.token}"}
+        after = await anyio.to_thread.run_sync(
+            _raw, f"{address.url}/threads", b'{"as": "lead", "name": "after"}', auth
+        )
+        for handler in _request_threads():
+            await anyio.to_thread.run_sync(_join, handler)
+        return after[0], [t.is_alive() for t in _request_threads()]
 
     result = await on_board(body, TEAM, board_port=0)
-    assert result.status == "ok" and result.output is False, result.error
-    assert [e.thread for e in of_type(result, "thread_created")] == ["gone"]
+    assert result.status == "ok", result.error
+    assert result.output == (200, [])  # the server still answers, and no handler is left
+    assert [e.thread for e in of_type(result, "thread_created")] in (["gone", "after"], ["after"])
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Exception occurred" not in err, err
 
