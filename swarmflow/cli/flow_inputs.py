@@ -7,6 +7,7 @@ input whose type is text, undeclared, or a `.swarm` type the flow converts itsel
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import typing
 from typing import Any
@@ -54,10 +55,8 @@ def _converted(name: str, kind: Any, text: str) -> Any:
         adapter: TypeAdapter[Any] = TypeAdapter(kind)
     except (PydanticUserError, TypeError):  # no schema for it: the flow gets the text
         return text
-    try:
+    with contextlib.suppress(ValidationError):  # as typed first ("3", "yes"), then as JSON
         return adapter.validate_python(text.strip() if kind in (int, float, bool) else text)
-    except ValidationError:
-        pass
     try:
         return adapter.validate_json(text)
     except ValidationError:
