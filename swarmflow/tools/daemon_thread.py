@@ -20,6 +20,8 @@ import anyio.from_thread
 import anyio.lowlevel
 
 T = TypeVar("T")
+JOIN_SECONDS = 5.0
+"""A bound on waiting for a thread that has already handed its result over to end."""
 
 
 async def run_in_daemon_thread(work: Callable[[], T], name: str) -> T:
@@ -44,8 +46,12 @@ async def run_in_daemon_thread(work: Callable[[], T], name: str) -> T:
         with contextlib.suppress(RuntimeError):
             anyio.from_thread.run_sync(done.set, token=token)
 
-    threading.Thread(target=target, name=f"swarmflow tool {name}", daemon=True).start()
+    thread = threading.Thread(target=target, name=f"swarmflow tool {name}", daemon=True)
+    thread.start()
     await done.wait()
+    # It has handed its result over and only has to return: once the call returns, no thread
+    # is still running the tool (callers and tests may count on that).
+    thread.join(JOIN_SECONDS)
     if errors:
         raise errors[0]
     return values[0]
