@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
-from swarmflow.cli.signals import stopped
+from swarmflow.cli.signals import cancelled_on_sigterm, stopped
 from swarmflow.core.secrets import scrubbed
 
 OK, PROBLEMS, USAGE = 0, 1, 2
@@ -162,7 +162,9 @@ async def _run(
         options["board_port"] = args.board_port
         options["sinks"].append(BoardAnnouncer())
     try:
-        return await run(flow, model=chosen.model, **options, **inputs)
+        return await cancelled_on_sigterm(
+            lambda: run(flow, model=chosen.model, **options, **inputs)
+        )
     finally:
         await chosen.close()  # a client made here: its connections close with the run
 

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+
+T = TypeVar("T")
 
 INTERRUPTED, TERMINATED = 130, 143
 """128 + SIGINT, 128 + SIGTERM: what a shell reports for a program either signal stopped."""
@@ -37,3 +43,25 @@ def stopped(exc: KeyboardInterrupt) -> tuple[str, int]:
     if _terminated[0]:
         return "terminated", TERMINATED
     return "interrupted", INTERRUPTED
+
+
+async def cancelled_on_sigterm(start: Callable[[], Awaitable[T]]) -> T:
+    """`await start()`, cancelled when SIGTERM comes: the signal is received through the event
+    loop (`anyio.open_signal_receiver`), so it is delivered wherever the run is; the run then
+    ends as cancelled, and `KeyboardInterrupt` (said as "terminated") is raised here."""
+    done: list[T] = []
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as received:
+                async for _ in received:
+                    _terminated[0] = True
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(watch)
+        done.append(await start())
+        group.cancel_scope.cancel()
+    if _terminated[0]:
+        raise KeyboardInterrupt
+    return done[0]

@@ -139,7 +139,7 @@ def test_retry_failed_runs_only_the_tasks_that_failed(
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task"] for r in rows) == [f"task-00000{i}" for i in range(1, 5)]
     assert all(r["status"] == "ok" for r in rows)
-    assert [r["input"]["n"] for r in rows if r["resumed"]] == [1, 3]
+    assert sorted(r["input"]["n"] for r in rows if r["resumed"]) == [1, 3]
     kept = {json.loads(x)["task"]: x for x in first if json.loads(x)["status"] == "ok"}
     assert kept and all(kept[r["task"]] == json.dumps(r) for r in rows if r["task"] in kept)
     ran = [p for p, data in events.items() if p.read_bytes() != data]
