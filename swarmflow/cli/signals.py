@@ -6,8 +6,6 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import anyio
-
 T = TypeVar("T")
 
 INTERRUPTED, TERMINATED = 130, 143
@@ -49,6 +47,8 @@ async def cancelled_on_sigterm(start: Callable[[], Awaitable[T]]) -> T:
     """`await start()`, cancelled when SIGTERM comes: the signal is received through the event
     loop (`anyio.open_signal_receiver`), so it is delivered wherever the run is; the run then
     ends as cancelled, and `KeyboardInterrupt` (said as "terminated") is raised here."""
+    import anyio  # only when a run starts: the command line's parser loads no runtime
+
     done: list[T] = []
     async with anyio.create_task_group() as group:
 
