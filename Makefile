@@ -11,15 +11,16 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,dev,otel,mcp]'
+	$(BIN)/python -m pip install -q -e '.[test,dev,otel,mcp,experiments,lsp,harness]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python -m swarmflow.cli demo $(ARGS)
 
-# The second run repeats the operator tests with event validation off, as production runs.
+# The tests run in one worker per core (pytest-xdist); the second run repeats the operator tests
+# with event validation off, as production runs.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q --production-events tests/operators $(PYTEST_ARGS)
 
 check: $(STAMP)

@@ -61,6 +61,9 @@ def test_the_python_snippets_run_in_order(folder: Path, endpoint: ChatServer) ->
     )
     out = run_python(script, folder, env)
     assert out.startswith("ok choice=0 confidence=0.9")
+    printed = out.splitlines()
+    assert "submitted: the helper says 42" in printed
+    assert "approve 2" in printed  # the harness coder's two model calls, and its patch approved
     assert {json.loads(r.raw)["model"] for r in endpoint.requests if r.raw} == {"gpt-4o-mini"}
 
 
@@ -113,12 +116,18 @@ def test_every_documented_command_and_option_exists(capsys: pytest.CaptureFixtur
     lines = _command_lines()
     assert len(lines) >= 10
     for line in lines:
-        command = line.split()[1]
-        if command.startswith("-"):
+        words = line.split()[1:3]
+        if words[0].startswith("-"):
             continue
-        usage = _help([command], capsys)
+        usage = _help(words[:1], capsys)
+        if len(words) > 1 and re.search(rf"^    {re.escape(words[1])}\b", usage, re.M):
+            usage = _help(words, capsys)  # a subcommand: `swarmflow experiment run ...`
+        else:
+            words = words[:1]
         for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line):
-            assert option in usage, f"README: {line!r}: `swarmflow {command}` has no {option}"
+            assert option in usage, (
+                f"README: {line!r}: `swarmflow {' '.join(words)}` has no {option}"
+            )
     continuation = [ln for b in blocks(README) if b.language == "sh" for ln in b.code.splitlines()]
     demo = _help(["demo"], capsys)
     for line in continuation:

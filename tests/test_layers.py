@@ -32,8 +32,13 @@ TEAMS = "swarmflow.teams"
 DURABLE = "swarmflow.durable"
 OPERATORS = "swarmflow.operators"
 RUNNER = "swarmflow.runner"
+CONTEXT = "swarmflow.context"
+EXPERIENCE = "swarmflow.experience"
+FEEDBACK = "swarmflow.feedback"
+HARNESSES = "swarmflow.harnesses"
 
-ADAPTERS = {MODELS, TOOLS, WORKSPACES}
+# The language-server client runs a server process, so it is an adapter like the tools.
+ADAPTERS = {MODELS, TOOLS, WORKSPACES, FEEDBACK}
 
 # The inner layers, innermost first: each may import itself and those before it.
 INNER: dict[str, set[str]] = {
@@ -43,13 +48,33 @@ INNER: dict[str, set[str]] = {
     MODELS: {CORE, RECORD} | ADAPTERS,
     TOOLS: {CORE, RECORD} | ADAPTERS,
     WORKSPACES: {CORE, RECORD} | ADAPTERS,
+    FEEDBACK: {CORE, RECORD} | ADAPTERS,
     RUNTIME: {CORE, RECORD, RUNTIME},
-    SESSIONS: {CORE, RECORD, RUNTIME, SESSIONS},
-    TEAMS: {CORE, RECORD, RUNTIME, SESSIONS, TEAMS},
-    DURABLE: {CORE, RECORD, RUNTIME, SESSIONS, TEAMS, DURABLE},
-    OPERATORS: {CORE, RECORD, RUNTIME, SESSIONS, TEAMS, DURABLE, OPERATORS},
+    # What a session's context is built from, and the experience carried across runs.
+    CONTEXT: {CORE, RECORD, RUNTIME, CONTEXT},
+    EXPERIENCE: {CORE, RECORD, RUNTIME, EXPERIENCE},
+    SESSIONS: {CORE, RECORD, RUNTIME, CONTEXT, EXPERIENCE, SESSIONS},
+    TEAMS: {CORE, RECORD, RUNTIME, CONTEXT, EXPERIENCE, SESSIONS, TEAMS},
+    # A harness agent: an outside program run in the sandbox, its model calls metered.
+    HARNESSES: {CORE, RECORD, RUNTIME, CONTEXT, EXPERIENCE, SESSIONS, TEAMS, HARNESSES}
+    | ADAPTERS,
+    DURABLE: {CORE, RECORD, RUNTIME, CONTEXT, EXPERIENCE, SESSIONS, TEAMS, DURABLE},
+    OPERATORS: {CORE, RECORD, RUNTIME, CONTEXT, EXPERIENCE, SESSIONS, TEAMS, DURABLE, OPERATORS},
     # The runner wires a run together: every inner layer, the adapters included.
-    RUNNER: {CORE, RECORD, RUNTIME, SESSIONS, TEAMS, DURABLE, OPERATORS, RUNNER} | ADAPTERS,
+    RUNNER: {
+        CORE,
+        RECORD,
+        RUNTIME,
+        CONTEXT,
+        EXPERIENCE,
+        SESSIONS,
+        TEAMS,
+        HARNESSES,
+        DURABLE,
+        OPERATORS,
+        RUNNER,
+    }
+    | ADAPTERS,
 }
 
 # The front: each part names what it uses (and may import itself).
@@ -87,6 +112,21 @@ FRONT: dict[str, set[str]] = {
         RUNNER,
         WORKSPACES,
         "swarmflow.report",
+        "swarmflow.testing",
+    },
+    # Experiments: arms x tasks x repeats through the batch engine, graded, then read back
+    # from the run directories (the `tests` grader runs in the tools' sandbox).
+    "swarmflow.experiments": {
+        CORE,
+        RECORD,
+        RUNTIME,
+        OPERATORS,
+        RUNNER,
+        TOOLS,
+        WORKSPACES,
+        "swarmflow.batches",
+        "swarmflow.report",
+        "swarmflow.flows",
         "swarmflow.testing",
     },
 }

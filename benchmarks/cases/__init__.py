@@ -9,6 +9,7 @@ from benchmarks.cases import (
     batch,
     board,
     chain,
+    compaction,
     dsl,
     dsl_slow,
     fanout,
@@ -41,4 +42,5 @@ CASES: dict[str, Case] = {
     "board": board.bench,
     "team": team.bench,
     "report": report.bench,
+    "compaction": compaction.bench,
 }

@@ -19,6 +19,8 @@ from swarmflow.cli import (
     batch_commands,
     board_commands,
     dsl_commands,
+    experience_commands,
+    experiment_commands,
     flow_commands,
     graph_commands,
     report_commands,
@@ -41,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_dirs_commands.register(sub)
     batch_commands.register(sub)
     board_commands.register(sub)
+    experiment_commands.register(sub)
+    experience_commands.register(sub)
     return parser
 
 

@@ -105,6 +105,7 @@ async def _solve(
         threshold=args.threshold,
         max_coders=args.coders,
         test_command=args.test_command,
+        feedback=getattr(args, "feedback", "off") == "lsp",
     )
 
 

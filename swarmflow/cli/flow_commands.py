@@ -40,6 +40,13 @@ def _register_demo(subparsers: Any) -> None:
     )
     add("--coders", type=int, default=3, metavar="N", help="at most N coders (default 3)")
     add(
+        "--feedback",
+        choices=("off", "lsp"),
+        default="off",
+        help="lsp: a language server (ruff) checks each coder edit; new diagnostics reach the "
+        "coder at its next step (default off)",
+    )
+    add(
         "--threshold",
         type=float,
         default=0.7,

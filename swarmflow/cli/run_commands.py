@@ -74,6 +74,14 @@ def register(subparsers: Any) -> None:
         help="serve the run's message board on 127.0.0.1:PORT while it runs (0: pick one); "
         "prints the URL and token",
     )
+    run.add_argument(
+        "--experience",
+        nargs="?",
+        const=True,
+        metavar="STORE",
+        help="offer the agents notes from earlier runs and write this run's at its end "
+        "(STORE: an SQLite file; default: experience.db in the runs root)",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -108,6 +116,7 @@ def run_command(args: argparse.Namespace) -> int:
         flow = load_flow_named(args.file)
         inputs = _inputs(flow, raw)
         model = chosen_model(args)
+        _check_experience(args.experience)
     except FlowDiagnostics as exc:
         print(str(exc), file=sys.stderr)
         return PROBLEMS
@@ -120,6 +129,17 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"swarmflow run: {word}; the run was stopped", file=sys.stderr)
         return code
     return _report(result, as_json=args.json)
+
+
+def _check_experience(option: Any) -> None:
+    """Open the experience store `--experience` names, so that a bad one is one line here
+    rather than an error from inside the running flow's task group."""
+    if option is None:
+        return
+    from swarmflow.experience.run_notes import open_store
+    from swarmflow.record.runs_root import resolve_runs_root
+
+    open_store(option, resolve_runs_root(None))
 
 
 def _usage(problem: str) -> int:
@@ -156,6 +176,8 @@ async def _run(
     options["raise_on_failure"] = False  # a failed run is reported, not a traceback
     if args.repo:
         options["repo"] = args.repo
+    if args.experience is not None:
+        options["experience"] = args.experience
     if args.board_port is not None:
         from swarmflow.cli.board_commands import BoardAnnouncer
 

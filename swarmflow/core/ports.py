@@ -133,3 +133,64 @@ class HumanChannel(Protocol):
         self, question: str, payload: Any, *, token: str, timeout: float | None
     ) -> tuple[Any, str]:
         """Raise `TimeoutError` when nobody answered within `timeout` seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One item for a session's inbox: given to the model at its next step boundary."""
+
+    source: str
+    """Where it comes from: "board", "diagnostics", "workspace", "commands"."""
+    text: str
+    """What the model reads, self-contained."""
+    key: str = ""
+    """Items with the same non-empty key, pending together, are given once (the newest)."""
+
+
+class Inbox(Protocol):
+    """A session's inbox as the sources of evidence see it. What is posted waits, and is
+    given to the model in one message before the session's next model call, never in the
+    middle of a call; posting costs no model call."""
+
+    agent: str
+    session: str
+
+    def post(self, item: Evidence) -> None:
+        """Queue `item` for the next step boundary."""
+
+    def add_source(self, pull: Callable[[], Sequence[Evidence]]) -> None:
+        """Call `pull` at every step boundary; what it returns is given with the rest."""
+
+    def emit(self, cls: Any, **fields: Any) -> None:
+        """Record an event in the session's name."""
+
+
+@runtime_checkable
+class PostsEvidence(Protocol):
+    """A workspace that tells its sessions what others did in it (the shared kind)."""
+
+    def subscribe(self, inbox: Inbox) -> None:
+        """Post evidence for `inbox.session` from now on."""
+
+    def unsubscribe(self, session: str) -> None:
+        """The session ended: post nothing more to it, and end what it held (reservations)."""
+
+
+class EditWatch(Protocol):
+    """Watches one session's tool calls that may change files (language-server feedback)."""
+
+    async def before_tool(self, tool: str, args: BaseModel) -> None:
+        """Called before a tool call runs."""
+
+    async def after_tool(self, tool: str, args: BaseModel, ok: bool) -> None:
+        """Called after it ran: the changed files are checked, new findings posted."""
+
+
+class FeedbackPort(Protocol):
+    """Semantic feedback on agents' edits for a run; started lazily, closed with the run."""
+
+    def watch(self, agent: Agent, workspace: Workspace, inbox: Inbox) -> EditWatch | None:
+        """A watch for one session of `agent` in `workspace` (None: no feedback for it)."""
+
+    async def aclose(self) -> None:
+        """Stop every server it started; no process is left (also on failure and cancel)."""

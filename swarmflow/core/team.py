@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from swarmflow.core.context_policy import ContextPolicy
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.feedback_policy import Feedback
+from swarmflow.core.harness_spec import Harness
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -63,6 +66,16 @@ class Agent(BaseModel):
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables for `run_shell` (a mapping is accepted). In the sandbox they are
     all it sees besides PATH, HOME, LANG and the pager settings."""
+    feedback: Feedback | None = None
+    """Language-server diagnostics on its edits, posted at its next step (`"lsp"` for the
+    defaults, a mapping or `Feedback(...)`; docs/feedback.md)."""
+    harness: Harness | None = None
+    """An outside agent program that does this agent's work (docs/harnesses.md): each call
+    runs it in the agent's workspace, sandboxed as `run_shell` is, its model calls metered
+    through an endpoint the run serves. None: a native session."""
+    context: ContextPolicy | None = None
+    """Which context processors may fire, at what pressure, with which summariser (a mapping
+    or `ContextPolicy(...)`; docs/context.md). None: every deterministic level, no summary."""
 
     def __init__(self, name: str | None = None, /, **data: Any) -> None:
         if name is not None:
@@ -84,11 +97,25 @@ class Agent(BaseModel):
             names.extend(_tool_entry(item, provided, data.get("name")))
         return {**data, "tools": tuple(dict.fromkeys(names)), "provided": tuple(provided)}
 
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _feedback_policy(cls, value: Any) -> Feedback | None:
+        return Feedback.coerce(value)
+
     @field_validator("env", mode="before")
     @classmethod
     def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
         items = value.items() if isinstance(value, Mapping) else value
         return tuple(sorted((str(k), str(v)) for k, v in items))
+
+    @model_validator(mode="after")
+    def _harness_has_a_workspace(self) -> Agent:
+        if self.harness is not None and self.workspace == "none":
+            raise ValueError(
+                f"agent {self.name!r} runs a harness, which works in a workspace: declare "
+                "workspace='worktree', 'local' or 'shared'"
+            )
+        return self
 
     @field_validator("name")
     @classmethod

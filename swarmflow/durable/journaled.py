@@ -10,6 +10,8 @@ it had (its own, or one it borrowed), put back at the commit the call started fr
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from swarmflow.core.output import AgentOutput
 from swarmflow.durable.replay import (
     adopted_workspace,
@@ -25,11 +27,18 @@ from swarmflow.record.journal import digest_of
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.runtime.deps import CallRequest
 from swarmflow.sessions.call import open_call, rendered_card, work_call
+from swarmflow.sessions.session import AgentSession
+
+Work = Callable[[RunContext, AgentSession, CallRequest], Awaitable[AgentOutput]]
+"""Works an opened call's session to its product (`sessions.call.work_call`)."""
 
 
-async def journaled_call(run: RunContext, scope: Scope, request: CallRequest) -> AgentOutput:
+async def journaled_call(
+    run: RunContext, scope: Scope, request: CallRequest, *, work: Work = work_call
+) -> AgentOutput:
     """`run_call`, keyed in the journal: replayed when a finished record matches, else run
-    and recorded."""
+    and recorded. `work` does the call's work on its opened session (a harness agent's
+    call gives `harnesses.call.work_harness`)."""
     journal = run.deps.journal
     assert journal is not None  # the composition root chooses this layer for journaled runs
     agent = run.deps.team.get(request.name)
@@ -47,6 +56,6 @@ async def journaled_call(run: RunContext, scope: Scope, request: CallRequest) ->
     session = await open_call(run, scope, request, card=card, adopted=adopted)
     await restart_in_flight(run, session, started, owned=owns_worktree)
     await record_started(run, key, session)
-    result = await work_call(run, session, request)
+    result = await work(run, session, request)
     record_call(run, key, session, result, request.text)
     return result

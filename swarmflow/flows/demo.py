@@ -49,6 +49,13 @@ WRONG_SUMMARY = (
 )
 
 
+def _briefing(request: ModelRequest) -> str:
+    """The card and the first user messages: a card's session-specific part (which coder this
+    is) follows the task (`sessions.layout`)."""
+    head = [m.content or "" for m in request.messages[:4] if m.role in ("system", "user")]
+    return "\n".join(head)
+
+
 def demo_model() -> FunctionModel:
     """The scripted demo model, named so that every summary labels it as scripted."""
     return FunctionModel(policy, name=DEMO_MODEL)
@@ -84,7 +91,7 @@ def history(request: ModelRequest) -> list[Done]:
 
 def _test_command(request: ModelRequest) -> str:
     """The test command the role card names, else the demo target's."""
-    found = _TEST_COMMAND.search(request.system)
+    found = _TEST_COMMAND.search(_briefing(request))
     return found.group(1) if found else default_test_command()
 
 
@@ -99,7 +106,7 @@ def _exit_code(output: str) -> int | None:
 
 def _coder(request: ModelRequest) -> Reply:
     """Coder n plays plan n mod 3: correct fix, wrong fix, give up."""
-    found = _CODER.search(request.system)
+    found = _CODER.search(_briefing(request))
     index = int(found.group(1)) if found else 0
     plan = _PLANS[index % len(_PLANS)]
     return plan(history(request), _test_command(request))

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.core.budget import BudgetSnapshot
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.feedback_policy import Feedback
 from swarmflow.core.outcomes import Empty, Failed, Ok, Outcome
 from swarmflow.core.output import AgentOutput
 from swarmflow.core.patch import Patch
@@ -395,9 +396,20 @@ def card_dir(cards: Path | None = None) -> Path:
     return folder
 
 
-def make_flow(cards: Path | None = None) -> Flow[..., FixResult]:
-    """The flow, with its role cards looked up in `cards` (default: the example folder)."""
-    return Flow(_fix, team=TEAM, budget=BUDGET, name=FLOW_NAME, card_path=(str(card_dir(cards)),))
+def make_flow(cards: Path | None = None, *, feedback: bool = False) -> Flow[..., FixResult]:
+    """The flow, with its role cards looked up in `cards` (default: the example folder);
+    `feedback`: a language server checks each coder's edits (docs/feedback.md)."""
+    team = with_coder_feedback(TEAM) if feedback else TEAM
+    return Flow(_fix, team=team, budget=BUDGET, name=FLOW_NAME, card_path=(str(card_dir(cards)),))
+
+
+def with_coder_feedback(team: Team) -> Team:
+    """`team` with language-server diagnostics on for its coders."""
+    agents = [
+        a.model_copy(update={"feedback": Feedback()}) if a.name == "coder" else a
+        for a in team.agents
+    ]
+    return Team(agents=agents, edges=list(team.edges))
 
 
 async def solve(
@@ -414,6 +426,7 @@ async def solve(
     max_coders: int = 3,
     test_command: str = "",
     cards: Path | None = None,
+    feedback: bool = False,
 ) -> RunResult:
     """Run the flow on the git repository `target`, whose HEAD the coders' worktrees start from.
 
@@ -428,7 +441,7 @@ async def solve(
         "test_command": test_command or default_test_command(),
     }
     return await run(
-        make_flow(cards),
+        make_flow(cards, feedback=feedback),
         model=model,
         human=human,
         sinks=sinks,

@@ -100,6 +100,15 @@ class ModelCalled(EventBase):
     output_mode: str | None = None
     """How a structured answer was asked for: "json_schema" (the server constrained it) or
     "prompt" (asked in the prompt and validated); None when the call wanted none."""
+    request_shape: dict[str, Any] | None = None
+    """A harness's call (`swarmflow.harnesses`): what its request held (messages by role,
+    tool names, whether it streamed, the `max_tokens` it asked for, its other keys)."""
+    purpose: str = ""
+    """What the call was for when it was not one of the session's steps: "summary" (a context
+    summary, docs/context.md) or "reflection" (experience notes at the run's end)."""
+    shared_prefix_tokens: int = 0
+    """For a session's first call: the prompt tokens it shares as a prefix with the first
+    call of an earlier session of the same agent in the run (card, tool schemas, task)."""
 
 
 class ModelRetried(EventBase):
@@ -187,6 +196,49 @@ class ContextCompacted(EventBase):
     level: str
     messages_before: int
     messages_after: int
+    tokens_before: int = 0
+    """The history's estimated tokens before this level ran, and after it."""
+    tokens_after: int = 0
+    removed: str = ""
+    """What the level removed, and where it went when it can be read back (a file)."""
+    cost: float = 0.0
+    """What the level's own model calls were charged (a summary's), in USD."""
+    tokens_spent: int = 0
+    """The tokens those calls used (each is also recorded as a `model_called`)."""
+
+
+class ContextLevelRefused(EventBase):
+    """A context level that could not run (a summary the budget could not pay for, or a
+    summariser that failed); the next levels fit the request instead."""
+
+    type: Literal["context_level_refused"] = "context_level_refused"
+    level: str
+    reason: str
+
+
+class ExperienceRetrieved(EventBase):
+    """Experience notes from earlier runs offered to a session in its card."""
+
+    type: Literal["experience_retrieved"] = "experience_retrieved"
+    query: str
+    notes: list[dict[str, Any]] = []
+    """Each offered note: its id, kind, text and the run it came from."""
+
+
+class ExperienceWritten(EventBase):
+    """Notes a run's reflection distilled from one agent's sessions and stored."""
+
+    type: Literal["experience_written"] = "experience_written"
+    store: str
+    notes: list[dict[str, Any]] = []
+    cost: float = 0.0
+
+
+class ExperienceRefused(EventBase):
+    """A reflection that could not run or whose notes could not be stored, and why."""
+
+    type: Literal["experience_refused"] = "experience_refused"
+    reason: str
 
 
 class RailVetoed(EventBase):
@@ -219,6 +271,93 @@ class SharedFileWritten(EventBase):
     version: int
     previous: int
     """The version the writer's snapshot held (the one this write replaced)."""
+
+
+class EvidenceDelivered(EventBase):
+    """An inbox item given to the model at a step boundary, inside the one evidence message
+    of that step (`shown=False`: cut by the message's size cap)."""
+
+    type: Literal["evidence_delivered"] = "evidence_delivered"
+    source: str
+    text: str = ""
+    """The item, cut to a preview."""
+    step: int = 0
+    """The model call it came before (the session's steps so far plus one)."""
+    shown: bool = True
+
+
+class DiagnosticsPosted(EventBase):
+    """A language-server pass after an edit found new diagnostics and posted them."""
+
+    type: Literal["diagnostics_posted"] = "diagnostics_posted"
+    server: str
+    files: list[str] = []
+    codes: list[str] = []
+    """One per diagnostic posted, in the order posted."""
+    seconds: float = 0.0
+    """How long the pass took, from sending the change to having the diagnostics."""
+    late: bool = False
+    """The pass outlasted the session's wait: posted at a later step."""
+
+
+class FeedbackChecked(EventBase):
+    """A language-server pass after an edit, whatever it found (its cost is `seconds`)."""
+
+    type: Literal["feedback_checked"] = "feedback_checked"
+    server: str
+    files: list[str] = []
+    new: int = 0
+    """New diagnostics at or above the severity (before the limit)."""
+    seconds: float = 0.0
+    timed_out: bool = False
+    """The pass outlasted the session's wait (what comes later goes to a later step)."""
+
+
+class FeedbackUnavailable(EventBase):
+    """A language server could not start or stopped answering: the run goes on without it."""
+
+    type: Literal["feedback_unavailable"] = "feedback_unavailable"
+    server: str
+    reason: str
+
+
+class WorkspaceInvalidated(EventBase):
+    """A write in the shared workspace made this session's read of a file stale; it is told
+    at its next step."""
+
+    type: Literal["workspace_invalidated"] = "workspace_invalidated"
+    path: str
+    version: int
+    writer: str | None = None
+    """The agent that wrote it (None: changed outside the workspace tools)."""
+    seen: int = 0
+    """The version this session had read."""
+
+
+class CommandsMissed(EventBase):
+    """Commands others ran in the shared workspace since this session's last step."""
+
+    type: Literal["commands_missed"] = "commands_missed"
+    commands: list[dict[str, Any]] = []
+    """Each: command, agent, exit_code, files (path -> version)."""
+
+
+class FileReserved(EventBase):
+    """An agent reserved (or released) a file of the shared workspace."""
+
+    type: Literal["file_reserved"] = "file_reserved"
+    path: str
+    seconds: float = 0.0
+    """How long the reservation holds (0: released)."""
+
+
+class ReservationRefused(EventBase):
+    """A write or a reservation refused: another agent holds the file."""
+
+    type: Literal["reservation_refused"] = "reservation_refused"
+    path: str
+    holder: str
+    seconds_left: float
 
 
 class SandboxUnavailable(EventBase):
@@ -353,6 +492,52 @@ class BoardServed(EventBase):
     address_file: str
 
 
+class HarnessStarted(EventBase):
+    """A harness agent's program started in its workspace (`swarmflow.harnesses`)."""
+
+    type: Literal["harness_started"] = "harness_started"
+    harness: str
+    program: str
+    """The program's name (its arguments may hold the prompt; they are not recorded)."""
+    sandboxed: bool
+    """Under bubblewrap, reaching only the run's endpoints; False: on the host."""
+    endpoint: str
+    """The metering endpoint's base URL, as the program sees it."""
+    board: bool = False
+
+
+class HarnessEnded(EventBase):
+    """A harness agent's program ended, and with it every process it started."""
+
+    type: Literal["harness_ended"] = "harness_ended"
+    harness: str
+    reason: str
+    """The session's end reason (completed, budget exhausted before model call, wall clock,
+    cancelled, error ...)."""
+    exit_code: int | None = None
+    """None when it was killed (timeout, allowance, cancellation)."""
+    seconds: float = 0.0
+    calls: int = 0
+    tokens: int = 0
+    refusals: dict[str, int] = {}
+    """Requests the endpoint turned away, by kind."""
+    stderr: str = ""
+    """The tail of what the program wrote on stderr."""
+
+
+class HarnessRefused(EventBase):
+    """The metering endpoint turned a harness's request away (the first of each kind in a
+    call is recorded, every one counted in `harness_ended`); what it asked was not sent."""
+
+    type: Literal["harness_refused"] = "harness_refused"
+    harness: str
+    kind: str
+    """budget, step_limit, handoff, body_too_large, connections, timeouts, bad_request,
+    unauthorized, not_found, model_error or ended."""
+    status: int = 0
+    reason: str
+
+
 class BranchFinished(EventBase):
     type: Literal["branch_finished"] = "branch_finished"
     outcome: Literal["ok", "failed", "cancelled", "empty"]
@@ -395,10 +580,22 @@ Event = Annotated[
     | SessionTold
     | SessionEnded
     | ContextCompacted
+    | ContextLevelRefused
+    | ExperienceRetrieved
+    | ExperienceWritten
+    | ExperienceRefused
     | RailVetoed
     | GoalEvaluated
     | WorkspaceChanged
     | SharedFileWritten
+    | EvidenceDelivered
+    | DiagnosticsPosted
+    | FeedbackChecked
+    | FeedbackUnavailable
+    | WorkspaceInvalidated
+    | CommandsMissed
+    | FileReserved
+    | ReservationRefused
     | SandboxUnavailable
     | PatchApplied
     | HumanRequested
@@ -407,6 +604,9 @@ Event = Annotated[
     | CallReplayed
     | ResumeDivergedAt
     | BranchFinished
+    | HarnessStarted
+    | HarnessEnded
+    | HarnessRefused
     | OutcomesCompacted
     | ThreadCreated
     | BoardMessagePosted

@@ -116,6 +116,8 @@ class AdherenceFold:
         self._early: list[EventBase] = []
         self.tokens: dict[str, int] = {}
         """Tokens each agent drew over the run."""
+        self.first_call: dict[str, int] = {}
+        """Each agent's first model call, by its sequence number: who started before whom."""
         self.produced: set[str] = set()
         """Agents with a non-empty model output: a final answer with text, or a tool call."""
         self.tools_refused = 0
@@ -127,6 +129,8 @@ class AdherenceFold:
         self.undeclared_sent: list[str] = []
         self.undeclared_reached: list[str] = []
         self.levels: set[str] = set()
+        self.agent_levels: dict[str, set[str]] = {}
+        """The context levels that fired, per agent."""
 
     def add(self, e: EventBase) -> None:
         if isinstance(e, RunStarted):
@@ -135,6 +139,7 @@ class AdherenceFold:
             self._judged(e)
         elif isinstance(e, ModelCalled) and e.agent:
             self.tokens[e.agent] = self.tokens.get(e.agent, 0) + e.tokens_in + e.tokens_out
+            self.first_call.setdefault(e.agent, e.seq)
             if e.tool_calls:
                 self.produced.add(e.agent)
         elif isinstance(e, AgentFinished) and e.agent and e.produced_content:
@@ -147,6 +152,7 @@ class AdherenceFold:
             self.messages_refused += 1
         elif isinstance(e, ContextCompacted):
             self.levels.add(e.level)
+            self.agent_levels.setdefault(e.agent or "", set()).add(e.level)
 
     def _started(self, e: RunStarted) -> None:
         if self.start is not None:
@@ -190,13 +196,22 @@ class AdherenceFold:
         return Adherence(
             axes=(
                 _participation(start.agents, worked),
-                _delegation(start, worked),
+                _delegation(start, worked, self.first_call),
                 self._role_boundary(),
                 _budget_sharing(start.roles, self.tokens, self.budget_refused),
                 self._information_flow(),
-                _context_policy(self.context_policy, self.levels),
+                _context_policy(self.context_policy, self.levels, self._assigned()),
             )
         )
+
+    def _assigned(self) -> dict[str, tuple[set[str], set[str]]]:
+        """Per agent whose assigned levels `run_started` records: (assigned, fired)."""
+        roles = self.start.roles if self.start is not None else {}
+        return {
+            agent: (set(roles[agent]["context"]), used)
+            for agent, used in self.agent_levels.items()
+            if agent in roles and "context" in roles[agent]
+        }
 
     def _role_boundary(self) -> Axis:
         return Axis("role boundary", {"refused attempts": self.tools_refused}, tuple(self.outside))
@@ -224,9 +239,21 @@ def _participation(agents: list[str], worked: set[str]) -> Axis:
     )
 
 
-def _delegation(start: RunStarted, worked: set[str]) -> Axis:
-    targets = {d for _, d in start.edges}
-    delegated = sorted(a for a in worked if a in targets)
+def _delegation(start: RunStarted, worked: set[str], first_call: dict[str, int]) -> Axis:
+    """The teammates work was passed to: each worked, and another agent that worked had an
+    edge to it and started first. An edge back to the lead (`coder -> lead`) does not make the
+    lead its own delegate: the lead started before the coder that could have handed it work."""
+    delegated = sorted(
+        target
+        for target in worked
+        if any(
+            source != target
+            and source in worked
+            and first_call.get(source, 0) < first_call.get(target, 0)
+            for source, t in start.edges
+            if t == target
+        )
+    )
     needed = bool(start.edges) and len(start.agents) > 1
     deviation = () if delegated or not needed else ("no teammate along a declared edge worked",)
     return Axis("delegation", delegated, deviation)
@@ -244,9 +271,21 @@ def _budget_sharing(
     return Axis("budget sharing", realized, tuple(deviations))
 
 
-def _context_policy(allowed: Sequence[str] | None, levels: set[str]) -> Axis:
+def _context_policy(
+    allowed: Sequence[str] | None,
+    levels: set[str],
+    assigned: dict[str, tuple[set[str], set[str]]],
+) -> Axis:
+    """The levels that fired, against the experiment's list when it gives one, else against
+    each agent's assigned levels (its context policy, as `run_started` records it)."""
     fired = sorted(levels)
-    bad = []
     if allowed is not None:
         bad = [f"compaction level {lvl!r} fired" for lvl in fired if lvl not in allowed]
+        return Axis("context policy", fired or ["none"], tuple(bad))
+    bad = [
+        f"agent {agent!r} fired context level {lvl!r}, not one of its assigned "
+        f"{', '.join(sorted(own)) or 'none'}"
+        for agent, (own, used) in sorted(assigned.items())
+        for lvl in sorted(used - own)
+    ]
     return Axis("context policy", fired or ["none"], tuple(bad))

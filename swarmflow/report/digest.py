@@ -63,6 +63,11 @@ class Spend:
     prompt_tokens: int = 0
     """Prompt tokens of the calls that had a previous request in their session."""
     prefix_tokens: int = 0
+    cross_prompt_tokens: int = 0
+    """Prompt tokens of the first calls of sessions after their agent's first one."""
+    cross_shared_tokens: int = 0
+    """Of those, the ones shared as a prefix with that agent's first session (card, tools,
+    task), which a provider's cache can serve across sessions."""
 
     def add(self, e: ModelCalled, *, follows: bool) -> None:
         self.calls += 1
@@ -79,6 +84,15 @@ class Spend:
         """The share of prompt tokens that repeat the previous request's prefix, over the
         requests that have a previous one in their session."""
         return self.prefix_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+    @property
+    def cross_share(self) -> float | None:
+        """The share of later sessions' first prompts shared with the agent's first session."""
+        return (
+            self.cross_shared_tokens / self.cross_prompt_tokens
+            if self.cross_prompt_tokens
+            else None
+        )
 
     @property
     def cached_share(self) -> float | None:
@@ -113,6 +127,9 @@ class SessionDigest:
     last_prompt: int = 0
     compacted: bool = False
     """Whether a compaction happened since the last model call (the prefix may then break)."""
+    pending: list[int] = field(default_factory=list)
+    """The compactions (indices into `Digest.compactions`) awaiting the next call, which
+    says how much of the prefix they kept."""
 
     @property
     def label(self) -> str:
@@ -164,6 +181,10 @@ class Digest:
     refusals: list[str] = field(default_factory=list)
     retries: list[str] = field(default_factory=list)
     compactions: list[str] = field(default_factory=list)
+    """Each compaction level that fired, what it removed, and how much of the prompt prefix
+    the next call kept (where the compaction broke it, and why)."""
+    first_called: set[str] = field(default_factory=set)
+    """The agents whose first session has made its first call."""
     prefix_breaks: list[str] = field(default_factory=list)
     """Calls whose prompt did not keep the previous one as its prefix, with no compaction."""
     dropped: list[str] = field(default_factory=list)
@@ -181,6 +202,8 @@ class Digest:
                 setattr(total, name, getattr(total, name) + getattr(s.spend, name))
             total.prompt_tokens += s.spend.prompt_tokens
             total.prefix_tokens += s.spend.prefix_tokens
+            total.cross_prompt_tokens += s.spend.cross_prompt_tokens
+            total.cross_shared_tokens += s.spend.cross_shared_tokens
         return totals
 
     def add(self, event: EventBase) -> None:
@@ -225,11 +248,25 @@ def _on_model_called(d: Digest, e: ModelCalled) -> None:
     s = d.sessions.get(e.session or "")
     if s is None:
         return
+    if e.purpose:  # a summary's call: spend, but no step of the session's prompt
+        s.spend.add(e, follows=False)
+        return
     if s.spend.calls and e.prefix_tokens < s.last_prompt and not s.compacted and e.prompt_tokens:
         d.prefix_breaks.append(
             f"{s.label} ({s.id}) call {e.step}: {e.prefix_tokens:,} of the previous "
             f"{s.last_prompt:,} prompt tokens kept, with no compaction"
         )
+    first = s.last_prompt == 0 and not s.pending
+    if first and s.agent in d.first_called:
+        s.spend.cross_prompt_tokens += e.prompt_tokens
+        s.spend.cross_shared_tokens += e.shared_prefix_tokens
+    d.first_called.add(s.agent)
+    for index in s.pending:
+        d.compactions[index] += (
+            f"; call {e.step} kept {e.prefix_tokens:,} of the previous {s.last_prompt:,} "
+            "prompt tokens as its prefix"
+        )
+    s.pending.clear()
     s.spend.add(e, follows=s.spend.calls > 0)
     s.last_prompt, s.compacted = e.prompt_tokens, False
     if d.resumes:
@@ -277,9 +314,15 @@ def _on_compacted(d: Digest, e: ContextCompacted) -> None:
     if s is not None:
         s.compacted = True
     who = s.label if s is not None else (e.agent or "?")
+    sizes = f", {e.tokens_before:,} -> {e.tokens_after:,} tokens" if e.tokens_before else ""
+    why = f": {e.removed}" if e.removed else ""
+    paid = f" (its calls cost ${e.cost:.4f}, {e.tokens_spent:,} tokens)" if e.tokens_spent else ""
     d.compactions.append(
-        f"{who} ({e.session}): {e.level}, {e.messages_before} -> {e.messages_after} messages"
+        f"{who} ({e.session}): {e.level}, {e.messages_before} -> {e.messages_after} "
+        f"messages{sizes}{why}{paid}"
     )
+    if s is not None:
+        s.pending.append(len(d.compactions) - 1)
 
 
 def _on_outcomes_compacted(d: Digest, e: OutcomesCompacted) -> None:

@@ -116,6 +116,7 @@ def _agents(d: Digest) -> list[dict[str, Any]]:
             "tokens_out": s.tokens_out,
             "cached": s.tokens_cached,
             "prefix": share(s.prefix_share),
+            "across": share(s.cross_share),
             "cost": s.cost,
             "bar": round(100.0 * weight / top, 1) if top else 0.0,
         })  # fmt: skip

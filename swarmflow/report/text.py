@@ -22,6 +22,7 @@ from swarmflow.report.digest import (
     Spend,
     branch_index,
 )
+from swarmflow.report.evidence import EvidenceFold
 from swarmflow.report.log import LogStream, RunLog, read_log
 from swarmflow.report.team import MessageMatrix, TokenShares, render_matrix, render_shares
 from swarmflow.report.timeline import TimelineHead
@@ -55,6 +56,7 @@ class ReportFolds:
         self.matrix = MessageMatrix()
         self.timeline = TimelineHead(MAX_TIMELINE, _TIMELINE_KINDS)
         self.adherence = AdherenceFold()
+        self.evidence = EvidenceFold()
 
     def add(self, e: EventBase) -> None:
         self.digest.add(e)
@@ -63,6 +65,7 @@ class ReportFolds:
         self.matrix.add_event(e)
         self.timeline.add(e)
         self.adherence.add(e)
+        self.evidence.add(e)
 
     def render(self, run_dir: Path | str | None = None, *, note: str = "") -> str:
         """The report's text."""
@@ -82,6 +85,7 @@ class ReportFolds:
             _listed("Dropped by compact", d.dropped),
             _listed("Refusals", d.refusals),
             _listed("Retries", d.retries),
+            self.evidence.render(),
             _organization(self.adherence),
             _footer(d, run_dir, note),
         ]
@@ -186,13 +190,15 @@ def _humans(humans: list[HumanExchange]) -> str:
 def _usage(d: Digest) -> str:
     """Calls, tokens, cache and cost per agent, then per session when there are few."""
     rows: list[tuple[str, ...]] = [
-        ("agent", "calls", "tokens in", "tokens out", "cached", "prefix reuse", "cost")
-    ]
+        ("agent", "calls", "tokens in", "tokens out", "cached", "prefix reuse", "across sessions",
+         "cost")
+    ]  # fmt: skip
     for agent, spend in [*d.by_agent().items(), ("total", d.total())]:
         cached = f"{spend.tokens_cached:,}" if spend.tokens_cached else "-"
         rows.append((agent, str(spend.calls), f"{spend.tokens_in:,}", f"{spend.tokens_out:,}",
-                     cached, share(spend.prefix_share), f"${spend.cost:.4f}"))  # fmt: skip
-    text = "Tokens and cost\n" + table(rows, right=(1, 2, 3, 4, 5, 6))
+                     cached, share(spend.prefix_share), share(spend.cross_share),
+                     f"${spend.cost:.4f}"))  # fmt: skip
+    text = "Tokens and cost\n" + table(rows, right=(1, 2, 3, 4, 5, 6, 7))
     sessions = sorted(d.sessions.values(), key=lambda s: _session_order(d, s.agent, s.branch, s.id))
     if 1 < len(sessions) <= MAX_SESSIONS:
         per: list[tuple[str, ...]] = [

@@ -96,6 +96,7 @@ async def run(
     goals: Mapping[str, Sequence[Any]] | None = None,
     keep_workspaces: bool = False,
     context_tokens: int | None = None,
+    experience: str | Path | bool | None = None,
     resume: str | Path | None = None,
     strict: bool = False,
     durability: Durability = "write",
@@ -114,7 +115,10 @@ async def run(
     returns with `status="paused"`. `parent_ledger` makes the run's ledger a child of it: every
     reservation must also fit it and every spend counts against it (a batch's shared budget).
     `board_port` serves the run's message board over HTTP on 127.0.0.1 at that port while the
-    flow runs (0 picks a free one; docs/board.md).
+    flow runs (0 picks a free one; docs/board.md). `experience=True` (the runs root's
+    `experience.db`) or a file path opts in to experience across runs: each agent is offered
+    the most relevant notes earlier runs wrote, and at the end a reflection writes its own
+    (docs/context.md).
 
     Raises:
         FlowFailed: the run failed (its `RunResult` is on `.result`, the cause chained);
@@ -142,6 +146,7 @@ async def run(
         run_id = run_id or new_run_id()
         # Worktrees and tools must not depend on the cwd; a fresh run never joins another's record.
         root = resolve_runs_root(runs_root)
+        notes = _experience(experience, root, run_id, repo)  # a bad store: refused here
         run_dir = interrupted.run_dir if interrupted else fresh_run_dir(root, run_id)
         undo.callback(release, run_dir)
         memory, chosen = choose_sinks(events, run_dir)
@@ -172,6 +177,7 @@ async def run(
             keep_workspaces=keep_workspaces,
             goals=goal_map,
             context_tokens=context_tokens,
+            experience=notes,
             journal=journal,
         )
         ctx = RunContext(deps, RunState(Ledger("run", limits, parent=parent_ledger)))
@@ -312,6 +318,8 @@ async def _close(
     log = ctx.deps.log
     for session in list(ctx.state.sessions):
         session.close()
+    if ctx.deps.feedback is not None:  # no language server outlives its run
+        await ctx.deps.feedback.aclose()
     # A run that did not finish keeps its worktrees and branches: nothing done is lost, and a
     # person (or a resumed run) can pick the work up from them.
     keep = ctx.deps.keep_workspaces or status != "ok"
@@ -321,6 +329,12 @@ async def _close(
             await ctx.deps.workspaces.close(keep=keep)
     except SwarmflowError as exc:  # the run's work is done; say what could not be cleaned up
         status, error = "failed", error or exc
+    if ctx.deps.experience is not None and status in ("ok", "failed"):
+        from swarmflow.experience.reflect import reflect_run
+        from swarmflow.experience.run_notes import RunExperience
+
+        if isinstance(ctx.deps.experience, RunExperience):  # before the models close
+            await reflect_run(ctx, ctx.deps.experience)
     await _close_models(ctx)
     ledger = ctx.state.ledger
     log.emit(
@@ -340,6 +354,17 @@ async def _close(
         ctx.deps.journal.close()
     release(ctx.deps.run_dir)
     return status, error
+
+
+def _experience(option: Any, root: Path, run_id: str, repo: Any) -> Any:
+    """The run's experience (`experience=`), its store opened and checked; None without one.
+    Imported only then: a run without experience loads no SQLite."""
+    if option is None or option is False:
+        return None
+    from swarmflow.experience.run_notes import RunExperience, open_store
+
+    store = open_store(option, root)
+    return RunExperience(store, run_id, repo) if store is not None else None
 
 
 async def _close_models(ctx: RunContext) -> None:

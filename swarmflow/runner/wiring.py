@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.context_policy import DEFAULT_POLICY
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import Model
 from swarmflow.core.ports import HumanChannel
@@ -32,7 +33,7 @@ from swarmflow.record.sink import EventSink
 from swarmflow.record.sinks import JsonlSink, MemorySink
 from swarmflow.runner.live import report_delta
 from swarmflow.runtime.context import current_session
-from swarmflow.runtime.deps import RunDeps
+from swarmflow.runtime.deps import AgentCaller, RunDeps
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rails import Rails
 from swarmflow.sessions.call import run_call
@@ -175,6 +176,16 @@ def workspaces_for(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None)
     return DefaultWorkspaces(run_dir, Path(repo).resolve() if repo else None)
 
 
+def feedback_for(team: Any) -> Any:
+    """The run's language-server feedback, when an agent of its team asks for it."""
+    agents = getattr(team, "agents", ())
+    if not any(agent.feedback is not None for agent in agents):
+        return None
+    from swarmflow.feedback import LanguageFeedback  # only then: `import swarmflow` stays cheap
+
+    return LanguageFeedback()
+
+
 def human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None) -> HumanChannel:
     if human is None:
         return ConsoleHuman() if sys.stdin.isatty() and not os.environ.get("CI") else NoHuman()
@@ -199,6 +210,7 @@ def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
             "allowance": a.allowance,
             "workspace": a.workspace,
             "max_steps": a.max_steps,
+            "context": list((a.context or DEFAULT_POLICY).levels),
         }
         for a in flow.team.agents
     }
@@ -222,10 +234,18 @@ def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
     """What a run is given, with its agent-call layers chosen: the journaled call and turn
     wrap the plain ones when the run keeps a journal, so the plain ones never look for one."""
     journaled = journal is not None
+    given.setdefault("feedback", feedback_for(given.get("team")))
+    call_agent: AgentCaller = journaled_call if journaled else run_call
+    if any(agent.harness is not None for agent in given["team"].agents):
+        # A harness agent's call runs its program, journaled as every agent call is (its
+        # machinery is imported only for a team that has one).
+        from swarmflow.harnesses.call import harness_caller
+
+        call_agent = harness_caller(call_agent, journaled_call if journaled else None)
     return RunDeps(
         **given,
         journal=journal,
-        call_agent=journaled_call if journaled else run_call,
+        call_agent=call_agent,
         take_turn=journaled_turn if journaled else take_turn,
         board_for=board_for,
     )

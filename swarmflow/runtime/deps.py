@@ -14,9 +14,16 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from swarmflow.core.experience_port import ExperiencePort
 from swarmflow.core.messages import Model
 from swarmflow.core.output import AgentOutput
-from swarmflow.core.ports import BoardPort, HumanChannel, ToolSource, WorkspaceProvider
+from swarmflow.core.ports import (
+    BoardPort,
+    FeedbackPort,
+    HumanChannel,
+    ToolSource,
+    WorkspaceProvider,
+)
 from swarmflow.core.pricing import PriceTable
 from swarmflow.core.team import Agent, Team
 from swarmflow.record.eventlog import EventLog
@@ -69,8 +76,13 @@ class RunDeps:
     card_path: tuple[str, ...] = (".",)
     keep_workspaces: bool = False
     context_tokens: int | None = None
+    experience: ExperiencePort | None = None
+    """Notes from earlier runs offered to its sessions, and the reflection at its end
+    (`run(experience=...)`, docs/context.md); None: the run neither reads nor writes any."""
     goals: Mapping[str, tuple[Any, ...]] | None = None
     """Goal evaluators by agent name (`run(goals=...)`)."""
+    feedback: FeedbackPort | None = None
+    """Language-server feedback on edits, for agents that declare `feedback` (docs/feedback.md)."""
 
     def write_ahead(self) -> None:
         """The write barrier, called before every external effect (model call, tool run,

@@ -231,14 +231,15 @@ async def work_call(run: RunContext, session: AgentSession, request: CallRequest
         else:
             value = await ask_structured(session, request.text, request.output)
         owned = request.workspace is None and session.workspace is not None
-        patch = await _finalize(run, session) if owned else None
+        patch = await finalize_workspace(run, session) if owned else None
     finally:
         session.close()
     return finish_output(run, session, request.text, value, patch)
 
 
-async def _finalize(run: RunContext, session: AgentSession) -> Patch | None:
-    """Commit the session's own workspace and record the change."""
+async def finalize_workspace(run: RunContext, session: AgentSession) -> Patch | None:
+    """Commit the session's own workspace and record the change (a native call's and a
+    harness call's alike)."""
     if session.workspace is None:
         return None
     lines = session.last_text.strip().splitlines()

@@ -7,6 +7,10 @@ the prompt's estimated tokens (the one estimator's units at its prior rate) and 
 them repeat the previous request's prefix; the session records both on its `model_called`
 event. A compaction rewrites the history, the one thing that may shorten the shared prefix
 (it is recorded as its own event).
+
+Across sessions: a session's first request is compared with the first request of its agent's
+first session in the run (`FirstRequest`); sessions lay their requests out so that what they
+share comes first (card, tool schemas, task; `sessions.layout`).
 """
 
 from __future__ import annotations
@@ -18,14 +22,43 @@ from swarmflow.core.messages import Message, ModelRequest, ToolSpec
 from swarmflow.core.tokens import message_units, spec_units, units_to_tokens
 
 
+class FirstRequest:
+    """The first request of an agent's first session in a run: the first request of each
+    later session of that agent measures how long a prefix it shares with it (card, tool
+    schemas, task), the part a provider's cache can serve across sessions."""
+
+    __slots__ = ("_messages", "_tools")
+
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] | None = None
+        self._tools: Sequence[ToolSpec] = ()
+
+    def shared_units(self, request: ModelRequest, tools_units: int) -> int:
+        """The units `request` shares with the first one (0 for the first one itself)."""
+        if self._messages is None:
+            self._messages, self._tools = tuple(request.messages), request.tools
+            return 0
+        if request.tools != self._tools:
+            return 0
+        shared = _common_length(self._messages, request.messages)
+        return tools_units + sum(message_units(m) for m in self._messages[:shared])
+
+
 class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
-    __slots__ = ("_cumulative", "_messages", "_tools", "_tools_units")
+    __slots__ = ("_cumulative", "_first", "_messages", "_tools", "_tools_units")
 
-    def __init__(self, tools: Sequence[ToolSpec] = (), tools_units: int = 0) -> None:
+    def __init__(
+        self,
+        tools: Sequence[ToolSpec] = (),
+        tools_units: int = 0,
+        first: FirstRequest | None = None,
+    ) -> None:
         """`tools` and `tools_units`: the schemas the session sends and their size, measured
-        once per agent and run (`AgentProfile`), so that its first request need not."""
+        once per agent and run (`AgentProfile`), so that its first request need not. `first`:
+        its agent's first request in the run, for the prefix shared across sessions."""
+        self._first = first
         self._messages: Sequence[Message] | None = None
         """The previous request's messages; None before the first request."""
         self._cumulative: list[int] = []
@@ -50,13 +83,16 @@ class PrefixMeter:
             total += message_units(message)
             cumulative.append(total)
         self._messages = messages
-        reused = 0
+        reused = across = 0
         if previous is not None:
             reused = self._tools_units + (cumulative[shared - 1] if shared else 0)
+        elif self._first is not None:
+            across = self._first.shared_units(request, self._tools_units)
         # Units become tokens at one rate for both, so the share is the share of units.
         return {
             "prompt_tokens": units_to_tokens(self._tools_units + total),
             "prefix_tokens": units_to_tokens(reused),
+            "shared_prefix_tokens": units_to_tokens(across),
         }
 
 

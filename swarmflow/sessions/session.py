@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
+from swarmflow.context.surroundings import Surroundings
 from swarmflow.core.budget import (
     CallEstimate,
     Charge,
@@ -26,18 +27,26 @@ from swarmflow.core.budget import (
     all_ledgers,
     reserve_call,
 )
-from swarmflow.core.errors import BudgetExhausted, ConfigError
+from swarmflow.core.errors import BudgetExhausted, ConfigError, SwarmflowError
 from swarmflow.core.history import HistoryView
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from swarmflow.core.ports import BoardPort, Emit, ToolContext, Workspace
+from swarmflow.core.ports import (
+    BoardPort,
+    EditWatch,
+    Emit,
+    PostsEvidence,
+    ToolContext,
+    Workspace,
+)
 from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
 from swarmflow.record.events import (
     AgentFinished,
-    ContextCompacted,
+    ExperienceRefused,
+    ExperienceRetrieved,
     GoalEvaluated,
     ModelCalled,
     RailVetoed,
@@ -48,10 +57,17 @@ from swarmflow.record.events import (
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.rails import Hook, RailContext, Verdict
 from swarmflow.sessions.goals import Decision, GoalView, evaluate_goals
+from swarmflow.sessions.inbox import SessionInbox, board_source
+from swarmflow.sessions.layout import (
+    notes_block,
+    offered,
+    split_card,
+    task_of,
+    with_branch_part,
+)
 from swarmflow.sessions.prefix import PrefixMeter
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.toolrun import ToolRunner
-from swarmflow.sessions.window import fit, history_units
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """The context budget (whole request) when the run sets none."""
@@ -99,6 +115,7 @@ class AgentSession:
     __slots__ = (
         "__weakref__",
         "_envelope",
+        "_first_layout",
         "_fixed_units",
         "_history_units",
         "_ledgers",
@@ -115,6 +132,7 @@ class AgentSession:
         "error",
         "hear",
         "history",
+        "inbox",
         "id",
         "model",
         "profile",
@@ -168,13 +186,19 @@ class AgentSession:
         self.closed = False
         self.screen = collaborators.screen
         self.hear = collaborators.hear
+        self.inbox = self._open_inbox(collaborators)
+        """Evidence from the rest of the run, given at the next step boundary (`_hear`)."""
         self._history_units = 0
         self._sent_units = 0
         self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
         self._rails = bool(run.deps.rails)
         self._ledgers = self._ledger_set()
-        self._prefix = PrefixMeter(profile.specs, profile.spec_units)
-        self._system_message = Message("system", system) if system else None
+        self._prefix = PrefixMeter(profile.specs, profile.spec_units, profile.first_request)
+        shared_card, branch_part = split_card(system)
+        self._first_layout: str | None = branch_part
+        """The card's session-specific part, placed after the task at the first request
+        (`sessions.layout`); None once the first request is laid out."""
+        self._system_message = Message("system", shared_card) if shared_card else None
         # The part of every request that compaction cannot shrink: role card and tool schemas.
         self._fixed_units = profile.spec_units + (
             message_units(self._system_message) if self._system_message else 0
@@ -187,6 +211,7 @@ class AgentSession:
             emit=emit,
             rails=self._rails_at if self._rails else None,
             write_ahead=run.deps.write_ahead,
+            watch=self._edit_watch(),
         )
         self.emit(SessionStarted, model=self.profile.model_name, tools=profile.tools)
         run.state.sessions.add(self)
@@ -267,8 +292,12 @@ class AgentSession:
     def move_to(self, workspace: Workspace) -> None:
         """Work on in `workspace` from now on (a resumed session takes over the worktree its
         replayed turns edited); its tools see the new one."""
+        if (old := _posting(self.workspace)) is not None:
+            old.unsubscribe(self.id)
         self.workspace = workspace
         self._tools.context.workspace = workspace
+        if (new := _posting(workspace)) is not None:
+            new.subscribe(self.inbox)
 
     def adopt_turn(
         self,
@@ -436,9 +465,8 @@ class AgentSession:
             self._to(SessionState.PRECHECK)
             if self._precheck_stops():
                 return None
-            if self.hear is not None:
-                self._hear()
-            request = self._build_request()
+            self._hear()
+            request = await self._build_request()
             reservation = self._reserve(request)
             if reservation is None:
                 return None
@@ -454,12 +482,28 @@ class AgentSession:
                 return finish
 
     def _hear(self) -> None:
-        """Passive awareness: mentions that arrived since the last step join the context at
-        this step boundary (no step and no model call of their own)."""
-        assert self.hear is not None
-        note = self.hear()
+        """Passive awareness: the evidence that arrived since the last step (mentions,
+        diagnostics, workspace changes) joins the context at this step boundary, as one
+        message (no step and no model call of their own; `sessions.inbox`)."""
+        note = self.inbox.drain(self.steps + 1)
         if note:
             self._append(Message("user", note))
+
+    def _open_inbox(self, collaborators: Collaborators) -> SessionInbox:
+        """The inbox, with the board's mentions as a source and the workspace subscribed."""
+        inbox = SessionInbox(self.agent.name, self.id, self.emit)
+        if collaborators.hear is not None:
+            inbox.add_source(board_source(collaborators.hear))
+        if (posting := _posting(self.workspace)) is not None:
+            posting.subscribe(inbox)
+        return inbox
+
+    def _edit_watch(self) -> EditWatch | None:
+        """Language-server feedback on this session's edits, when its agent asks for it."""
+        feedback = self.run.deps.feedback
+        if feedback is None or self.workspace is None or self.agent.feedback is None:
+            return None
+        return feedback.watch(self.agent, self.workspace, self.inbox)
 
     def _precheck_stops(self) -> bool:
         limit = self.agent.max_steps
@@ -468,12 +512,14 @@ class AgentSession:
             return True
         return False
 
-    def _build_request(self) -> ModelRequest:
+    async def _build_request(self) -> ModelRequest:
         budget = self.run.deps.context_tokens or DEFAULT_CONTEXT_TOKENS
         estimator = self.run.state.estimator
-        whole = self._fixed_units + self._history_units
-        if estimator.tokens(whole, self.profile.model_name) > budget:
-            self._compact(budget)
+        if self._first_layout is not None:
+            await self._lay_out_first_request()
+        room = int(budget / estimator.rate(self.profile.model_name)) - self._fixed_units
+        if self.profile.window.pressing(self._history_units, room):
+            await self._compact(budget)
         self._sent_units = self._fixed_units + self._history_units
         # A snapshot: the request must not change when the history grows afterwards.
         messages = HistoryView(self.history, len(self.history), self._system_message)
@@ -486,8 +532,35 @@ class AgentSession:
             estimated_prompt_tokens=estimator.tokens(self._sent_units, self.profile.model_name),
         )
 
-    def _compact(self, budget: int) -> None:
-        """Fit the history into what the budget leaves after the role card and tool schemas."""
+    async def _lay_out_first_request(self) -> None:
+        """The first request: experience notes join the shared card, and the card's
+        session-specific part follows the task (`sessions.layout`). A resumed session whose
+        replayed turns hold them already is left as it is."""
+        branch, self._first_layout = self._first_layout or "", None
+        if self.steps:
+            return
+        experience = self.run.deps.experience
+        if experience is not None:
+            task = task_of(self.history)
+            try:
+                notes = await anyio.to_thread.run_sync(offered, experience, self.agent.name, task)
+            except SwarmflowError as exc:  # a store gone bad mid-run: the session goes on
+                self.emit(ExperienceRefused, reason=str(exc))
+                notes = ()
+            experience.track(self.agent.name, self)
+            if notes:
+                card = self._system_message.content if self._system_message else ""
+                block = notes_block(notes)
+                self._system_message = Message("system", f"{card}\n\n{block}".lstrip())
+                self._fixed_units = self.profile.spec_units + message_units(self._system_message)
+            self.emit(ExperienceRetrieved, query=task[:300], notes=[n.brief() for n in notes])
+        if branch:
+            self.history = with_branch_part(self.history, branch)
+            self._history_units = sum(message_units(m) for m in self.history)
+
+    async def _compact(self, budget: int) -> None:
+        """Fit the history into what the budget leaves after the role card and tool schemas:
+        the agent's context policy fires its levels (docs/context.md)."""
         rate = self.run.state.estimator.rate(self.profile.model_name)
         room = int(budget / rate) - self._fixed_units
         if room <= 0:
@@ -497,15 +570,28 @@ class AgentSession:
                 f"{budget} tokens",
                 agent=self.agent.name,
             )
-        before = len(self.history)
-        fitted = fit(self.history, room)
-        self.history = fitted.history
-        self._history_units = history_units(fitted.history)
-        self.emit(
-            ContextCompacted,
-            level=fitted.level,
-            messages_before=before,
-            messages_after=len(fitted.history),
+        compacted = await self.profile.window.compact(self.history, room, self._surroundings())
+        self.history = compacted.history
+        self._history_units = sum(message_units(m) for m in compacted.history)
+        self.usage += compacted.usage  # a summary's calls are this session's spend
+        self.cost += compacted.cost
+
+    def _surroundings(self) -> Surroundings:
+        """What the context levels work with: where to offload, who pays for a summary."""
+        profile, run = self.profile, self.run
+        extra = profile.summary_ledger
+        return Surroundings(
+            agent=self.agent.name,
+            session=self.id,
+            workspace=self.workspace.root if self.workspace is not None else None,
+            run_dir=run.deps.run_dir,
+            model=profile.summariser,
+            model_name=profile.summariser_name,
+            price=profile.summariser_price,
+            ledgers=self._ledgers if extra is None else [*self._ledgers, extra],
+            estimator=run.state.estimator,
+            emit=self.emit,
+            context_tokens=run.deps.context_tokens or DEFAULT_CONTEXT_TOKENS,
         )
 
     def _reserve(self, request: ModelRequest) -> Reservation | None:
@@ -547,7 +633,7 @@ class AgentSession:
         except BaseException:
             reservation.release()
             raise
-        over = self._settle(request, answer, reservation, perf_counter() - started)
+        over = self.settle_call(request, answer, reservation, perf_counter() - started)
         verdict = await self._rails_at(Hook.AFTER_MODEL_CALL, answer)
         if verdict.veto is not None:
             self._vetoed(Hook.AFTER_MODEL_CALL, verdict)
@@ -561,14 +647,22 @@ class AgentSession:
             return None
         return response
 
-    def _settle(
+    def settle_call(
         self,
         request: ModelRequest,
         response: ModelResponse,
         reservation: Reservation,
         latency: float,
+        *,
+        sent_units: int | None = None,
+        prefix: PrefixMeter | None = None,
+        **recorded: Any,
     ) -> list[str]:
-        """Charge the actual usage, teach the estimator, record the call; the ledgers now over."""
+        """Charge the actual usage, teach the estimator, record the call; the ledgers now over.
+
+        A harness's calls settle here too (`swarmflow.harnesses`): `sent_units` is what its
+        request held, `prefix` the meter of its own requests, `recorded` the `model_called`
+        fields of its own."""
         usage = response.usage
         # Price by the configured name (what price overrides use); servers report variants.
         cost = (
@@ -578,7 +672,8 @@ class AgentSession:
         )
         over = reservation.settle(Charge(usage.input + usage.output, cost, 1))
         estimator = self.run.state.estimator
-        estimator.learn(self.profile.model_name, self._sent_units, usage.input)
+        sent = self._sent_units if sent_units is None else sent_units
+        estimator.learn(self.profile.model_name, sent, usage.input)
         if usage.input or usage.output:  # a server that reported no usage teaches nothing
             estimator.learn_output(self.agent.name, usage.output)
         self.steps += 1
@@ -596,7 +691,8 @@ class AgentSession:
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
             output_mode=response.output_mode,
-            **self._prefix.measure(request),
+            **(prefix or self._prefix).measure(request),
+            **recorded,
         )
         return over
 
@@ -632,6 +728,29 @@ class AgentSession:
         reason = verdict.veto.reason if verdict.veto is not None else ""
         self._end(EndReason.VETOED, f"rail {verdict.rail!r} vetoed {hook.value}: {reason}")
 
+    # -- work done outside (a harness) -----------------------------------------------------
+
+    def begin_outside(self) -> list[Ledger]:
+        """Start a turn whose work an outside program does (`swarmflow.harnesses`): the
+        session is calling its model until `end_outside`. The caller reserves and settles
+        each of the program's model calls on the ledgers returned, the ones a call of this
+        session charges, and adds them to `steps`, `usage` and `cost`."""
+        if self.state.is_end:
+            self._to(SessionState.IDLE)
+        self.error = None
+        self._to(SessionState.PRECHECK)
+        self._to(SessionState.CALLING_MODEL)
+        return self._ledgers
+
+    def end_outside(
+        self, reason: EndReason, detail: str, text: str, error: BaseException | None = None
+    ) -> None:
+        """End the outside turn with its answer, as a native turn ends (`agent_finished`)."""
+        self.last_text = text
+        self.error = error
+        self._end(reason, detail)
+        self.emit(AgentFinished, produced_content=bool(text.strip()), preview=text[:1000])
+
     # -- closing ----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -640,6 +759,8 @@ class AgentSession:
             return
         self.closed = True
         self.run.state.sessions.discard(self)
+        if (posting := _posting(self.workspace)) is not None:  # its reservations end with it
+            posting.unsubscribe(self.id)
         if self.state is SessionState.IDLE:
             self._end(EndReason.COMPLETED, "closed before any turn")
         elif not self.state.is_end:  # closed from outside mid-turn: the cancellation escape
@@ -661,6 +782,14 @@ def _capped(request: ModelRequest, cap: int | None) -> ModelRequest:
     if cap is None or request.max_tokens <= cap:
         return request
     return replace(request, max_tokens=cap)
+
+
+def _posting(workspace: Workspace | None) -> PostsEvidence | None:
+    """The workspace as a source of evidence (a shared one), or None. A duck check: a
+    runtime-checkable protocol's `isinstance` costs about 30 µs, paid by every session."""
+    if workspace is None or not callable(getattr(workspace, "subscribe", None)):
+        return None
+    return cast(PostsEvidence, workspace)
 
 
 def _describe(exc: BaseException) -> str:

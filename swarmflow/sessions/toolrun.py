@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.messages import Message, ToolCall
-from swarmflow.core.ports import Emit, ToolContext, ToolResult, ToolSource
+from swarmflow.core.ports import EditWatch, Emit, ToolContext, ToolResult, ToolSource
 from swarmflow.core.toolcalls import invoke, parse_args, validate_args
 from swarmflow.record.events import ToolExecuted, ToolRefused
 from swarmflow.runtime.rails import Hook, Verdict
@@ -56,7 +56,8 @@ class ToolRunner:
 
     # Slots: every session has one, and a fan-out holds thousands of sessions at once.
     __slots__ = (
-        "_last", "_repeats", "allowed", "context", "emit", "rails", "tools", "write_ahead",
+        "_last", "_repeats", "allowed", "context", "emit", "rails", "tools", "watch",
+        "write_ahead",
     )  # fmt: skip
 
     def __init__(
@@ -68,14 +69,17 @@ class ToolRunner:
         emit: Emit,
         rails: RailGate | None = None,
         write_ahead: Callable[[], None] | None = None,
+        watch: EditWatch | None = None,
     ) -> None:
-        """`write_ahead`: the run's write barrier, called before each tool runs."""
+        """`write_ahead`: the run's write barrier, called before each tool runs; `watch`:
+        told before and after each call, to check the files it changed (`swarmflow.feedback`)."""
         self.tools = tools
         self.allowed = allowed if isinstance(allowed, frozenset) else frozenset(allowed)
         self.context = context
         self.emit = emit
         self.rails = rails
         self.write_ahead = write_ahead
+        self.watch = watch
         self._last: tuple[str, str, str] | None = None
         """The last call and its result; `_repeats`: how many times in a row it came."""
         self._repeats = 0
@@ -126,9 +130,13 @@ class ToolRunner:
             return _Outcome(self._record(call, call.arguments, ToolResult(exc.message, ok=False)))
         if self.write_ahead is not None:
             self.write_ahead()
+        if self.watch is not None:
+            await self.watch.before_tool(call.name, args)
         started = time.perf_counter()
         result = await invoke(tool, args, self.context)
         duration = time.perf_counter() - started
+        if self.watch is not None:  # its findings wait in the inbox for the next step
+            await self.watch.after_tool(call.name, args, result.ok)
         result = await self._after(call, result)
         return _Outcome(self._record(call, args, result, duration))
 

@@ -374,8 +374,13 @@ def _one_line(error: BaseException) -> str:
 
 
 @asynccontextmanager
-async def serving_board(run: RunContext, port: int = 0) -> AsyncIterator[BoardAddress]:
+async def serving_board(
+    run: RunContext, port: int = 0, *, publish: bool = True
+) -> AsyncIterator[BoardAddress]:
     """Serve `run`'s boards on 127.0.0.1:`port` (0 picks a free one) for the block's duration.
+
+    `publish=False` writes no `board.json`: a serving of the run's own for one harness agent,
+    which is handed that agent's token alone (`swarmflow.harnesses`).
 
     Raises:
         ConfigError: the port is out of range or cannot be bound.
@@ -386,7 +391,10 @@ async def serving_board(run: RunContext, port: int = 0) -> AsyncIterator[BoardAd
         thread = threading.Thread(target=server.serve_forever, name="swarmflow-board", daemon=True)
         thread.start()
         url = f"http://{HOST}:{server.server_address[1]}"
-        address = _publish(run.deps.run_dir, url, server.keys)
+        if publish:
+            address = _publish(run.deps.run_dir, url, server.keys)
+        else:
+            address = BoardAddress(url, server.keys.owner, Path(), tuple(server.keys.agents))
         try:
             yield address
         finally:
@@ -394,8 +402,9 @@ async def serving_board(run: RunContext, port: int = 0) -> AsyncIterator[BoardAd
                 await portal.stop(cancel_remaining=True)  # pending waits answer 503
                 await anyio.to_thread.run_sync(server.shutdown)
                 server.server_close()
-                with contextlib.suppress(FileNotFoundError):
-                    address.path.unlink()
+                if publish:
+                    with contextlib.suppress(FileNotFoundError):
+                        address.path.unlink()
 
 
 def _bound(run: RunContext, port: int) -> _BoardHTTPServer:

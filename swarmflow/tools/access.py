@@ -24,7 +24,7 @@ import anyio.to_thread
 from swarmflow.core.errors import ToolError
 from swarmflow.core.file_kinds import special_kind
 from swarmflow.core.ports import ToolContext
-from swarmflow.record.events import SharedFileWritten
+from swarmflow.record.events import ReservationRefused, SharedFileWritten
 from swarmflow.tools.base import resolve_path, workspace_of
 from swarmflow.tools.walk import looks_binary
 
@@ -40,8 +40,14 @@ class VersionedFiles(Protocol):
     async def read_text(self, path: str, reader: str | None) -> str:
         """The file's text; a `reader` records the version it saw, None only peeks."""
 
-    async def write_text(self, path: str, content: str, reader: str) -> tuple[str, int, int]:
-        """Write unless the reader's snapshot is stale; returns (key, previous, new version)."""
+    async def write_text(
+        self, path: str, content: str, reader: str, note: str = ""
+    ) -> tuple[str, int, int]:
+        """Write unless the reader's snapshot is stale; returns (key, previous, new version).
+        `note`: the writer's intent, shown to readers that have not seen this version."""
+
+    def unseen_notes(self, path: str, reader: str) -> list[str]:
+        """The intent notes on versions of `path` that `reader` has not read."""
 
 
 async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = True) -> str:
@@ -56,15 +62,37 @@ async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = Tr
     return text
 
 
-async def write_text(ctx: ToolContext, tool: str, path: str, content: str) -> None:
-    """Write `content` to `path`, creating parent directories."""
+async def write_text(
+    ctx: ToolContext, tool: str, path: str, content: str, *, note: str = ""
+) -> None:
+    """Write `content` to `path`, creating parent directories; `note` is the intent a shared
+    workspace shows later readers."""
     ws = workspace_of(ctx, tool)
     target = resolve_path(ctx, tool, path)
     if isinstance(ws, VersionedFiles):
-        key, previous, version = await ws.write_text(path, content, ctx.session)
+        try:
+            key, previous, version = await ws.write_text(path, content, ctx.session, note)
+        except ToolError as exc:
+            _record_refusal(ctx, exc)
+            raise
         ctx.emit(SharedFileWritten, path=key, version=version, previous=previous)
         return
     await anyio.to_thread.run_sync(store_text, target, content)
+
+
+def unseen_notes(ctx: ToolContext, tool: str, path: str) -> list[str]:
+    """The intent notes on versions of `path` this session has not read (shared kind only)."""
+    ws = workspace_of(ctx, tool)
+    resolve_path(ctx, tool, path)
+    return ws.unseen_notes(path, ctx.session) if isinstance(ws, VersionedFiles) else []
+
+
+def _record_refusal(ctx: ToolContext, exc: ToolError) -> None:
+    """A write refused because another agent holds the file: a `reservation_refused` event."""
+    holder = getattr(exc, "holder", None)
+    if isinstance(holder, str):
+        path, left = getattr(exc, "path", ""), getattr(exc, "seconds_left", 0.0)
+        ctx.emit(ReservationRefused, path=path, holder=holder, seconds_left=left)
 
 
 def kind_of(mode: int) -> str | None:

@@ -10,11 +10,15 @@ from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
-from swarmflow.tools.access import read_text, write_text
+from swarmflow.tools.access import read_text, unseen_notes, write_text
 from swarmflow.tools.base import ArgsModel, expect_args
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
+INTENT = (
+    "Optional: why you make this change, in a sentence. In a shared workspace the agents "
+    "that read the file later are shown it."
+)
 
 
 class ReadFileArgs(ArgsModel):
@@ -32,6 +36,7 @@ class WriteFileArgs(ArgsModel):
 
     path: str = Field(description="File path relative to the workspace root.")
     content: str = Field(description="The complete new content of the file.")
+    intent: str = Field("", max_length=500, description=INTENT)
 
 
 class EditArgs(ArgsModel):
@@ -40,6 +45,7 @@ class EditArgs(ArgsModel):
     path: str = Field(description="File path relative to the workspace root.")
     old: str = Field(description="Exact text to replace; must occur exactly once in the file.")
     new: str = Field(description="Text to put in its place.")
+    intent: str = Field("", max_length=500, description=INTENT)
 
 
 class ReadFile:
@@ -56,8 +62,13 @@ class ReadFile:
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Read and number the requested lines."""
         a = expect_args(args, ReadFileArgs)
+        notes = unseen_notes(ctx, self.name, a.path)  # before the read marks them seen
         text = await read_text(ctx, self.name, a.path)
-        return ToolResult(number_lines(a.path, text, a.offset, a.limit))
+        shown = number_lines(a.path, text, a.offset, a.limit)
+        if notes:
+            intents = "\n".join(f"- {note}" for note in notes)
+            shown = f"Intent notes on changes you have not seen:\n{intents}\n\n{shown}"
+        return ToolResult(shown)
 
 
 class WriteFile:
@@ -71,7 +82,7 @@ class WriteFile:
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Write the file."""
         a = expect_args(args, WriteFileArgs)
-        await write_text(ctx, self.name, a.path, a.content)
+        await write_text(ctx, self.name, a.path, a.content, note=a.intent)
         size = len(a.content.encode("utf-8"))
         return ToolResult(f"wrote {size} bytes ({_count_lines(a.content)} lines) to {a.path}")
 
@@ -94,7 +105,7 @@ class Edit:
         # version the agent read before, not against this internal read.
         text = await read_text(ctx, self.name, a.path, record=False)
         updated, line = replace_once(a.path, text, a.old, a.new)
-        await write_text(ctx, self.name, a.path, updated)
+        await write_text(ctx, self.name, a.path, updated, note=a.intent)
         return ToolResult(f"edited {a.path}: replaced 1 occurrence at line {line}")
 
 

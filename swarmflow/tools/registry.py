@@ -21,6 +21,7 @@ from swarmflow.core.toolcalls import execute, tool_spec
 from swarmflow.tools.board_tools import CreateThread, SendMessage, WaitForMention
 from swarmflow.tools.control import MessageAgent, Submit
 from swarmflow.tools.files import Edit, ReadFile, WriteFile
+from swarmflow.tools.reservations import Release, Reserve
 from swarmflow.tools.search import ListFiles, Search
 from swarmflow.tools.shell import RunShell
 
@@ -95,5 +96,7 @@ def default_registry() -> ToolRegistry:
         CreateThread(),
         SendMessage(),
         WaitForMention(),
+        Reserve(),
+        Release(),
     ]
     return ToolRegistry(builtins)

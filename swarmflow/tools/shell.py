@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import DEVNULL, PIPE, STDOUT
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -95,6 +95,19 @@ class RunNotes(Protocol):
 
 
 @runtime_checkable
+class CommandLog(Protocol):
+    """A workspace that logs the commands run in it and the files they changed (shared)."""
+
+    async def command_started(self) -> Any:
+        """What the files look like before the command."""
+
+    async def command_finished(
+        self, before: Any, *, command: str, session: str, exit_code: int | None
+    ) -> Any:
+        """Log the command with the files it changed since `before`."""
+
+
+@runtime_checkable
 class SandboxReadOnly(Protocol):
     """A workspace that needs paths outside its root visible, read-only, in the sandbox."""
 
@@ -149,7 +162,19 @@ class RunShell:
         limit = time_limit(min(a.timeout, MAX_TIMEOUT))
         limits = self.limits.for_command(limit.seconds)
         launch = await prepare(a.command, ctx, limits)
-        outcome = await run_process(launch, limit.seconds)
+        ws = workspace_of(ctx, self.name)
+        if not isinstance(ws, CommandLog):
+            outcome = await run_process(launch, limit.seconds)
+            return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
+        before = await ws.command_started()
+        code: int | None = None
+        try:
+            outcome = await run_process(launch, limit.seconds)
+            code = outcome.exit_code
+        finally:  # logged however it ended: the others are told what it changed
+            with anyio.CancelScope(shield=True):
+                await ws.command_finished(before, command=a.command, session=ctx.session,
+                                          exit_code=code)  # fmt: skip
         return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
 
 

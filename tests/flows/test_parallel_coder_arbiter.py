@@ -85,6 +85,25 @@ def target_of(result: RunResult) -> Path:
     return result.run_dir.parent.parent / "target"
 
 
+def test_parallel_coders_share_card_tools_and_task_as_a_prefix(demo_run: RunResult) -> None:
+    """Each coder's card says which coder it is only after the task, so every coder's first
+    request begins with what the first coder's began with; the report shows the share."""
+    from swarmflow.report import digest
+    from swarmflow.report.text import render_report
+
+    events = demo_run.events
+    firsts = {}
+    for e in events:
+        if isinstance(e, ModelCalled) and e.agent == "coder" and e.session not in firsts:
+            firsts[e.session] = e
+    calls = list(firsts.values())
+    assert len(calls) == 3 and calls[0].shared_prefix_tokens == 0
+    assert all(c.shared_prefix_tokens >= 0.95 * c.prompt_tokens for c in calls[1:])
+    share = digest(events).by_agent()["coder"].cross_share
+    assert share is not None and share >= 0.95
+    assert "across sessions" in render_report(events)
+
+
 # -- the three properties of a demo run ---------------------------------------------------------
 
 
@@ -179,7 +198,8 @@ def test_a_crashing_coder_is_a_failed_outcome_and_the_flow_still_finishes(
     tmp_path: Path,
 ) -> None:
     def crash_coder_one(request: ModelRequest) -> Reply:
-        if request.agent == "coder" and "You are coder 1 of" in request.system:
+        briefing = " ".join(m.content or "" for m in request.messages[:3])
+        if request.agent == "coder" and "You are coder 1 of" in briefing:
             raise RuntimeError("coder 1 fell over")
         return policy(request)
 

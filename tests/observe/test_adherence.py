@@ -53,6 +53,35 @@ async def test_idle_teammate_and_refused_tools_are_reported() -> None:
     assert "adherence: NO" in report.render()
 
 
+async def test_an_edge_back_to_the_lead_does_not_make_the_lead_its_own_delegate() -> None:
+    """Only the lead worked; `coder -> lead` (for the coder's answers) is declared too."""
+    result = await run_one(
+        [Agent("lead"), Agent("coder")],
+        lambda: agent("lead", "plan it and do it alone"),
+        FunctionModel(lambda r: "done"),
+        edges=[("lead", "coder"), ("coder", "lead")],
+    )
+    axis = adherence(result.events).axis("delegation")
+    assert axis.realized == []
+    assert axis.deviations == ("no teammate along a declared edge worked",)
+
+
+async def test_work_passed_back_along_an_edge_counts_the_teammate_once() -> None:
+    async def body() -> str:
+        plan = await agent("lead", "plan it")
+        code = await agent("coder", plan)
+        return (await agent("lead", code)).text
+
+    result = await run_one(
+        [Agent("lead"), Agent("coder")],
+        body,
+        FunctionModel(lambda r: f"{r.agent} answer"),
+        edges=[("lead", "coder"), ("coder", "lead")],
+    )
+    axis = adherence(result.events).axis("delegation")
+    assert axis.realized == ["coder"] and axis.ok
+
+
 async def test_context_compaction_fires_and_is_audited(tmp_path: Path) -> None:
     (tmp_path / "big.txt").write_text("line of text\n" * 400)
     reads = iter(range(1, 100))

@@ -24,6 +24,8 @@ BUILTINS = [
     "list_files",
     "message_agent",
     "read_file",
+    "release",
+    "reserve",
     "run_shell",
     "search",
     "send_message",

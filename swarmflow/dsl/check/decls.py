@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from types import ModuleType
 
+from swarmflow.core.context_policy import BACKSTOP, DETERMINISTIC_LEVELS, SUMMARISE
+from swarmflow.core.harness_spec import Harness
 from swarmflow.dsl.check.context import (
     BUILTIN_TYPES,
     CALLABLE_BUILTINS,
@@ -31,9 +34,21 @@ AGENT_FIELDS = {
     "steps": "max_steps",
     "description": "description",
     "output_tokens": "max_output_tokens",
+    "harness": "harness",
+    "feedback": "feedback",
+    "context": "context",
 }
 """Each field of an agent block, with the `Agent(...)` option it sets."""
 WORKSPACES = ("none", "local", "worktree", "shared")
+FEEDBACK = ("lsp", "off")
+"""`feedback lsp`: language-server diagnostics on the agent's edits (docs/feedback.md)."""
+WORD_FIELDS = {
+    "workspace": (WORKSPACES, "none, local, worktree or shared"),
+    "feedback": (FEEDBACK, "lsp, off or none"),
+}
+"""The fields that take one word of a few, with the choices named when another is given."""
+CONTEXT_LEVELS = (*DETERMINISTIC_LEVELS, SUMMARISE, BACKSTOP)
+"""`context [offload, summarise]`: the built-in context levels an agent may use."""
 
 
 def check_declarations(module: ast.Module, ctx: Context, *, resolve: bool = False) -> None:
@@ -189,9 +204,22 @@ def _check_agent(decl: ast.AgentDecl, ctx: Context) -> None:
         if key not in AGENT_FIELDS:
             note = f" (fields: {', '.join(AGENT_FIELDS)})"
             ctx.unknown("agent-field", "agent field", key, AGENT_FIELDS, fld.key, note=note)
+        elif key == "harness":
+            _check_harness(fld.value, ctx)
         else:
             _check_field(key, fld.value, info, ctx)
+    _check_harness_workspace(decl, ctx)
     ctx.agents[name] = info
+
+
+def _word_problem(key: str, value: ast.FieldValue) -> str | None:
+    """What is wrong with the word given to `workspace` or `feedback`, or None."""
+    word = value.id if isinstance(value, ast.Name) else ""
+    words, choices = WORD_FIELDS[key]
+    if word in words:
+        return None
+    hint = did_you_mean(word, words) if word else ""
+    return f"unknown {key} '{word or 'value'}' (use {choices}){hint}"
 
 
 def _check_field(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context) -> None:
@@ -204,13 +232,10 @@ def _check_field(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context)
         problem = 'model takes a name such as "gpt-4o-mini"'
     elif key == "tools":
         _check_tools(value, info, ctx)
-    elif key == "workspace" and not (isinstance(value, ast.Const) and value.value is None):
-        word = value.id if isinstance(value, ast.Name) else ""
-        if word not in WORKSPACES:
-            problem = (
-                f"unknown workspace '{word or 'value'}' (use none, local, worktree or shared)"
-                f"{did_you_mean(word, WORKSPACES) if word else ''}"
-            )
+    elif key in WORD_FIELDS and not (isinstance(value, ast.Const) and value.value is None):
+        problem = _word_problem(key, value)
+    elif key == "context":
+        problem = _context_problem(value)
     elif key in ("allowance", "steps", "output_tokens"):
         if not isinstance(value, ast.Number) or value.dimension != "count":
             problem = f"{key} takes a count such as 400k or 30"
@@ -221,6 +246,70 @@ def _check_field(key: str, value: ast.FieldValue, info: AgentInfo, ctx: Context)
             _check_allowance(info, value, ctx)
     if problem:
         ctx.error("agent-field", problem, value)
+
+
+def _context_problem(value: ast.FieldValue) -> str | None:
+    """`context` takes a list of context levels, or none (only the last resort)."""
+    if isinstance(value, ast.Const) and value.value is None:
+        return None
+    if not isinstance(value, ast.NameList | ast.Name):
+        return "context takes a list of context levels such as [offload, summarise], or none"
+    names = value.items if isinstance(value, ast.NameList) else [value]
+    for name in names:
+        if name.id not in CONTEXT_LEVELS:
+            return (
+                f"unknown context level '{name.id}'{did_you_mean(name.id, CONTEXT_LEVELS)} "
+                f"(levels: {', '.join(CONTEXT_LEVELS)})"
+            )
+    return None
+
+
+def _check_harness(value: ast.FieldValue, ctx: Context) -> None:
+    problem = _harness_problem(value, ctx)
+    if problem:
+        ctx.error("agent-field", problem, value)
+
+
+def _harness_problem(value: ast.FieldValue, ctx: Context) -> str | None:
+    """`harness` takes a command line (`"prog --task {task}"`) or a `use`d name: a `Harness`,
+    or a function that makes one (`use mini_swe_agent from swarmflow.harnesses.templates`)."""
+    if isinstance(value, ast.Name):
+        if value.id in ctx.imports:
+            return None
+        return (
+            f"harness '{value.id}' is not imported; `use` it (for example `use "
+            f"mini_swe_agent from swarmflow.harnesses.templates`) or give a command line"
+        )
+    if not isinstance(value, ast.Str):
+        return 'harness takes a command line such as "my-agent --task {task}" or a used name'
+    try:
+        Harness(command=tuple(shlex.split("".join(value.texts))))
+    except ValueError as exc:
+        return f"harness command: {_first_error(exc)}"
+    return None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        found = errors()
+        if found:
+            return str(found[0]["msg"]).removeprefix("Value error, ")
+    return str(exc)
+
+
+def _check_harness_workspace(decl: ast.AgentDecl, ctx: Context) -> None:
+    fields = {f.key.id: f.value for f in decl.fields}
+    if "harness" not in fields:
+        return
+    where = fields.get("workspace")
+    if isinstance(where, ast.Name) and where.id != "none":
+        return
+    message = (
+        f"agent '{decl.name.id}' runs a harness, which works in a workspace: add "
+        "`workspace worktree` (or local, shared)"
+    )
+    ctx.error("agent-field", message, where if where is not None else decl.name)
 
 
 def _card_text(value: ast.Str, ctx: Context) -> str:

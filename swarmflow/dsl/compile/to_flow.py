@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import shlex
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.harness_spec import Harness
 from swarmflow.core.ports import Tool, ToolProvider
 from swarmflow.core.team import Team
 from swarmflow.dsl.check.imports import import_name, not_model
@@ -50,7 +52,11 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     agents = [
         Agent(
             a.name,
-            **{**a.options, "tools": [_tool(t, imports) for t in a.options.get("tools", ())]},
+            **{
+                **a.options,
+                "tools": [_tool(t, imports) for t in a.options.get("tools", ())],
+                **_harness(a.options, imports),
+            },
         )
         for a in program.agents
     ]
@@ -84,6 +90,21 @@ def _tool(name: str, imports: dict[str, Any]) -> Any:
     makes it (`resolve_imports` refused every other import)."""
     value = imports.get(name, name)
     return value if isinstance(value, str | Tool | ToolProvider) else tool(value)
+
+
+def _harness(options: dict[str, Any], imports: dict[str, Any]) -> dict[str, Any]:
+    """An agent's `harness`: a `use`d `Harness` (or the function that makes one), or a
+    command line (the checker validated both forms)."""
+    given = options.get("harness")
+    if given is None:
+        return {}
+    if given in imports:
+        value = imports[given]
+        value = value() if callable(value) and not isinstance(value, Harness) else value
+        if not isinstance(value, Harness):
+            raise ConfigError(f"harness {given!r} is not a swarmflow Harness: {value!r:.60}")
+        return {"harness": value}
+    return {"harness": Harness(command=tuple(shlex.split(given)))}
 
 
 def convert_input(param: inspect.Parameter, value: Any) -> Any:

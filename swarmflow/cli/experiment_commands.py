@@ -1,0 +1,155 @@
+"""`swarmflow experiment run EXP` and `swarmflow experiment report DIR`.
+
+EXP names an `Experiment` as every command names a flow (`file.py:NAME` or `module:NAME`).
+Exit status: 0 every run finished, 1 runs were left (a budget ran out: run again to go on),
+2 usage (a declaration, task set, model or folder that cannot be had), 130 interrupted (what
+finished is kept; run the same command again to go on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from swarmflow.cli.batch_commands import ProgressLine
+from swarmflow.cli.model_choice import add_model_choice
+
+OK, LEFT, USAGE, INTERRUPTED = 0, 1, 2, 130
+BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
+
+
+def register(subparsers: Any) -> None:
+    """Add `experiment run` and `experiment report` to the `swarmflow` command."""
+    cmd = subparsers.add_parser("experiment", help="run and report controlled experiments")
+    sub = cmd.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
+    _run_parser(sub)
+    _report_parser(sub)
+    cmd.set_defaults(handler=lambda args: _no_subcommand(cmd))
+
+
+def _no_subcommand(cmd: argparse.ArgumentParser) -> int:
+    cmd.print_help(sys.stderr)
+    return USAGE
+
+
+def _run_parser(sub: Any) -> None:
+    cmd = sub.add_parser("run", help="run every arm x task x repeat; run again to go on")
+    cmd.add_argument("experiment", metavar="EXP", help="file.py:NAME or module:NAME")
+    cmd.add_argument("--out", default="experiment", metavar="DIR",
+                     help="the experiment's folder (default ./experiment)")  # fmt: skip
+    cmd.add_argument("--on", default="local", metavar="WHERE",
+                     help="local (default), ray or ray://HOST:PORT (docs/ray.md)")  # fmt: skip
+    cmd.add_argument("--workers", type=int, metavar="N", help="with --on ray: worker actors")
+    cmd.add_argument("--repeats", type=int, metavar="N", help="override the declared repeats")
+    cmd.add_argument("--tasks", type=int, metavar="N", dest="first_tasks",
+                     help="run only the first N tasks of the set (a pilot)")  # fmt: skip
+    for name, kind, unit in BUDGETS:
+        cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
+                         help=f"{unit} for the whole call, split evenly over the arms")  # fmt: skip
+        cmd.add_argument(f"--run-budget-{name}", type=kind, metavar="N",
+                         help=f"{unit} each run may spend")  # fmt: skip
+    add_model_choice(
+        cmd,
+        model_help="a model on an OpenAI-compatible endpoint for every arm that names none",
+        demo_help="each arm's scripted policy, offline",
+    )
+    cmd.set_defaults(handler=run_command)
+
+
+def _report_parser(sub: Any) -> None:
+    cmd = sub.add_parser("report", help="the per-arm tables of an experiment's folder")
+    cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
+    cmd.add_argument("--json", action="store_true", help="the figures as one JSON object")
+    cmd.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page")
+    cmd.set_defaults(handler=report_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import anyio
+
+    from swarmflow.cli.model_choice import chosen_model
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.core.secrets import scrubbed
+
+    experiment = _declared(args)
+    chosen = None if args.demo or not (args.model or args.model_object) else chosen_model(args)
+    progress = ProgressLine(sys.stderr)
+    try:
+        result = anyio.run(_run, experiment, chosen, args, progress)
+    except ConfigError as exc:
+        print(f"swarmflow experiment run: {scrubbed(str(exc))}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        print(f"\nswarmflow experiment run: interrupted; what finished is in {args.out}, run the "
+              "same command again to go on", file=sys.stderr)  # fmt: skip
+        return INTERRUPTED
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    for why in result.stopped:
+        print(f"swarmflow experiment run: {scrubbed(why)}", file=sys.stderr)
+    print(f"{result.finished}/{result.total} runs finished and graded; "
+          f"swarmflow experiment report {args.out}")  # fmt: skip
+    return OK if result.unfinished == 0 else LEFT
+
+
+def _declared(args: argparse.Namespace) -> Any:
+    """The declaration EXP names, with --repeats and --tasks applied."""
+    from swarmflow.cli.flow_refs import described, load_python_object
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.experiments import Experiment
+
+    found = load_python_object(args.experiment)
+    if not isinstance(found, Experiment):
+        raise ConfigError(f"{args.experiment} is {described(found)}, not an Experiment")
+    for name in ("repeats", "first_tasks"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('first_', '')} must be at least 1, got {value}")
+    if args.repeats is not None:
+        found = found.model_copy(update={"repeats": args.repeats})
+    return found
+
+
+async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress: Any) -> Any:
+    from swarmflow.experiments import run_experiment
+
+    try:
+        return await run_experiment(
+            experiment, out=args.out, model=None if chosen is None else chosen.model,
+            demo=args.demo, on=args.on, workers=args.workers,
+            budget=_limits(args, "budget"), run_budget=_limits(args, "run_budget"),
+            on_progress=progress, first_tasks=args.first_tasks,
+        )  # fmt: skip
+    finally:
+        if chosen is not None:
+            await chosen.close()
+
+
+def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
+    chosen = {name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS}
+    return {name: value for name, value in chosen.items() if value is not None}
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from swarmflow.experiments import read_experiment
+
+    report = read_experiment(args.dir)
+    if args.html:
+        _write(Path(args.html), report.html())
+    if args.json:
+        print(json.dumps(report.json(), indent=2))
+    else:
+        print(report.text(), end="")
+    return OK
+
+
+def _write(path: Path, text: str) -> None:
+    from swarmflow.core.errors import ConfigError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,148 @@
+"""Self-reflection at a run's end: each agent's sessions distilled into a few short notes by
+one budgeted model call per agent, and stored for later runs.
+
+The call is reserved on the run's ledger before it is sent (a run whose budget is spent
+writes no notes: `experience_refused`), settled after, and recorded as a `model_called` with
+purpose "reflection"; the notes written are recorded as `experience_written`.
+"""
+
+from __future__ import annotations
+
+import re
+from time import perf_counter
+
+import anyio
+
+from swarmflow.core.budget import CallEstimate, Charge, all_ledgers, reserve_call
+from swarmflow.core.errors import BudgetExhausted, SwarmflowError
+from swarmflow.core.experience_port import Trajectory
+from swarmflow.core.messages import Message, ModelRequest
+from swarmflow.core.tokens import message_units
+from swarmflow.experience.run_notes import RunExperience
+from swarmflow.experience.store import KINDS, NewNote
+from swarmflow.record.events import ExperienceRefused, ExperienceWritten, ModelCalled
+from swarmflow.runtime.context import RunContext
+
+REFLECT_PROMPT = """\
+You review the finished work of one agent of a multi-agent coding run and write experience \
+notes that later runs on similar tasks will be shown. Write at most five lines, each starting \
+with "worked:" (an approach or command that helped), "failed:" (something that did not work, \
+and why) or "note:" (a fact about this repository worth knowing). One concrete sentence each: \
+name the files, commands and errors. Write nothing else; write no line at all when nothing \
+is worth keeping."""
+"""The reflector's instructions (docs/context.md shows them)."""
+REFLECTION_TOKENS = 400
+TRAJECTORY_CHARS = 24_000
+"""The most of an agent's sessions one reflection reads (the start and the end are kept)."""
+PIECE_CHARS = 400
+MAX_NOTES = 5
+NOTE_CHARS = 400
+_LINE = re.compile(r"^\s*[-*]?\s*(worked|failed|note)\s*:\s*(.+?)\s*$", re.IGNORECASE)
+
+
+def trajectory_text(sessions: list[Trajectory]) -> str:
+    """The agent's sessions as text for the reflector: what it did and how each ended."""
+    parts: list[str] = []
+    for number, session in enumerate(sessions, 1):
+        parts.append(f"== session {number}: ended {session.detail or 'normally'}")
+        for m in session.history:
+            parts.extend(_lines(m))
+    text = "\n".join(parts)
+    if len(text) <= TRAJECTORY_CHARS:
+        return text
+    half = TRAJECTORY_CHARS // 2
+    return f"{text[:half]}\n[… {len(text) - 2 * half:,} characters …]\n{text[-half:]}"
+
+
+def _lines(m: Message) -> list[str]:
+    out = []
+    if m.content:
+        who = f"result of {m.name}" if m.role == "tool" else m.role
+        out.append(f"[{who}] {_short(m.content)}")
+    out.extend(f"[called {c.name}] {_short(c.arguments)}" for c in m.tool_calls)
+    return out
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= PIECE_CHARS else text[:PIECE_CHARS] + " […]"
+
+
+def parse_notes(text: str) -> list[tuple[str, str]]:
+    """The (kind, text) notes in the reflector's answer; other lines are ignored."""
+    found = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1).lower() in KINDS:
+            found.append((m.group(1).lower(), m.group(2)[:NOTE_CHARS]))
+    return found[:MAX_NOTES]
+
+
+async def reflect_run(run: RunContext, experience: RunExperience) -> None:
+    """Reflect on every agent that had sessions; a refusal for one does not stop the next."""
+    for agent, sessions in experience.sessions.items():
+        await _reflect(run, experience, agent, sessions)
+
+
+async def _reflect(
+    run: RunContext, experience: RunExperience, agent: str, sessions: list[Trajectory]
+) -> None:
+    log = run.deps.log
+    task = next((m.content or "" for m in sessions[0].history if m.role == "user"), "")
+    try:
+        declared = run.deps.team.get(agent)
+        model = run.deps.model_for(declared)
+    except SwarmflowError as exc:
+        log.emit(ExperienceRefused, agent=agent, reason=str(exc))
+        return
+    name: str | None = getattr(model, "name", None)
+    price = run.deps.prices.price(name)
+    where = f"Repository: {experience.repository}\n" if experience.repository else ""
+    body = f"Task: {task[:2000]}\n{where}\n{trajectory_text(sessions)}"
+    messages = [Message("system", REFLECT_PROMPT), Message("user", body)]
+    units = sum(message_units(m) for m in messages)
+    prompt = run.state.estimator.tokens(units, name)
+    request = ModelRequest(
+        messages=messages, agent=agent, model=name, max_tokens=REFLECTION_TOKENS,
+        estimated_prompt_tokens=prompt,
+    )  # fmt: skip
+    estimate = CallEstimate(prompt, REFLECTION_TOKENS, REFLECTION_TOKENS, price)
+    try:
+        reservation = reserve_call(all_ledgers([run.state.ledger]), estimate)
+    except BudgetExhausted as exc:
+        log.emit(ExperienceRefused, agent=agent, reason=exc.message)
+        return
+    started = perf_counter()
+    try:
+        answer = await model.complete(request)
+    except anyio.get_cancelled_exc_class():
+        reservation.release()
+        raise
+    except (SwarmflowError, OSError, ValueError) as exc:
+        reservation.release()
+        log.emit(ExperienceRefused, agent=agent, reason=f"the reflection failed: {exc}")
+        return
+    usage = answer.usage
+    cost = price.cost(usage)
+    reservation.settle(Charge(usage.input + usage.output, cost, 1))
+    log.emit(
+        ModelCalled, agent=agent, model=answer.model or name, tokens_in=usage.input,
+        tokens_out=usage.output, tokens_cached=usage.cached_input,
+        latency=perf_counter() - started, cost=cost, finish_reason=answer.finish_reason,
+        prompt_tokens=prompt, purpose="reflection",
+    )  # fmt: skip
+    new = [
+        NewNote(agent, kind, text, task[:500], experience.repository, experience.run_id)
+        for kind, text in parse_notes(answer.text or "")
+    ]
+    try:
+        stored = await anyio.to_thread.run_sync(experience.store.add, new) if new else []
+    except SwarmflowError as exc:
+        log.emit(ExperienceRefused, agent=agent, reason=str(exc))
+        return
+    log.emit(
+        ExperienceWritten,
+        agent=agent,
+        store=str(experience.store.path),
+        notes=[n.brief() for n in stored],
+        cost=cost,
+    )

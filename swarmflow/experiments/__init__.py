@@ -1,0 +1,29 @@
+"""Controlled experiments: arms x tasks x repeats, graded, with adherence-adjusted effects.
+
+Declare an `Experiment` of `Arm`s (each a flow plus what differs, and its `Assigned`
+organization), a task set and a grader (`TestsGrader`, `FunctionGrader`, `RubricGrader`);
+`run_experiment` (`swarmflow experiment run`) runs it through the batch engine and
+`read_experiment` (`swarmflow experiment report`) reads it back. docs/experiments.md.
+"""
+
+from typing import TYPE_CHECKING
+
+from swarmflow.core.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from swarmflow.experiments.declaration import Arm as Arm
+    from swarmflow.experiments.declaration import Assigned as Assigned
+    from swarmflow.experiments.declaration import Experiment as Experiment
+    from swarmflow.experiments.execution import ExperimentResult as ExperimentResult
+    from swarmflow.experiments.execution import run_experiment as run_experiment
+    from swarmflow.experiments.graders import FunctionGrader as FunctionGrader
+    from swarmflow.experiments.graders import RubricGrader as RubricGrader
+    from swarmflow.experiments.graders import TestsGrader as TestsGrader
+    from swarmflow.experiments.grading import RunOutcome as RunOutcome
+    from swarmflow.experiments.report import ExperimentReport as ExperimentReport
+    from swarmflow.experiments.report import read_experiment as read_experiment
+    from swarmflow.experiments.stats import clopper_pearson as clopper_pearson
+    from swarmflow.experiments.stats import sign_test as sign_test
+    from swarmflow.experiments.tasks import ExperimentTask as ExperimentTask
+
+export_lazily(__name__)

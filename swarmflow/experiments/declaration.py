@@ -1,0 +1,189 @@
+"""An experiment, declared: arms x tasks x repeats, per-run limits and a grader.
+
+An experiment is a Python module holding an `Experiment(...)`; `swarmflow experiment run
+file.py:NAME` finds it as every command finds a flow. Everything here is pydantic, checked
+when it is built, so a mistake in the declaration is one line before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from swarmflow.core.budget import Limits
+from swarmflow.core.errors import ConfigError
+from swarmflow.core.team import Team
+from swarmflow.experiments.graders import Grader
+from swarmflow.runtime.flow import Flow
+
+Delegation = Literal["required", "offered", "none"]
+Controller = Literal["single", "workflow", "team"]
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""An arm's name: it names a folder of the experiment's directory."""
+LIMIT_KEYS = ("tokens", "cost", "calls", "seconds")
+
+
+class Assigned(BaseModel):
+    """The organization an arm is assigned, declared before it runs; adherence is measured
+    against it with the same axes `swarmflow report` shows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    delegation: Delegation = "none"
+    """`required` or `offered`: the delegation axis applies (a run where no teammate along a
+    declared edge worked deviates, as in OpenCollab's Table 15); `none`: it does not."""
+    tools: dict[str, tuple[str, ...]] | None = None
+    """Agent -> the tool set it is assigned; a call outside it deviates on the role boundary
+    axis. None: each agent's declared tool set is its assignment."""
+    context: tuple[str, ...] | None = None
+    """The compaction levels allowed; another level firing deviates on the context policy
+    axis. None: any level."""
+
+
+class Arm(BaseModel):
+    """One configuration: a flow plus what differs from the other arms."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    name: str = Field(pattern=NAME)
+    flow: Any
+    """The arm's `@flow`."""
+    model: Any = None
+    """A model name or object for this arm alone (a model ablation); None: the model the
+    command is given (`--model`, `--model-object`)."""
+    demo: Callable[[], Any] | None = None
+    """Makes this arm's scripted offline policy for `--demo` (labelled as scripted)."""
+    cards: dict[str, str] = Field(default_factory=dict)
+    """Agent -> the role card it gets in this arm instead of its declared one."""
+    tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Agent -> the tool set it gets in this arm instead of its declared one."""
+    controller: Controller = "single"
+    """How the arm's work is ordered: one agent, a script (Workflow) or the model (Team)."""
+    assigned: Assigned = Assigned()
+    budget: dict[str, float] | None = None
+    """Per-run limits of this arm (tokens, cost, calls, seconds), over the experiment's."""
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """Flow inputs this arm adds to every task's."""
+    reference: bool = False
+    """The arm the others are compared with (exactly one arm is)."""
+    note: str = ""
+    """What differs, in a few words, for the table."""
+
+    @field_validator("flow")
+    @classmethod
+    def _a_flow(cls, value: Any) -> Any:
+        if not isinstance(value, Flow):
+            raise ValueError(f"an arm's flow must be a @flow, got {type(value).__name__}")
+        return value
+
+    @field_validator("budget")
+    @classmethod
+    def _limits(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return None if value is None else checked_limits(value)
+
+    @model_validator(mode="after")
+    def _known_agents(self) -> Arm:
+        declared = {a.name for a in self.flow.team.agents}
+        for field, given in (("cards", self.cards), ("tools", self.tools)):
+            unknown = sorted(set(given) - declared)
+            if unknown:
+                raise ValueError(
+                    f"arm {self.name!r}: {field} names {', '.join(unknown)}, which the flow "
+                    f"{self.flow.name!r} does not declare (its agents: "
+                    f"{', '.join(sorted(declared))})"
+                )
+        return self
+
+    def variant(self) -> Flow[..., Any]:
+        """The arm's flow with its cards and tool sets put in: the same code, the same team
+        otherwise (a Flow of its own, so the run's `run_started` records what this arm ran)."""
+        if not self.cards and not self.tools:
+            return self.flow  # type: ignore[no-any-return]
+        team = self.flow.team
+        agents = [_changed(a, self.cards.get(a.name), self.tools.get(a.name)) for a in team.agents]
+        changed = Team(agents=agents, edges=team.edges, entry=team.entry)
+        return Flow(self.flow.fn, team=changed, budget=self.flow.limits,
+                    name=self.flow.name, card_path=self.flow.card_path)  # fmt: skip
+
+
+def _changed(agent: Any, card: str | None, tools: tuple[str, ...] | None) -> Any:
+    update: dict[str, Any] = {}
+    if card is not None:
+        update["card"] = card
+    if tools is not None:
+        update["tools"] = tuple(tools)
+    return agent.model_copy(update=update) if update else agent
+
+
+def checked_limits(value: Mapping[str, float]) -> dict[str, float]:
+    """Per-run limits as a plain mapping, each a known key with a sound amount."""
+    unknown = sorted(set(value) - set(LIMIT_KEYS))
+    if unknown:
+        raise ValueError(f"unknown limit(s) {', '.join(unknown)}; use {', '.join(LIMIT_KEYS)}")
+    try:
+        Limits.coerce(dict(value))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return dict(value)
+
+
+TaskSource = str | Path | Callable[[Path], Path]
+
+
+class Experiment(BaseModel):
+    """Arms x tasks x repeats, graded: what `swarmflow experiment run` runs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    name: str = Field(pattern=NAME)
+    arms: tuple[Arm, ...]
+    tasks: Any
+    """The task set: a JSONL path, or a function that writes one into the folder it is given
+    (a generated suite) and returns its path."""
+    grader: Grader
+    repeats: int = Field(1, ge=1, le=1000)
+    limits: dict[str, float] | None = None
+    """Per-run limits of every arm (an arm's `budget` overrides a key)."""
+    concurrency: int = Field(4, ge=1)
+    """Runs at once, per arm."""
+    judge_model: Any = None
+    """The model of a `rubric` grader's judge (None: the command's model)."""
+    judge_demo: Callable[[], Any] | None = None
+    """Makes the judge's scripted policy for `--demo`."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _source(cls, value: Any) -> Any:
+        if isinstance(value, str | Path) or callable(value):
+            return value
+        raise ValueError("tasks must be a JSONL path or a function that writes one")
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return None if value is None else checked_limits(value)
+
+    @model_validator(mode="after")
+    def _arms(self) -> Experiment:
+        if not self.arms:
+            raise ValueError("an experiment needs at least one arm")
+        names = [a.name for a in self.arms]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"arm names must differ: {', '.join(twice)} twice")
+        references = [a.name for a in self.arms if a.reference]
+        if len(references) != 1:
+            found = ", ".join(references) or "none"
+            raise ValueError(f"exactly one arm must be the reference (reference=True); {found}")
+        return self
+
+    @property
+    def reference(self) -> Arm:
+        return next(a for a in self.arms if a.reference)
+
+    def run_limits(self, arm: Arm) -> dict[str, float]:
+        """The per-run limits of `arm`: the experiment's, with the arm's own over them."""
+        return {**(self.limits or {}), **(arm.budget or {})}

@@ -1,0 +1,89 @@
+"""Grading one finished run with the experiment's grader, into its `Grade`.
+
+A run's product is its `Patch` when its output is one (a dict with a `diff`, or an object
+with a `patch` that has one), and otherwise its checkout as the run left it: either way it
+is applied to a fresh checkout at the task's base commit, never graded in place.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swarmflow.experiments.checkouts import final_diff
+from swarmflow.experiments.graders import FunctionGrader, Grader, RubricGrader, TestsGrader
+from swarmflow.experiments.grades import Grade
+from swarmflow.experiments.layout import Layout, RunKey
+from swarmflow.experiments.rubric import grade_rubric
+from swarmflow.experiments.tasks import ExperimentTask
+from swarmflow.experiments.tests_grading import grade_tests
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What a `function` grader is given about a run (with the task)."""
+
+    key: RunKey
+    status: str
+    output: Any
+    error: str | None
+    run_dir: Path
+    checkout: Path | None
+    """The run's own checkout of the task's repository, as the run left it."""
+
+
+def patch_diff(output: Any) -> str | None:
+    """The diff of a `Patch` output (as the run recorded it, or the object), else None."""
+    found = output.get("patch", output) if isinstance(output, dict) else output
+    if isinstance(found, dict):
+        diff = found.get("diff")
+    else:
+        inner = getattr(found, "patch", found)
+        diff = getattr(inner, "diff", None)
+    return diff if isinstance(diff, str) else None
+
+
+async def grade_run(
+    grader: Grader,
+    task: ExperimentTask,
+    outcome: RunOutcome,
+    layout: Layout,
+    *,
+    base: str,
+    judge_model: Any = None,
+) -> Grade:
+    """The run's grade. A run that did not end ok is not resolved, and is not graded."""
+    key = outcome.key
+    common = {"arm": key.arm, "task": key.task, "repeat": key.repeat}
+    if outcome.status != "ok":
+        return Grade(**common, resolved=False, score=0.0, note=f"the run ended {outcome.status}")
+    if isinstance(grader, TestsGrader):
+        diff = patch_diff(outcome.output)
+        if diff is None and outcome.checkout is not None:
+            diff = await final_diff(outcome.checkout, base)
+        verdict = await grade_tests(grader, task, base, diff or "", layout.grading(key))
+        return Grade(**common, resolved=verdict.resolved, score=float(verdict.resolved),
+                     sandboxed=verdict.sandboxed, note=verdict.note)  # fmt: skip
+    if isinstance(grader, FunctionGrader):
+        score = _score(grader.fn(task, outcome))
+        resolved = score >= grader.threshold
+        return Grade(**common, resolved=resolved, score=score, note=f"score {score:g}")
+    assert isinstance(grader, RubricGrader)
+    rubric = await grade_rubric(
+        grader, task, key, outcome.output, root=layout.judge(), model=judge_model
+    )
+    share = rubric.passed / rubric.items if rubric.items else 0.0
+    return Grade(**common, resolved=bool(rubric.items) and rubric.passed == rubric.items,
+                 score=share, rubric_passed=rubric.passed, rubric_items=rubric.items,
+                 judge_tokens=rubric.tokens, judge_cost=rubric.cost, note=rubric.note)  # fmt: skip
+
+
+def _score(value: Any) -> float:
+    """A function grader's answer as a score in 0..1 (True is 1, False is 0)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return min(1.0, max(0.0, float(value)))
+    raise TypeError(f"a function grader returns a bool or a float, got {type(value).__name__}")

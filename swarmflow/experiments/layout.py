@@ -1,0 +1,170 @@
+"""Where an experiment's files go, and the record of what was declared (`experiment.json`).
+
+```
+OUT/experiment.json            the arms, tasks and repeats, written by the first run
+OUT/arms/<arm>/                one batch per arm: results.jsonl, runs/task-000001/ ...
+OUT/checkouts/<arm>/<task>/r1  each run's own checkout of its task's repository
+OUT/grades.jsonl               one line per graded run, appended once
+OUT/judge/                     a rubric judge's own runs, apart from the arms'
+OUT/rows.csv                   one row per finished run (pandas / DuckDB read it in a line)
+```
+
+A batch names its runs `task-000001`, ... in the order of its task list, which is task by
+task, repeat by repeat: run `i` (from 0) is task `i // repeats`, repeat `i % repeats + 1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from swarmflow.batches.tasks import task_id
+from swarmflow.core.errors import ConfigError
+
+MANIFEST = "experiment.json"
+GRADES = "grades.jsonl"
+ROWS = "rows.csv"
+SCHEMA = 1
+
+
+class ArmRecord(BaseModel):
+    """An arm as the report needs it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    reference: bool = False
+    controller: str = "single"
+    delegation: str = "none"
+    tools: dict[str, list[str]] | None = None
+    context: list[str] | None = None
+    note: str = ""
+    flow: str = ""
+    limits: dict[str, float] = Field(default_factory=dict)
+
+
+class Manifest(BaseModel):
+    """What `experiment.json` holds: the declaration, as recorded by its first run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_: int = Field(alias="schema")
+    name: str
+    arms: list[ArmRecord]
+    tasks: list[str]
+    """The task ids, in the task set's order."""
+    repeats: int = Field(ge=1, le=1000)
+    grader: str
+    rubric: dict[str, int] = Field(default_factory=dict)
+    """Task id -> its rubric items, where the grader is a rubric."""
+
+    def runs(self) -> list[tuple[ArmRecord, int, RunKey]]:
+        """Every run: its arm, its batch index and its key."""
+        return [
+            (arm, run_index(t, r, self.repeats), RunKey(arm.name, task, r))
+            for arm in self.arms
+            for t, task in enumerate(self.tasks)
+            for r in range(1, self.repeats + 1)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    """One run of the experiment: an arm, a task and a repeat (from 1)."""
+
+    arm: str
+    task: str
+    repeat: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.arm}/{self.task}/r{self.repeat}"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The paths of one experiment directory."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def grades(self) -> Path:
+        return self.root / GRADES
+
+    @property
+    def rows(self) -> Path:
+        return self.root / ROWS
+
+    def arm(self, arm: str) -> Path:
+        return self.root / "arms" / arm
+
+    def run_dir(self, key: RunKey, index: int) -> Path:
+        return self.arm(key.arm) / "runs" / task_id(index)
+
+    def checkout(self, key: RunKey) -> Path:
+        return self.root / "checkouts" / key.arm / key.task / f"r{key.repeat}"
+
+    def grading(self, key: RunKey) -> Path:
+        return self.root / "grading" / key.arm / key.task / f"r{key.repeat}"
+
+    def judge(self) -> Path:
+        return self.root / "judge"
+
+
+def run_index(task_index: int, repeat: int, repeats: int) -> int:
+    """The batch index of a task's repeat (`repeat` from 1)."""
+    return task_index * repeats + repeat - 1
+
+
+def write_manifest(layout: Layout, manifest: dict[str, Any]) -> None:
+    """Record the declaration the first time; a later run must declare the same experiment."""
+    layout.root.mkdir(parents=True, exist_ok=True)
+    if layout.manifest.exists():
+        before = read_manifest(layout.root).model_dump(by_alias=True)
+        for field in ("name", "arms", "tasks", "repeats"):
+            if _shape(before.get(field)) != _shape(manifest.get(field)):
+                raise ConfigError(
+                    f"{layout.manifest} records another experiment ({field} differ); "
+                    "use a new --out folder for a changed declaration"
+                )
+        return
+    temporary = layout.manifest.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps({"schema": SCHEMA, **manifest}, indent=2), encoding="utf-8")
+    temporary.replace(layout.manifest)
+
+
+def _shape(value: Any) -> Any:
+    """What must not change between runs of one experiment directory: names and ids."""
+    if isinstance(value, list):
+        return [v.get("name", v.get("id")) if isinstance(v, dict) else v for v in value]
+    return value
+
+
+def read_manifest(root: Path) -> Manifest:
+    """The declaration recorded in `root`; `ConfigError` when there is none to read."""
+    path = root / MANIFEST
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a folder: not an experiment directory")
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{root} holds no {MANIFEST}: not an experiment directory") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read as an experiment record: {exc}") from None
+    if not isinstance(found, dict) or found.get("schema") != SCHEMA:
+        raise ConfigError(f"{path} is not an experiment record of this swarmflow")
+    try:
+        return Manifest.model_validate(found)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None

@@ -1,0 +1,42 @@
+"""An experiment directory read back: its rows, its per-arm summaries, its report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarmflow.experiments.layout import Manifest
+from swarmflow.experiments.rows import Row, collect
+from swarmflow.experiments.summary import ArmSummary, summarize
+from swarmflow.experiments.text import render_text, report_json
+
+
+@dataclass
+class ExperimentReport:
+    """What `swarmflow experiment report DIR` shows, read from the run directories and grades."""
+
+    root: Path
+    manifest: Manifest
+    rows: list[Row]
+    arms: list[ArmSummary]
+    warnings: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return render_text(self.manifest, self.arms, self.warnings)
+
+    def json(self) -> dict[str, Any]:
+        return report_json(self.manifest, self.arms, self.warnings)
+
+    def html(self) -> str:
+        from swarmflow.experiments.html import render_html
+
+        return render_html(self.manifest.name, self.text(), self.arms)
+
+
+def read_experiment(root: str | Path) -> ExperimentReport:
+    """The report of the experiment in `root`; `ConfigError` (one line) when it holds none."""
+    path = Path(root).resolve()
+    warnings: list[str] = []
+    manifest, rows = collect(path, warnings)
+    return ExperimentReport(path, manifest, rows, summarize(manifest, rows), warnings)

@@ -1,0 +1,89 @@
+"""The task set: one JSON object a line, each a task's id, inputs and what its grader needs.
+
+```json
+{"id": "median", "inputs": {"issue": "..."}, "repo": "repos/median", "base": "HEAD",
+ "test": "python -m pytest -q", "FAIL_TO_PASS": ["tests/test_stats.py::test_even"],
+ "PASS_TO_PASS": ["tests/test_stats.py::test_odd"]}
+{"id": "q1", "inputs": {"question": "..."}, "rubric": ["names the function", "..."]}
+```
+
+A relative `repo` is read from the task file's folder. Every mistake is one line naming the
+file and the line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from swarmflow.batches.files import BadLine, json_value, lines, open_regular
+from swarmflow.core.errors import ConfigError
+
+TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
+
+
+class ExperimentTask(BaseModel):
+    """One task of the set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    id: str = Field(pattern=TASK_ID)
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """The flow's inputs (every arm's flow gets them, with the arm's own `inputs`)."""
+    repo: str | None = None
+    """A local git repository: each run works in a checkout of it at `base`."""
+    base: str = "HEAD"
+    """The commit the runs start from and the grader applies the product to."""
+    test: str | None = None
+    """The test command (`tests` grader), run in the checkout's root."""
+    fail_to_pass: tuple[str, ...] = Field(default=(), alias="FAIL_TO_PASS")
+    """Tests that must pass with the product (appended to the test command)."""
+    pass_to_pass: tuple[str, ...] = Field(default=(), alias="PASS_TO_PASS")
+    """Tests that passed before and must still pass (appended to the test command)."""
+    rubric: tuple[str, ...] = ()
+    """Rubric items (`rubric` grader), each judged pass or fail."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """Anything else a `function` grader wants."""
+
+
+def read_task_set(path: Path) -> list[ExperimentTask]:
+    """The tasks in `path`, with each relative `repo` made absolute from the file's folder.
+
+    Raises:
+        ConfigError: the file cannot be read, a line is no task (`PATH:LINE: why`), two tasks
+            share an id, or the file holds none.
+    """
+    tasks: list[ExperimentTask] = []
+    with open_regular(path, "the task set") as handle:
+        for line in lines(handle):
+            if line.data is not None and not line.data.strip():
+                continue
+            tasks.append(_task(path, line))
+    if not tasks:
+        raise ConfigError(f"{path}: the task set holds no task")
+    ids = [t.id for t in tasks]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ConfigError(f"{path}: task ids must differ: {', '.join(twice)} twice")
+    return tasks
+
+
+def _task(path: Path, line: Any) -> ExperimentTask:
+    where = f"{path}:{line.number}"
+    try:
+        value = json_value(line)
+    except BadLine as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: a task is a JSON object, got {type(value).__name__}")
+    try:
+        task = ExperimentTask.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "task"
+        raise ConfigError(f"{where}: {field}: {first['msg']}") from None
+    if task.repo is not None and not Path(task.repo).is_absolute():
+        task = task.model_copy(update={"repo": str((path.parent / task.repo).resolve())})
+    return task

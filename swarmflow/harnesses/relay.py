@@ -1,0 +1,54 @@
+"""The board's way into the sandbox: a Unix socket relayed to the board's loopback port.
+
+The board is served over HTTP on the host's 127.0.0.1 (`teams.http`), which a sandbox with
+its network unshared cannot reach; this relay listens on a Unix socket in the harness call's
+private folder and copies each connection to that port, at most `MAX_CONNECTIONS` at once (a
+connection past them is closed at once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteStream, TaskGroup
+
+MAX_CONNECTIONS = 16
+
+
+async def relay_unix_to_tcp(path: Path, port: int, tg: TaskGroup, listening: anyio.Event) -> None:
+    """Serve the relay until the task group is cancelled (`listening` is set once it listens)."""
+    listener = await anyio.create_unix_listener(path)
+    listening.set()
+    open_now = 0
+
+    async def one(client: ByteStream) -> None:
+        nonlocal open_now
+        try:
+            upstream = await anyio.connect_tcp("127.0.0.1", port)
+            async with client, upstream, anyio.create_task_group() as pair:
+                pair.start_soon(_copy, client, upstream, pair)
+                pair.start_soon(_copy, upstream, client, pair)
+        except OSError:
+            pass
+        finally:
+            open_now -= 1
+
+    async with listener:
+        while True:
+            client = await listener.accept()
+            if open_now >= MAX_CONNECTIONS:
+                await client.aclose()
+                continue
+            open_now += 1
+            tg.start_soon(one, client)
+
+
+async def _copy(source: ByteStream, sink: ByteStream, pair: TaskGroup) -> None:
+    with contextlib.suppress(
+        anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+    ):
+        while True:
+            await sink.send(await source.receive())
+    pair.cancel_scope.cancel()  # one side closed: the exchange is over
