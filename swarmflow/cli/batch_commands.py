@@ -127,8 +127,10 @@ class ProgressLine:
     """Redraws one status line on a terminal; elsewhere prints it at most every few seconds.
     Each warning of the batch is printed once, on a line of its own, as it comes."""
 
-    def __init__(self, stream: TextIO, every: float = 5.0) -> None:
+    def __init__(self, stream: TextIO, every: float = 5.0, command: str = "batch") -> None:
         self.stream = stream
+        self.command = command
+        """The command the warnings name (`swarmflow batch: warning: ...`)."""
         self.every = every
         self.last = 0.0
         self.tty = stream.isatty()
@@ -139,7 +141,7 @@ class ProgressLine:
 
         for warning in progress.warnings[self.warned :]:
             clear = "\r\033[K" if self.tty else ""
-            self.stream.write(f"{clear}swarmflow batch: warning: {scrubbed(warning)}\n")
+            self.stream.write(f"{clear}swarmflow {self.command}: warning: {scrubbed(warning)}\n")
         self.warned = len(progress.warnings)
         line = progress.line()
         if self.tty:

@@ -76,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     experiment = _declared(args)
     chosen = None if args.demo or not (args.model or args.model_object) else chosen_model(args)
-    progress = ProgressLine(sys.stderr)
+    progress = ProgressLine(sys.stderr, command="experiment")
     try:
         result = anyio.run(_run, experiment, chosen, args, progress)
     except ConfigError as exc:

@@ -42,6 +42,7 @@ from swarmflow.core.tokens import prompt_units
 from swarmflow.harnesses.http_server import HttpRequest, Reply, error_reply
 from swarmflow.harnesses.wire import ChatRequest, WireError, chunks, completion, parse_request
 from swarmflow.record.events import HarnessRefused
+from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.handoff import check_outgoing
 from swarmflow.sessions.prefix import PrefixMeter
 from swarmflow.sessions.session import AgentSession
@@ -151,8 +152,12 @@ class Meter:
         return CallEstimate(request.estimated_prompt_tokens, expected, request.max_tokens, price)
 
     async def _call(self, chat: ChatRequest, request: ModelRequest, held: Reservation) -> Reply:
-        if held.cap is not None and request.max_tokens > held.cap:
-            request = _with_max_tokens(request, held.cap)
+        request = _capped(request, held.cap)
+        verdict = await self.session.rails_at(Hook.BEFORE_MODEL_CALL, request)
+        if verdict.veto is not None:
+            held.release()
+            return self._vetoed(Hook.BEFORE_MODEL_CALL, verdict)
+        request = _capped(verdict.payload, held.cap)  # amended or not: a rail cannot lift the cap
         self.session.run.deps.write_ahead()  # what came before the call is on disk first
         started = perf_counter()
         try:
@@ -168,6 +173,10 @@ class Meter:
             held.release()
             raise
         over = self._settle(chat, request, answer, held, perf_counter() - started)
+        verdict = await self.session.rails_at(Hook.AFTER_MODEL_CALL, answer)
+        if verdict.veto is not None:  # settled first: the call was answered and is paid for
+            return self._vetoed(Hook.AFTER_MODEL_CALL, verdict)
+        answer = verdict.payload
         if over:
             self._end(EndReason.BUDGET_EXCEEDED_AFTER_CALL, f"over the limit of {', '.join(over)}")
             return self.refuse(
@@ -201,13 +210,23 @@ class Meter:
             request_shape=_shape(chat),
         )
 
+    def _vetoed(self, hook: Hook, verdict: Verdict) -> Reply:
+        """A rail vetoed the call: refused as a native session's call is, and the call ends."""
+        reason = verdict.veto.reason if verdict.veto is not None else ""
+        detail = f"rail {verdict.rail!r} vetoed {hook.value}: {reason}"
+        self._end(EndReason.VETOED, detail)
+        return self.refuse("rail", 403, detail, record=True)
+
     def _end(self, reason: EndReason, detail: str) -> None:
         if not self.ended:
             self.ended = True
             self.stop(reason, detail)
 
 
-def _with_max_tokens(request: ModelRequest, cap: int) -> ModelRequest:
+def _capped(request: ModelRequest, cap: int | None) -> ModelRequest:
+    """`request` asking for no more output than the reservation allows."""
+    if cap is None or request.max_tokens <= cap:
+        return request
     return replace(request, max_tokens=cap)
 
 

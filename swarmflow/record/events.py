@@ -532,7 +532,7 @@ class HarnessRefused(EventBase):
     type: Literal["harness_refused"] = "harness_refused"
     harness: str
     kind: str
-    """budget, step_limit, handoff, body_too_large, connections, timeouts, bad_request,
+    """budget, step_limit, handoff, rail, body_too_large, connections, timeouts, bad_request,
     unauthorized, not_found, model_error or ended."""
     status: int = 0
     reason: str

@@ -712,6 +712,11 @@ class AgentSession:
 
     # -- rails ------------------------------------------------------------------------------
 
+    async def rails_at(self, hook: Hook, payload: Any) -> Verdict:
+        """Run the rails visible to this agent at `hook` for work done outside the session's
+        own loop (a harness's model calls), recording a veto."""
+        return await self._rails_at(hook, payload)
+
     async def _rails_at(
         self, hook: Hook, payload: Any, error: BaseException | None = None
     ) -> Verdict:

@@ -60,6 +60,7 @@ class Gate:
         self.entered: set[str] = set()
         self.left: set[str] = set()
         self.arrived = anyio.Event()
+        self.emptied = anyio.Event()
         self.want = 0
 
     def enter(self, call: str, prompt: str) -> None:
@@ -70,6 +71,8 @@ class Gate:
 
     def leave(self, call: str) -> None:
         self.left.add(call)
+        self.emptied.set()  # woken on every leave: `settled` looks again
+        self.emptied = anyio.Event()
 
     async def wait_for(self, calls: int) -> None:
         self.want = calls
@@ -78,6 +81,15 @@ class Gate:
 
     def seen(self) -> tuple[list[str], int]:
         return self.prompts, len(self.entered - self.left)
+
+    async def settled(self) -> tuple[list[str], int]:
+        """`seen()` once every call that entered has left, or after WAIT seconds. An async
+        actor runs its callers' messages in no set order, so a call's `leave`, sent as its
+        run was cancelled, may reach it after the batch is over: waited for, not raced."""
+        with anyio.move_on_after(WAIT):
+            while not self.entered <= self.left:
+                await self.emptied.wait()
+        return self.seen()
 
 
 def gate() -> Any:
@@ -234,7 +246,7 @@ async def test_a_cancelled_ray_batch_leaves_nothing_running(cluster: None, tmp_p
         group.start_soon(cancel_once_calls_are_in_flight)
         await batch(solve, task_list(16), out=tmp_path, concurrency=8, on="ray",
                     model=reporting(seen, hang=True))  # fmt: skip
-    prompts, inside = await seen.seen.remote()
+    prompts, inside = await seen.settled.remote()
     assert len(prompts) >= 8 and inside == 0  # every call was cancelled on its worker
     assert batch_actors() == []
     assert not claimed(tmp_path)  # each run recorded its end

@@ -111,6 +111,7 @@ def test_kill_nine_then_run_again(tmp_path: Path) -> None:
     stdout, stderr = again.communicate(timeout=120)
     assert again.returncode == 0, stderr.decode()
     assert b"6/6 runs finished" in stdout
+    assert b"swarmflow experiment: warning: " in stderr
     assert b"grades.jsonl:4: not a grade; skipped" in stderr
     assert {p: p.read_bytes() for p in out.glob("arms/quick/runs/*/events.jsonl")} == quick
     for run in stalled:  # resumed: the first call replayed from the journal, not paid again

@@ -5,7 +5,9 @@
   detached child and asks its model, whose policy prints READY (the parent kills us then)
   while both processes sleep;
 - `after_harness`: the coder's harness finishes its work; the reviewer's model call prints
-  READY and hangs until the parent kills us.
+  READY and hangs until the parent kills us;
+- `mid_harness`: the coder's harness writes a half-done `app.py` into its worktree, and its
+  second model call prints READY and hangs: the call is in flight when we are killed.
 """
 
 from __future__ import annotations
@@ -54,9 +56,15 @@ def coder_answer2(request: ModelRequest) -> str:
     return coder_answer(request) if request.agent == "coder" else "approve"
 
 
-def killed_policy() -> FunctionModel:
+HALF_DONE = "def answer():\n    return 0  # half done\n"
+
+
+def killed_policy(mode: str) -> FunctionModel:
     async def policy(request: ModelRequest) -> str:
-        if request.agent == "coder" and "ready" not in request.prompt:
+        if mode == "mid_harness":
+            if request.prompt != "summarise":
+                return HALF_DONE
+        elif request.agent == "coder" and "ready" not in request.prompt:
             return coder_answer(request)
         print("READY", flush=True)  # the parent kills us once it reads this
         await anyio.sleep(3600)
@@ -68,4 +76,4 @@ def killed_policy() -> FunctionModel:
 if __name__ == "__main__":
     mode, runs_root, repo, marker = sys.argv[1:5]
     flow_ = code_and_review(mode, marker)
-    anyio.run(lambda: run(flow_, model=killed_policy(), runs_root=runs_root, repo=repo))  # type: ignore[arg-type]
+    anyio.run(lambda: run(flow_, model=killed_policy(mode), runs_root=runs_root, repo=repo))  # type: ignore[arg-type]

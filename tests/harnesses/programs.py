@@ -4,15 +4,17 @@ Standard library only, so they run in the sandbox as they would on the host. The
 model through `$OPENAI_BASE_URL` with `$OPENAI_API_KEY`, as an OpenAI client does.
 
 Modes:
-- `coder TASK`: asks the model what to write to `app.py`, writes it, asks again for its
-  summary, prints the summary (the answer);
+- `coder TASK`: asks the model what to write to `app.py`, writes it (and appends it to
+  `drafts.txt`), asks again for its summary, prints the summary (the answer);
 - `forever MARKER`: asks the model again and again, never stopping by itself;
 - `board ALLOWED OTHER`: opens a thread with each and mentions each through the board
   commands, printing what each command answered;
 - `leak FILE`: sends FILE's text to its model and prints the status it got;
 - `stream SCHEMA`: a streamed request with one tool of that JSON schema; prints the tool calls;
 - `hostile MARKER`: a 10 MB request, 500 connections at once, then never exits;
-- `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first.
+- `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
+- `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
+  prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def coder(task: str) -> None:
     status, answer = _ask(messages)
     assert status == 200, answer
     Path("app.py").write_text(_text(answer))
+    with Path("drafts.txt").open("a") as drafts:  # appended: a restart on a dirty tree shows
+        drafts.write(_text(answer))
     messages += [{"role": "assistant", "content": _text(answer)},
                  {"role": "user", "content": "summarise"}]  # fmt: skip
     status, answer = _ask(messages, stream=False)
@@ -143,6 +147,16 @@ def sleeper(marker: str) -> None:
                      start_new_session=True)  # fmt: skip
     status, answer = _ask([{"role": "user", "content": f"ready ({marker})"}])
     time.sleep(3600)
+
+
+def probe(host: str, port: str) -> None:
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+        print("host: reached", flush=True)
+    except OSError as exc:
+        print(f"host: unreachable ({exc})", flush=True)
+    status, _ = _ask([{"role": "user", "content": "are you there?"}])
+    print(f"endpoint: {status}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from swarmflow import Agent, Team, agent, flow, run_sync
 from swarmflow.core.errors import AgentFailed, BudgetExhausted, TopologyError
-from swarmflow.core.messages import ModelRequest, ToolCall
-from swarmflow.harnesses import Harness
+from swarmflow.core.messages import Message, ModelRequest, ToolCall
+from swarmflow.harnesses import Harness, running
+from swarmflow.rails import Amend, Hook, RailContext, Veto, rail
 from swarmflow.testing import FunctionModel, tool_call
 from tests.harnesses.programs import command
 from tests.harnesses.support import of_type, processes_with
@@ -189,3 +192,65 @@ def test_a_broken_harness_declaration_says_what_is_wrong(given: dict, said: str)
 def test_a_harness_agent_needs_a_workspace() -> None:
     with pytest.raises(ValueError, match="runs a harness, which works in a workspace"):
         Agent("coder", harness=Harness(command=["prog", "{task}"]))
+
+
+def test_in_the_sandbox_a_harness_reaches_its_endpoint_and_no_service_of_the_host(
+    tmp_path: Path,
+) -> None:
+    """A service listening on the host's loopback is out of reach; the run's endpoint is not."""
+    if (problem := running.bwrap_problem()) is not None:
+        pytest.skip(problem)
+    with socket.create_server(("127.0.0.1", 0)) as service:  # listening: a connect would land
+        port = service.getsockname()[1]
+        prober = Agent("prober", workspace="local",
+                       harness=Harness(command=command("probe", "127.0.0.1", str(port)),
+                                       task="stdin"))  # fmt: skip
+
+        @flow(team=Team([prober]))
+        async def reach() -> str:
+            return (await agent("prober", "probe")).text
+
+        result = run_sync(reach, model=FunctionModel(lambda r: "here"))
+    assert result.output.splitlines()[0].startswith("host: unreachable"), result.output
+    assert result.output.splitlines()[1] == "endpoint: 200"
+    (started,) = of_type(result, "harness_started")
+    assert started.sandboxed
+
+
+def test_the_rails_hold_for_a_harness_model_calls(tmp_path: Path) -> None:
+    """An amending rail changes what the model is sent; a vetoing one ends the call, its
+    request answered 403 and nothing sent, as a native call's veto does."""
+    seen: list[str] = []
+
+    def remind(ctx: RailContext) -> Amend:
+        request: ModelRequest = ctx.payload
+        extra = Message("user", "Remember: be terse.")
+        return Amend(replace(request, messages=(*request.messages, extra)))
+
+    def policy(request: ModelRequest) -> str:
+        seen.append(request.messages[-1].content or "")
+        return "a" * 40
+
+    calls = iter(range(100))
+    rails = [
+        rail("terse", [Hook.BEFORE_MODEL_CALL], remind, priority=2),
+        rail("two calls", [Hook.BEFORE_MODEL_CALL],
+             lambda ctx: Veto("two calls are enough") if next(calls) >= 2 else None),
+    ]  # fmt: skip
+    looper = Agent("looper", workspace="local",
+                   harness=Harness(command=command("forever", "rails"), task="stdin"))  # fmt: skip
+
+    @flow(team=Team([looper]))
+    async def loop() -> str:
+        return (await agent("looper", "never stop")).text
+
+    result = run_sync(loop, model=FunctionModel(policy), rails=rails)
+    (vetoed,) = of_type(result, "rail_vetoed")  # stopped, not failed, as a native session is
+    assert (vetoed.hook, vetoed.reason) == ("before_model_call", "two calls are enough")
+    (ended,) = [e for e in of_type(result, "session_ended") if e.agent == "looper"]
+    assert (ended.state, ended.reason) == ("stopped", "vetoed by a rail")
+    assert seen == ["Remember: be terse.", "Remember: be terse."]  # the third was never sent
+    (refused,) = [e for e in of_type(result, "harness_refused") if e.kind == "rail"]
+    assert refused.status == 403 and "two calls are enough" in refused.reason
+    (finished,) = of_type(result, "harness_ended")
+    assert finished.reason == "vetoed by a rail" and finished.calls == 2

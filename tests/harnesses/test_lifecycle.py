@@ -130,6 +130,37 @@ def test_resume_replays_a_finished_harness_call_without_its_program(tmp_path: Pa
     assert result.usage.get("coder") is None or result.usage["coder"].calls == 0
 
 
+def test_resume_restarts_a_harness_call_in_flight_in_its_worktree_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """Killed while the harness was mid-work (a half-done file in its worktree): the resumed
+    run starts the program again on the worktree as the call found it, so the half-done
+    change is not in the product."""
+    repo = make_repo(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, target.__file__, "mid_harness", str(tmp_path / "runs"), str(repo), "-"]
+    kill_when_ready(argv, env)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert len(events_in(run_dir, "harness_started")) == 1
+    assert not events_in(run_dir, "harness_ended")  # killed in flight
+    halves = [p for p in (run_dir / "worktrees").rglob("app.py") if "half done" in p.read_text()]
+    assert halves  # the killed program had written its half-done file
+
+    def policy(request: ModelRequest) -> str:
+        if request.agent == "reviewer":
+            assert "+    return 42" in request.prompt and "half done" not in request.prompt
+            return "approve"
+        return target.coder_answer(request)
+
+    result = run_sync(target.code_and_review("mid_harness", "-"), model=FunctionModel(policy),
+                      resume=run_dir, repo=repo)  # fmt: skip
+    assert result.status == "ok" and result.output == "answer() returns 42 / approve"
+    assert len(events_in(run_dir, "harness_started")) == 2  # the program ran again
+    (ended,) = of_type(result, "harness_ended")
+    assert ended.reason == "completed"
+    assert (repo / "app.py").read_text() == "def answer():\n    return 41\n"  # in its worktree
+
+
 def test_a_hostile_harness_is_bounded_and_the_run_goes_on(tmp_path: Path) -> None:
     marker = f"hostile-{uuid.uuid4().hex}"
     hostile = Agent("hostile", workspace="local",
