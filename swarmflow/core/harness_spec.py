@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from swarmflow.core.environ import env_pairs
+
 PLACEHOLDERS = frozenset({"task", "task_file", "answer_file", "base_url", "model"})
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 
@@ -64,8 +66,7 @@ class Harness(BaseModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
-        items = value.items() if isinstance(value, Mapping) else value
-        return tuple(sorted((str(k), str(v)) for k, v in items))
+        return env_pairs(value)
 
     @model_validator(mode="after")
     def _placeholders_fit(self) -> Harness:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.context_policy import ContextPolicy
+from swarmflow.core.environ import env_pairs
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.feedback_policy import Feedback
 from swarmflow.core.harness_spec import Harness
@@ -105,8 +106,7 @@ class Agent(BaseModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
-        items = value.items() if isinstance(value, Mapping) else value
-        return tuple(sorted((str(k), str(v)) for k, v in items))
+        return env_pairs(value)
 
     @model_validator(mode="after")
     def _harness_has_a_workspace(self) -> Agent:
