@@ -27,21 +27,29 @@ class FirstRequest:
     later session of that agent measures how long a prefix it shares with it (card, tool
     schemas, task), the part a provider's cache can serve across sessions."""
 
-    __slots__ = ("_messages", "_tools")
+    __slots__ = ("_cumulative", "_messages", "_tools")
 
     def __init__(self) -> None:
         self._messages: tuple[Message, ...] | None = None
         self._tools: Sequence[ToolSpec] = ()
+        self._cumulative: list[int] = []
+        """Units of the first request's messages up to and including each one."""
 
     def shared_units(self, request: ModelRequest, tools_units: int) -> int:
         """The units `request` shares with the first one (0 for the first one itself)."""
         if self._messages is None:
             self._messages, self._tools = tuple(request.messages), request.tools
+            total = 0
+            for message in self._messages:
+                total += message_units(message)
+                self._cumulative.append(total)
             return 0
-        if request.tools != self._tools:
+        # The agent's sessions send its profile's one tuple of schemas: compared by identity
+        # first, since comparing schemas by value walks every one of them.
+        if request.tools is not self._tools and request.tools != self._tools:
             return 0
         shared = _common_length(self._messages, request.messages)
-        return tools_units + sum(message_units(m) for m in self._messages[:shared])
+        return tools_units + (self._cumulative[shared - 1] if shared else 0)
 
 
 class PrefixMeter:
