@@ -60,13 +60,11 @@ class _Relay:
 
     def pump(self, sock: socket.socket) -> None:
         other = self.peer.get(sock)
-        try:
+        with contextlib.suppress(OSError):  # a side that reset: the pair is closed below
             data = sock.recv(CHUNK)
             if data and other is not None:
                 other.sendall(data)
                 return
-        except OSError:
-            pass
         self.close(sock)
 
     def close(self, sock: socket.socket) -> None:

@@ -26,12 +26,11 @@ async def relay_unix_to_tcp(path: Path, port: int, tg: TaskGroup, listening: any
     async def one(client: ByteStream) -> None:
         nonlocal open_now
         try:
-            upstream = await anyio.connect_tcp("127.0.0.1", port)
-            async with client, upstream, anyio.create_task_group() as pair:
-                pair.start_soon(_copy, client, upstream, pair)
-                pair.start_soon(_copy, upstream, client, pair)
-        except OSError:
-            pass
+            with contextlib.suppress(OSError):  # a side that went away ends the pair
+                upstream = await anyio.connect_tcp("127.0.0.1", port)
+                async with client, upstream, anyio.create_task_group() as pair:
+                    pair.start_soon(_copy, client, upstream, pair)
+                    pair.start_soon(_copy, upstream, client, pair)
         finally:
             open_now -= 1
 
