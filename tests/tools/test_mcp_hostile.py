@@ -110,7 +110,7 @@ def schema_host() -> Iterator[tuple[str, list[str]]]:
             self.wfile.write(body)
 
         def log_message(self, *args: Any) -> None:
-            pass
+            """Quiet: the test reads what the server answered, not its access log."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
