@@ -56,17 +56,3 @@ async def final_diff(checkout_dir: Path, base: str) -> str:
     await git(checkout_dir, "add", "-A")
     args = ("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv")
     return await git(checkout_dir, *args, base)
-
-
-async def fresh_with(repo: Path, base: str, diff_text: str, where: Path) -> str | None:
-    """A fresh checkout at `base` in `where` with `diff_text` applied; None when it applied,
-    else why it did not."""
-    await anyio.to_thread.run_sync(lambda: shutil.rmtree(where, ignore_errors=True))
-    await checkout(repo, base, where)
-    if not diff_text.strip():
-        return None
-    try:
-        await git(where, "apply", "--whitespace=nowarn", "-", data=diff_text.encode("utf-8"))
-    except WorkspaceError as exc:
-        return f"the product does not apply at the base commit: {exc}"
-    return None

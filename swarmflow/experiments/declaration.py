@@ -71,6 +71,9 @@ class Arm(BaseModel):
     """The arm the others are compared with (exactly one arm is)."""
     note: str = ""
     """What differs, in a few words, for the table."""
+    debris: tuple[str, ...] = ()
+    """More build-debris patterns (gitignore-style) left out of this arm's products, beside
+    the default list and the task's (docs/experiments.md)."""
 
     @field_validator("flow")
     @classmethod

@@ -208,7 +208,7 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "delegation": a.delegation, "note": arm.note, "flow": arm.flow.name,
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
-        "limits": experiment.run_limits(arm),
+        "limits": experiment.run_limits(arm), "debris": list(arm.debris),
     }  # fmt: skip
 
 
@@ -278,8 +278,9 @@ async def _grade_one(
 async def _graded(plan: _Plan, task: ExperimentTask, outcome: RunOutcome) -> Grade:
     try:
         base = plan.bases.get(task.id, "")
+        arm = next(a for a in plan.experiment.arms if a.name == outcome.key.arm)
         return await grade_run(plan.experiment.grader, task, outcome, plan.layout, base=base,
-                               judge_model=plan.judge_model)  # fmt: skip
+                               judge_model=plan.judge_model, debris=arm.debris)  # fmt: skip
     except ConfigError:
         raise
     except Exception as exc:  # the grader's own code (a function grader): one line

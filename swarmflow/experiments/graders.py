@@ -27,7 +27,12 @@ class TestsGrader(BaseModel):
     seconds: float = Field(300.0, gt=0, le=3600)
     """How long the test command may run before it is killed (and the run not resolved)."""
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    """As an agent's `run_shell`: bubblewrap when it is there (`auto`), only there, or never."""
+    """As an agent's `run_shell`: bubblewrap when it is there (`auto`), only there, or never.
+    `bwrap` refuses to grade where bubblewrap is missing (as `--require-sandbox` does)."""
+    restore_tests: bool = True
+    """Restore the files holding the task's tests from its base before they run (a product's
+    changes to them are discarded and its grade says `tests_edited`); False where editing
+    the tests is the job."""
 
 
 class FunctionGrader(BaseModel):

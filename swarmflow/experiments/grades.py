@@ -34,6 +34,12 @@ class Grade(BaseModel):
     judge_cost: float = Field(0.0, ge=0)
     sandboxed: bool = False
     note: str = ""
+    tests_edited: bool = False
+    """The product changed the task's test files; the changes were discarded before grading."""
+    grade_error: str = ""
+    """Why the run could not be graded (a product that does not apply), else ''."""
+    grader: str = ""
+    """Which grader gave the grade (`grading.grader_identity`)."""
 
     @property
     def key(self) -> RunKey:

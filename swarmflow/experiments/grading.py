@@ -2,7 +2,8 @@
 
 A run's product is its `Patch` when its output is one (a dict with a `diff`, or an object
 with a `patch` that has one), and otherwise its checkout as the run left it: either way it
-is applied to a fresh checkout at the task's base commit, never graded in place.
+is applied to a fresh checkout at the task's base commit, never graded in place, by the rules
+of `products.py`. Every grade names the grader that gave it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swarmflow.experiments.checkouts import final_diff
 from swarmflow.experiments.graders import FunctionGrader, Grader, RubricGrader, TestsGrader
 from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.layout import Layout, RunKey
+from swarmflow.experiments.products import product_diff
 from swarmflow.experiments.rubric import grade_rubric
 from swarmflow.experiments.tasks import ExperimentTask
 from swarmflow.experiments.tests_grading import grade_tests
@@ -34,15 +35,17 @@ class RunOutcome:
     """The run's own checkout of the task's repository, as the run left it."""
 
 
-def patch_diff(output: Any) -> str | None:
-    """The diff of a `Patch` output (as the run recorded it, or the object), else None."""
-    found = output.get("patch", output) if isinstance(output, dict) else output
-    if isinstance(found, dict):
-        diff = found.get("diff")
-    else:
-        inner = getattr(found, "patch", found)
-        diff = getattr(inner, "diff", None)
-    return diff if isinstance(diff, str) else None
+def grader_identity(grader: Grader, judge_model: Any = None) -> str:
+    """Which grader this is, as every grade it gives records it."""
+    if isinstance(grader, TestsGrader):
+        return (f"tests(seconds={grader.seconds:g}, sandbox={grader.sandbox}, "
+                f"restore_tests={grader.restore_tests})")  # fmt: skip
+    if isinstance(grader, FunctionGrader):
+        fn = grader.fn
+        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+        return f"function({name}, threshold={grader.threshold:g})"
+    judge = getattr(judge_model, "name", None) or judge_model
+    return f"rubric(judge={judge if isinstance(judge, str) else type(judge_model).__name__})"
 
 
 async def grade_run(
@@ -53,19 +56,22 @@ async def grade_run(
     *,
     base: str,
     judge_model: Any = None,
+    debris: tuple[str, ...] = (),
 ) -> Grade:
-    """The run's grade. A run that did not end ok is not resolved, and is not graded."""
+    """The run's grade. A run that did not end ok is not resolved, and is not graded.
+    `debris`: the arm's own build-debris patterns (`products.py`)."""
     key = outcome.key
-    common = {"arm": key.arm, "task": key.task, "repeat": key.repeat}
+    common = {"arm": key.arm, "task": key.task, "repeat": key.repeat,
+              "grader": grader_identity(grader, judge_model)}  # fmt: skip
     if outcome.status != "ok":
         return Grade(**common, resolved=False, score=0.0, note=f"the run ended {outcome.status}")
     if isinstance(grader, TestsGrader):
-        diff = patch_diff(outcome.output)
-        if diff is None and outcome.checkout is not None:
-            diff = await final_diff(outcome.checkout, base)
-        verdict = await grade_tests(grader, task, base, diff or "", layout.grading(key))
+        diff = await product_diff(outcome.output, outcome.checkout, base)
+        verdict = await grade_tests(grader, task, base, diff, layout.grading(key), debris)
         return Grade(**common, resolved=verdict.resolved, score=float(verdict.resolved),
-                     sandboxed=verdict.sandboxed, note=verdict.note)  # fmt: skip
+                     sandboxed=verdict.sandboxed, note=verdict.note,
+                     tests_edited=bool(verdict.applied.tests_edited),
+                     grade_error=verdict.grade_error)  # fmt: skip
     if isinstance(grader, FunctionGrader):
         score = _score(grader.fn(task, outcome))
         resolved = score >= grader.threshold

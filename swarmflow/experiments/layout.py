@@ -46,6 +46,8 @@ class ArmRecord(BaseModel):
     note: str = ""
     flow: str = ""
     limits: dict[str, float] = Field(default_factory=dict)
+    debris: list[str] = Field(default_factory=list)
+    """The arm's own build-debris patterns."""
 
 
 class Manifest(BaseModel):

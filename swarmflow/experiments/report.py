@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swarmflow.experiments.layout import Manifest
+from swarmflow.experiments.grades import read_grades
+from swarmflow.experiments.grading_notes import Grading, read_grading
+from swarmflow.experiments.layout import Layout, Manifest
 from swarmflow.experiments.rows import Row, collect
 from swarmflow.experiments.summary import ArmSummary, summarize
 from swarmflow.experiments.text import render_text, report_json
@@ -21,12 +23,14 @@ class ExperimentReport:
     rows: list[Row]
     arms: list[ArmSummary]
     warnings: list[str] = field(default_factory=list)
+    grading: Grading = field(default_factory=Grading)
+    """Which graders gave the grades, and whether they ran outside the sandbox."""
 
     def text(self) -> str:
-        return render_text(self.manifest, self.arms, self.warnings)
+        return render_text(self.manifest, self.arms, self.warnings, self.grading)
 
     def json(self) -> dict[str, Any]:
-        return report_json(self.manifest, self.arms, self.warnings)
+        return report_json(self.manifest, self.arms, self.warnings, self.grading)
 
     def html(self) -> str:
         from swarmflow.experiments.html import render_html
@@ -39,4 +43,6 @@ def read_experiment(root: str | Path) -> ExperimentReport:
     path = Path(root).resolve()
     warnings: list[str] = []
     manifest, rows = collect(path, warnings)
-    return ExperimentReport(path, manifest, rows, summarize(manifest, rows), warnings)
+    grades = list(read_grades(Layout(path).grades, []).values())
+    grading = read_grading(path, grades, warnings)
+    return ExperimentReport(path, manifest, rows, summarize(manifest, rows), warnings, grading)

@@ -63,6 +63,10 @@ class Row:
     model_seconds_by_agent: dict[str, float]
     tool_seconds_by_agent: dict[str, float]
     run_dir: str
+    tests_edited: bool = False
+    """The product changed the task's tests; they were restored from the base to grade it."""
+    grade_error: str = ""
+    """Why the run could not be graded (its product does not apply), else ''."""
     shares: dict[str, list[float]] = field(default_factory=dict)
     """Each agent's share of the tokens per tenth of the run (the figure; not in the CSV)."""
 
@@ -115,7 +119,7 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         tokens_by_agent={a: s.tokens_in + s.tokens_out for a, s in d.by_agent().items()},
         model_seconds_by_agent=dict(facts.timing.model),
         tool_seconds_by_agent=dict(facts.timing.tool), run_dir=str(run_dir),
-        shares=facts.shares,
+        tests_edited=grade.tests_edited, grade_error=grade.grade_error, shares=facts.shares,
     )  # fmt: skip
 
 

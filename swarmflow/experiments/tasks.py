@@ -42,6 +42,13 @@ class ExperimentTask(BaseModel):
     """Tests that must pass with the product (appended to the test command)."""
     pass_to_pass: tuple[str, ...] = Field(default=(), alias="PASS_TO_PASS")
     """Tests that passed before and must still pass (appended to the test command)."""
+    test_files: tuple[str, ...] = ()
+    """The files that hold the task's tests, restored from `base` before grading (none
+    listed: the files its test ids name and the usual test patterns, `task_tests.py`)."""
+    restore_tests: bool = True
+    """False where editing the tests is the task: the product's test changes are graded."""
+    debris: tuple[str, ...] = ()
+    """More build-debris patterns (gitignore-style) left out of this task's products."""
     rubric: tuple[str, ...] = ()
     """Rubric items (`rubric` grader), each judged pass or fail."""
     data: dict[str, Any] = Field(default_factory=dict)

@@ -1,5 +1,8 @@
 """The `tests` grader: the run's product on a fresh checkout, the task's tests in the sandbox.
 
+The product is put on a fresh checkout of the task's base by `products.py`'s rules (no build
+debris; the task's test files as the base has them; one that does not apply is a grade error).
+
 With `FAIL_TO_PASS` / `PASS_TO_PASS` lists, the test command runs with every listed test
 appended (pytest node ids, say), so it exits 0 only when the FAIL_TO_PASS tests pass and the
 PASS_TO_PASS ones still do; without lists, the task's whole test command must exit 0. The
@@ -12,14 +15,15 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio.to_thread
 
 from swarmflow.core.errors import ConfigError
-from swarmflow.experiments.checkouts import fresh_with
 from swarmflow.experiments.graders import TestsGrader
+from swarmflow.experiments.products import Applied, ProductRules, apply_product
+from swarmflow.experiments.task_tests import restores_tests, tests_among
 from swarmflow.experiments.tasks import ExperimentTask
 from swarmflow.tools.sandbox import ShellPolicy, bwrap_argv, bwrap_problem, sandbox_env
 from swarmflow.tools.shell import Launch, ShellOutcome, host_launch, run_process
@@ -35,22 +39,47 @@ class TestsVerdict:
     resolved: bool
     note: str
     sandboxed: bool
+    grade_error: str = ""
+    """Why the product could not be graded at all (it does not apply), else ''."""
+    applied: Applied = Applied()
 
 
 async def grade_tests(
-    grader: TestsGrader, task: ExperimentTask, base: str, diff_text: str, where: Path
+    grader: TestsGrader,
+    task: ExperimentTask,
+    base: str,
+    diff_text: str,
+    where: Path,
+    debris: tuple[str, ...] = (),
 ) -> TestsVerdict:
     """Apply `diff_text` to a fresh checkout of the task's repository at `base` (in `where`,
-    removed afterwards) and run the task's tests there."""
+    removed afterwards) by the rules of `products.py`, and run the task's tests there.
+    `debris`: the arm's own debris patterns."""
     if task.repo is None or task.test is None:
-        return TestsVerdict(False, f"task {task.id} names no repo and test command", False)
+        why = f"task {task.id} names no repo and test command"
+        return TestsVerdict(False, why, False, grade_error=why)
+    restore = restores_tests(grader, task)
+    rules = ProductRules(
+        (*task.debris, *debris), (lambda paths: tests_among(task, paths)) if restore else None
+    )
     try:
-        problem = await fresh_with(Path(task.repo), base, diff_text, where)
-        if problem is not None:
-            return TestsVerdict(False, problem, False)
-        return await _run_lists(grader, task, where)
+        applied = await apply_product(Path(task.repo), base, diff_text, where, rules)
+        if applied.problem is not None:
+            return TestsVerdict(False, applied.problem, False, applied.problem, applied)
+        verdict = await _run_lists(grader, task, where)
+        return replace(verdict, note=verdict.note + _told(applied), applied=applied)
     finally:
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(where, ignore_errors=True))
+
+
+def _told(applied: Applied) -> str:
+    """What the note adds about the parts of the product that were not graded."""
+    told = ""
+    if applied.tests_edited:
+        told += f"; its changes to the tests were discarded ({', '.join(applied.tests_edited)})"
+    if applied.left_out:
+        told += f"; {len(applied.left_out)} build-debris file(s) left out"
+    return told
 
 
 async def _run_lists(grader: TestsGrader, task: ExperimentTask, root: Path) -> TestsVerdict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from swarmflow.experiments.grading_notes import Grading
 from swarmflow.experiments.layout import Manifest
 from swarmflow.experiments.runread import AXES, END_REASONS
 from swarmflow.experiments.summary import ArmSummary, Share
@@ -23,10 +24,13 @@ def _ci(share: Share) -> str:
     return f"{_pct(share.value)} [{_pct(low)}, {_pct(high)}]"
 
 
-def render_text(manifest: Manifest, arms: list[ArmSummary], warnings: list[str]) -> str:
+def render_text(
+    manifest: Manifest, arms: list[ArmSummary], warnings: list[str], grading: Grading | None = None
+) -> str:
     """Every table of the report, with a line on what the runs were and what is missing."""
+    grading = grading or Grading()
     parts = [
-        _header(manifest, arms),
+        _header(manifest, arms, grading),
         "Outcome and organization (95% Clopper-Pearson intervals; ITT and CACE against the "
         "reference, in points; CACE brackets: unverified counted adherent / not, not a CI)\n"
         + _main(arms),
@@ -44,13 +48,22 @@ def render_text(manifest: Manifest, arms: list[ArmSummary], warnings: list[str])
     return "\n\n".join(parts) + "\n"
 
 
-def _header(manifest: Manifest, arms: list[ArmSummary]) -> str:
+def _header(manifest: Manifest, arms: list[ArmSummary], grading: Grading) -> str:
     models = sorted({r.model for a in arms for r in a.rows if r.model})
-    return (
+    graders = "; ".join(grading.graders) or manifest.grader
+    lines = [
         f"Experiment {manifest.name}: {len(manifest.arms)} arms x {len(manifest.tasks)} tasks x "
-        f"{manifest.repeats} repeats, graded by {manifest.grader}\nmodels: "
-        + ("; ".join(models) or "none called")
-    )
+        f"{manifest.repeats} repeats, graded by {graders}",
+        "models: " + ("; ".join(models) or "none called"),
+        *(f"graded outside the sandbox: {why}" for why in grading.unsandboxed),
+    ]
+    edited = [(a.name, sum(r.tests_edited for r in a.rows)) for a in arms]
+    if any(n for _, n in edited):
+        shown = ", ".join(f"{name} {n}" for name, n in edited if n)
+        lines.append(f"tests edited (restored from the base before grading): {shown}")
+    lines += [f"grade error: {r.arm}/{r.task}/r{r.repeat}: {r.grade_error}"
+              for a in arms for r in a.rows if r.grade_error]  # fmt: skip
+    return "\n".join(lines)
 
 
 def _main(arms: list[ArmSummary]) -> str:
@@ -147,13 +160,18 @@ def _ends(arms: list[ArmSummary]) -> str:
     return table(rows, right=tuple(range(1, len(END_REASONS) + 1)))
 
 
-def report_json(manifest: Manifest, arms: list[ArmSummary], warnings: list[str]) -> dict[str, Any]:
+def report_json(
+    manifest: Manifest, arms: list[ArmSummary], warnings: list[str], grading: Grading | None = None
+) -> dict[str, Any]:
     """The same figures as data (`swarmflow experiment report DIR --json`)."""
+    grading = grading or Grading()
     return {
         "experiment": manifest.name,
         "tasks": manifest.tasks,
         "repeats": manifest.repeats,
         "grader": manifest.grader,
+        "graded_by": list(grading.graders),
+        "unsandboxed": list(grading.unsandboxed),
         "arms": [_arm_json(a) for a in arms],
         "warnings": warnings,
     }
@@ -187,6 +205,8 @@ def _arm_json(a: ArmSummary) -> dict[str, Any]:
         "tool_seconds_by_agent": a.per_agent("tool_seconds_by_agent"),
         "engine_seconds_mean": a.mean("engine_seconds"),
         "end_reasons": a.ends(),
+        "tests_edited": sum(r.tests_edited for r in a.rows),
+        "grade_errors": sum(bool(r.grade_error) for r in a.rows),
         "vs_reference": None if p is None else {
             "both": p.both, "only_arm": p.only_arm, "only_reference": p.only_reference,
             "neither": p.neither, "p": p.p, "itt": p.itt, "cace": p.cace,

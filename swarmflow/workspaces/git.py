@@ -89,6 +89,12 @@ async def git(cwd: Path, *args: str, data: bytes | None = None) -> str:
     return out
 
 
+async def git_result(cwd: Path, *args: str, data: bytes | None = None) -> tuple[int, str, str]:
+    """Git's exit code, stdout and stderr, for commands whose exit code is an answer
+    (`check-ignore` exits 1 when it finds nothing)."""
+    return await _run(cwd, args, data)
+
+
 async def git_succeeds(cwd: Path, *args: str) -> bool:
     """True when git exits 0 (for questions such as `diff --quiet` or `cat-file -e`)."""
     code, _, _ = await _run(cwd, args, None)
@@ -107,6 +113,7 @@ async def changed_files(cwd: Path, old: str, new: str, *where: str) -> tuple[str
 
 
 async def diff(cwd: Path, old: str, new: str, *where: str) -> str:
-    """The unified diff between two commits, unaffected by the user's diff config."""
-    args = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", old, new)
+    """The unified diff between two commits, unaffected by the user's diff config; binary
+    changes carried whole (`--binary`), so that `git apply` can apply them."""
+    args = ("diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", old, new)
     return await git(cwd, *where, *args)

@@ -16,6 +16,7 @@ import anyio.to_thread
 
 from swarmflow.core.errors import WorkspaceError
 from swarmflow.core.patch import Patch
+from swarmflow.workspaces.debris import debris_among
 from swarmflow.workspaces.git import (
     COMMIT_CONFIG,
     changed_files,
@@ -176,6 +177,7 @@ class WorktreeWorkspace:
         """Commit everything that changed; the patch is the diff from the base to the head."""
         where = self.where
         await git(self.root, *where, "add", "-A")
+        await _unstage_debris(self.root, self.base, where)
         if not await _index_clean(self.root, where):
             msg = message.strip() or DEFAULT_MESSAGE
             commit = ("commit", "--quiet", "--no-verify", "-m", msg)
@@ -252,6 +254,18 @@ async def _registered_git_dir(repo: Path, root: Path) -> tuple[Path, Path]:
     if found is None:
         raise WorkspaceError(f"{repo} has no record of a worktree at {root}")
     return found, common
+
+
+async def _unstage_debris(root: Path, base: str, where: tuple[str, ...]) -> None:
+    """Take the build debris a product adds (`workspaces.debris`) out of the index: it stays on
+    disk, and out of the commit and the patch."""
+    added = await git(root, *where, "diff", "--cached", "--name-only", "--diff-filter=A", "-z",
+                      "--no-renames", base)  # fmt: skip
+    found = debris_among(name for name in added.split("\0") if name)
+    if found:
+        names = "".join(f"{name}\0" for name in found).encode("utf-8")
+        rm = ("rm", "--cached", "--quiet", "--pathspec-from-file=-", "--pathspec-file-nul")
+        await git(root, *where, "--literal-pathspecs", *rm, data=names)
 
 
 async def _index_clean(root: Path, where: tuple[str, ...]) -> bool:
