@@ -110,9 +110,9 @@ def test_the_oracle_scores_100_in_every_arm(
     out = tmp_path / "out"
     anyio.run(lambda: run_experiment(experiment, out=out, demo=True))
     grades = {g["arm"]: g for g in map(json.loads, (out / "grades.jsonl").read_text().splitlines())}
-    assert {a: (g["resolved"], g["grade_error"]) for a, g in grades.items()} == {
-        "single": (True, ""), "single-local": (True, ""), "workflow": (True, ""),
-    }, grades  # fmt: skip
+    resolved = {a: g["resolved"] for a, g in grades.items()}
+    assert resolved == {"single": True, "single-local": True, "workflow": True}, grades
+    assert [g["grade_error"] for g in grades.values()] == ["", "", ""]
     # The coders' tests really left debris in their workspaces, and it was left out.
     assert list((out / "checkouts/single-local/double/r1").glob("**/__pycache__/*.pyc"))
     assert "build-debris file(s) left out" in grades["single-local"]["note"]
@@ -204,6 +204,8 @@ def test_a_product_that_edits_the_tests_is_graded_by_the_base_tests(
     experiment = Experiment(name="gaming", arms=arms, tasks=tasks, grader=TestsGrader(seconds=60))
     anyio.run(lambda: run_experiment(experiment, out=out, model="unused"))
     rows = {r["arm"]: r for r in csv.DictReader((out / "rows.csv").read_text().splitlines())}
+    resolved = {a: r["resolved"] for a, r in rows.items()}
+    assert resolved == {"rewrite-test": "False", "conftest-skips": "False", "fixes": "True"}
     assert {a: (r["resolved"], r["tests_edited"]) for a, r in rows.items()} == {
         "rewrite-test": ("False", "True"), "conftest-skips": ("False", "True"),
         "fixes": ("True", "False"),
