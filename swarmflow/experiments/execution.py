@@ -34,6 +34,7 @@ from swarmflow.experiments.grading import RunOutcome, grade_run
 from swarmflow.experiments.layout import Layout, RunKey, write_manifest
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
+from swarmflow.experiments.run_ids import check_derived_ids
 from swarmflow.experiments.tasks import ExperimentTask, read_task_set
 
 SUITE = "suite"
@@ -100,6 +101,7 @@ async def run_experiment(
     tasks = _tasks(experiment, layout)[:first_tasks]
     bases = {t.id: await base_commit(Path(t.repo), t.base) for t in tasks if t.repo}
     models = {arm.name: _model(arm, model, demo) for arm in experiment.arms}
+    check_derived_ids(_keys(experiment, tasks))
     total = len(experiment.arms) * len(tasks) * experiment.repeats
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
@@ -137,6 +139,11 @@ async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, Any]:
             raise _first(mistake) from None
         raise
     return results
+
+
+def _keys(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+    repeats = range(1, experiment.repeats + 1)
+    return [RunKey(arm.name, t.id, r) for arm in experiment.arms for t in tasks for r in repeats]
 
 
 def _first(group: BaseExceptionGroup[Any]) -> BaseException:

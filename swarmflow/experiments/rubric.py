@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field
 
 from swarmflow.core.team import Agent, Team
 from swarmflow.experiments.graders import RubricGrader
+from swarmflow.experiments.judge_prompt import judge_card, judge_prompt
 from swarmflow.experiments.layout import RunKey
+from swarmflow.experiments.run_ids import judge_run_id
 from swarmflow.experiments.tasks import ExperimentTask
 from swarmflow.operators import agent
 from swarmflow.runner.lifecycle import run
@@ -41,12 +43,6 @@ class RubricVerdict:
     note: str
 
 
-def judge_prompt(answer: str, items: tuple[str, ...]) -> str:
-    """What the judge is asked: the answer, then the numbered items."""
-    listed = "\n".join(f"{n}. {item}" for n, item in enumerate(items, start=1))
-    return f"Answer to grade:\n{answer}\n\nRubric items:\n{listed}"
-
-
 def judge_flow(grader: RubricGrader) -> Flow[..., Any]:
     """The judge's flow: one structured call of one agent."""
 
@@ -55,7 +51,7 @@ def judge_flow(grader: RubricGrader) -> Flow[..., Any]:
         assert isinstance(verdicts.value, ItemVerdicts)
         return list(verdicts.value.passed)
 
-    team = Team(agents=[Agent(JUDGE, card=grader.card, max_steps=4)])
+    team = Team(agents=[Agent(JUDGE, card=judge_card(grader.card), max_steps=4)])
     return Flow(judge, team=team, budget=grader.budget, name="rubric_judge")
 
 
@@ -88,7 +84,7 @@ async def grade_rubric(
 
 def _free_id(root: Path, key: RunKey) -> str:
     """A run id no judge run of this folder has: a judge cut by a kill is asked again anew."""
-    base = f"{key.arm}-{key.task}-r{key.repeat}"
+    base = judge_run_id(key)
     n, candidate = 1, base
     while (root / candidate).exists():
         n += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -25,14 +26,19 @@ def _answerer(text: str) -> FunctionModel:
     return FunctionModel(lambda request: text, name="answer-scripted")
 
 
+def rubric_and_answer(prompt: str) -> tuple[list[str], str]:
+    """What a judge reads in its prompt: the numbered rubric lines, and the quoted answer."""
+    lines = prompt.splitlines()
+    items = [m.group(1) for m in map(re.compile(r"^\d+\. (.*)$").match, lines) if m]
+    begin = next(i for i, line in enumerate(lines) if line.startswith("BEGIN ANSWER "))
+    return items, json.loads(lines[begin + 1])
+
+
 def _judge() -> FunctionModel:
     """Passes an item when the answer (in the judge's prompt) holds the item's first word."""
 
     def policy(request: object) -> str:
-        prompt = request.prompt  # type: ignore[attr-defined]
-        answer = prompt.split("Rubric items:")[0]
-        items = [line.split(". ", 1)[1] for line in prompt.split("Rubric items:\n")[1]
-                 .split("\n\n")[0].splitlines()]  # fmt: skip
+        items, answer = rubric_and_answer(request.prompt)  # type: ignore[attr-defined]
         return json.dumps({"passed": [item.split()[0] in answer for item in items]})
 
     return FunctionModel(policy, name="judge-scripted")
