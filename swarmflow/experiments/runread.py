@@ -91,14 +91,16 @@ class RunFacts:
 
     @property
     def end_reason(self) -> str:
-        """How the run ended, in the seeds' categories (Figure 5)."""
+        """How the run ended, in the seeds' categories (Figure 5). A run where a role's
+        session ended in `error` failed, whatever its flow made of that: the same under
+        every controller (a Team's lead that crashed, a Workflow's coder, a single agent)."""
         reasons = {s.reason for s in self.digest.sessions.values()}
         lead = self._lead_reason()
         if EndReason.WALL_CLOCK in reasons or lead == EndReason.WALL_CLOCK:
             return "wall clock"
         if lead in BUDGET_REASONS:
             return "token budget"
-        if self.digest.status != "ok":
+        if self.digest.status != "ok" or self.adherence.faulted:
             return "failed"
         return "step limit" if lead in _STEP_REASONS else "completed"
 

@@ -47,6 +47,9 @@ class Adherence:
     """All six axes for one run."""
 
     axes: tuple[Axis, ...] = field(default=())
+    faulted: tuple[str, ...] = ()
+    """The agents whose session ended in `error` (a model error after retries, a crash): a
+    fault of the world, so where the run deviates its adherence is unverified, not refuted."""
 
     @property
     def adherent(self) -> bool:
@@ -61,6 +64,11 @@ class Adherence:
             mark = "ok " if a.ok else "DEV"
             lines.append(f"  [{mark}] {a.name:<17} {_show(a.realized)}")
             lines.extend(f"          - {d}" for d in a.deviations)
+        if self.faulted and not self.adherent:
+            lines.append(
+                f"  unverified: the session of {', '.join(self.faulted)} ended in error (a "
+                "fault, not a choice of organization)"
+            )
         return "\n".join(lines)
 
 
@@ -131,6 +139,8 @@ class AdherenceFold:
         self.levels: set[str] = set()
         self.agent_levels: dict[str, set[str]] = {}
         """The context levels that fired, per agent."""
+        self.faulted: list[str] = []
+        """Agents whose session ended in `error`, in the order they ended."""
 
     def add(self, e: EventBase) -> None:
         if isinstance(e, RunStarted):
@@ -146,13 +156,19 @@ class AdherenceFold:
             self.produced.add(e.agent)
         elif isinstance(e, ToolRefused):
             self.tools_refused += 1
-        elif isinstance(e, SessionEnded) and e.reason in BUDGET_REASONS:
-            self.budget_refused.add(e.agent)
+        elif isinstance(e, SessionEnded):
+            self._ended(e)
         elif isinstance(e, MessageRefused | HandoffRefused | BoardRefused):
             self.messages_refused += 1
         elif isinstance(e, ContextCompacted):
             self.levels.add(e.level)
             self.agent_levels.setdefault(e.agent or "", set()).add(e.level)
+
+    def _ended(self, e: SessionEnded) -> None:
+        if e.reason in BUDGET_REASONS:
+            self.budget_refused.add(e.agent)
+        if e.state == "error" and e.agent and e.agent not in self.faulted:
+            self.faulted.append(e.agent)
 
     def _started(self, e: RunStarted) -> None:
         if self.start is not None:
@@ -201,7 +217,8 @@ class AdherenceFold:
                 _budget_sharing(start.roles, self.tokens, self.budget_refused),
                 self._information_flow(),
                 _context_policy(self.context_policy, self.levels, self._assigned()),
-            )
+            ),
+            faulted=tuple(self.faulted),
         )
 
     def _assigned(self) -> dict[str, tuple[set[str], set[str]]]:
