@@ -1,4 +1,5 @@
-"""`swarmflow experiment run EXP` and `swarmflow experiment report DIR`.
+"""`swarmflow experiment run EXP`, `swarmflow experiment grade DIR` and `swarmflow experiment
+report DIR`.
 
 EXP names an `Experiment` as every command names a flow (`file.py:NAME` or `module:NAME`).
 Exit status: 0 every run finished, 1 runs were left (a budget ran out: run again to go on),
@@ -26,6 +27,7 @@ def register(subparsers: Any) -> None:
     cmd = subparsers.add_parser("experiment", help="run and report controlled experiments")
     sub = cmd.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
     _run_parser(sub)
+    _grade_parser(sub)
     _report_parser(sub)
     cmd.set_defaults(handler=lambda args: _no_subcommand(cmd))
 
@@ -46,6 +48,7 @@ def _run_parser(sub: Any) -> None:
     cmd.add_argument("--repeats", type=int, metavar="N", help="override the declared repeats")
     cmd.add_argument("--tasks", type=int, metavar="N", dest="first_tasks",
                      help="run only the first N tasks of the set (a pilot)")  # fmt: skip
+    _require_sandbox_option(cmd)
     for name, kind, unit in BUDGETS:
         cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
                          help=f"{unit} for the whole call, split evenly over the arms")  # fmt: skip
@@ -57,6 +60,19 @@ def _run_parser(sub: Any) -> None:
         demo_help="each arm's scripted policy, offline",
     )
     cmd.set_defaults(handler=run_command)
+
+
+def _grade_parser(sub: Any) -> None:
+    cmd = sub.add_parser("grade", help="grade a finished experiment again, running no arm")
+    cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
+    cmd.add_argument("--grader", metavar="REF",
+                     help="file.py:NAME or module:NAME: a grader (TestsGrader, FunctionGrader, "
+                          "RubricGrader) or an Experiment whose grader to use (default: the "
+                          "recorded tests grader)")  # fmt: skip
+    _require_sandbox_option(cmd)
+    add_model_choice(cmd, model_help="the rubric judge's model, on an OpenAI-compatible endpoint",
+                     demo_help="the rubric judge's scripted policy (the Experiment's judge_demo)")
+    cmd.set_defaults(handler=grade_command)
 
 
 def _report_parser(sub: Any) -> None:
@@ -110,7 +126,17 @@ def _declared(args: argparse.Namespace) -> Any:
             raise ConfigError(f"--{name.replace('first_', '')} must be at least 1, got {value}")
     if args.repeats is not None:
         found = found.model_copy(update={"repeats": args.repeats})
+    if args.require_sandbox:
+        from swarmflow.experiments.grading_notes import sandbox_required
+
+        found = found.model_copy(update={"grader": sandbox_required(found.grader)})
     return found
+
+
+def _require_sandbox_option(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--require-sandbox", action="store_true",
+                     help="refuse to grade where the tests grader cannot run in bubblewrap "
+                          "(as TestsGrader(sandbox='bwrap'))")  # fmt: skip
 
 
 async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress: Any) -> Any:
@@ -131,6 +157,61 @@ async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress:
 def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
     chosen = {name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS}
     return {name: value for name, value in chosen.items() if value is not None}
+
+
+def grade_command(args: argparse.Namespace) -> int:
+    import anyio
+
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.core.secrets import scrubbed
+
+    grader, judge, demo = _grader_given(args.grader)
+    try:
+        result = anyio.run(_grade, args, grader, judge, demo)
+    except ConfigError as exc:
+        print(f"swarmflow experiment grade: {scrubbed(str(exc))}", file=sys.stderr)
+        return USAGE
+    for warning in result.warnings:
+        print(f"swarmflow experiment grade: warning: {scrubbed(warning)}", file=sys.stderr)
+    print(f"{result.graded} runs graded by {result.grader} ({result.changed} changed); "
+          f"swarmflow experiment report {args.dir}")  # fmt: skip
+    return OK
+
+
+def _grader_given(ref: str | None) -> tuple[Any, Any, Any]:
+    """The grader REF names, the judge model and scripted judge an Experiment declares."""
+    from swarmflow.cli.flow_refs import described, load_python_object
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.experiments import Experiment, FunctionGrader, RubricGrader, TestsGrader
+
+    if ref is None:
+        return None, None, None
+    found = load_python_object(ref)
+    if isinstance(found, Experiment):
+        return found.grader, found.judge_model, found.judge_demo
+    if isinstance(found, TestsGrader | FunctionGrader | RubricGrader):
+        return found, None, None
+    raise ConfigError(f"{ref} is {described(found)}, not a grader or an Experiment")
+
+
+async def _grade(args: argparse.Namespace, grader: Any, judge: Any, demo: Any) -> Any:
+    from swarmflow.cli.model_choice import chosen_model
+    from swarmflow.core.errors import ConfigError
+    from swarmflow.experiments import regrade_experiment
+
+    chosen = chosen_model(args) if args.model or args.model_object else None
+    if args.demo:
+        if demo is None:
+            raise ConfigError("--demo needs --grader naming an Experiment with a judge_demo")
+        judge = demo()
+    try:
+        return await regrade_experiment(
+            args.dir, grader=grader, judge_model=chosen.model if chosen else judge,
+            require_sandbox=args.require_sandbox,
+        )  # fmt: skip
+    finally:
+        if chosen is not None:
+            await chosen.close()
 
 
 def report_command(args: argparse.Namespace) -> int:

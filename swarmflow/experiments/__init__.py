@@ -3,7 +3,8 @@
 Declare an `Experiment` of `Arm`s (each a flow plus what differs, and its `Assigned`
 organization), a task set and a grader (`TestsGrader`, `FunctionGrader`, `RubricGrader`);
 `run_experiment` (`swarmflow experiment run`) runs it through the batch engine and
-`read_experiment` (`swarmflow experiment report`) reads it back. docs/experiments.md.
+`read_experiment` (`swarmflow experiment report`) reads it back; `regrade_experiment`
+(`swarmflow experiment grade`) grades it again from its record. docs/experiments.md.
 """
 
 from typing import TYPE_CHECKING
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from swarmflow.experiments.graders import RubricGrader as RubricGrader
     from swarmflow.experiments.graders import TestsGrader as TestsGrader
     from swarmflow.experiments.grading import RunOutcome as RunOutcome
+    from swarmflow.experiments.regrade import RegradeResult as RegradeResult
+    from swarmflow.experiments.regrade import regrade_experiment as regrade_experiment
     from swarmflow.experiments.report import ExperimentReport as ExperimentReport
     from swarmflow.experiments.report import read_experiment as read_experiment
     from swarmflow.experiments.stats import clopper_pearson as clopper_pearson

@@ -29,13 +29,19 @@ from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.checkouts import base_commit, checkout
 from swarmflow.experiments.declaration import Arm, Experiment
+from swarmflow.experiments.graders import TestsGrader
 from swarmflow.experiments.grades import Grade, append_grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run
+from swarmflow.experiments.grading_notes import (
+    announce_unsandboxed,
+    refuse_unsandboxed,
+    unsandboxed_reason,
+)
 from swarmflow.experiments.layout import Layout, RunKey, write_manifest
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.run_ids import check_derived_ids
-from swarmflow.experiments.tasks import ExperimentTask, read_task_set
+from swarmflow.experiments.tasks import ExperimentTask, read_task_set, write_graded_tasks
 
 SUITE = "suite"
 """The folder a generated task set is written into (`Experiment(tasks=function)`)."""
@@ -68,6 +74,8 @@ class _Plan:
     on_progress: ProgressHook | None
     judge_model: Any
     batch_options: dict[str, Any]
+    said: set[str] = field(default_factory=set)
+    """What this call has said once already (grading outside the sandbox)."""
 
 
 async def run_experiment(
@@ -102,9 +110,11 @@ async def run_experiment(
     bases = {t.id: await base_commit(Path(t.repo), t.base) for t in tasks if t.repo}
     models = {arm.name: _model(arm, model, demo) for arm in experiment.arms}
     check_derived_ids(_keys(experiment, tasks))
+    await anyio.to_thread.run_sync(refuse_unsandboxed, experiment.grader)
     total = len(experiment.arms) * len(tasks) * experiment.repeats
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
+        write_graded_tasks(layout, tasks, bases)
         plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
                      _judge_model(experiment, model, demo),
                      {"on": on, "workers": workers, "budget": _share(budget, experiment),
@@ -204,6 +214,8 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "tasks": [t.id for t in tasks],
         "repeats": experiment.repeats,
         "grader": experiment.grader.kind,
+        "grader_spec": (experiment.grader.model_dump(mode="json")
+                        if isinstance(experiment.grader, TestsGrader) else None),
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
     }
 
@@ -264,10 +276,26 @@ async def _grade_all(plan: _Plan, keys: list[RunKey], results: list[Any]) -> Non
             line = by_id.get(task_id(index))
             if line is None or key in graded:
                 continue
+            await _say_if_unsandboxed(plan)
             task = tasks[key.task]
             outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
                                  layout.checkout(key) if task.repo else None)  # fmt: skip
             group.start_soon(_grade_one, plan, limiter, task, outcome)
+
+
+async def _say_if_unsandboxed(plan: _Plan) -> None:
+    """Before the first grading of this call that would run a product's code outside the
+    sandbox, say so once (`grading_notes.py`)."""
+    if "unsandboxed" in plan.said:
+        return
+    plan.said.add("unsandboxed")
+    reason = await anyio.to_thread.run_sync(unsandboxed_reason, plan.experiment.grader)
+    if reason is not None:
+        root, name = plan.layout.root, plan.experiment.name
+        warnings = plan.progress.warnings
+        await anyio.to_thread.run_sync(announce_unsandboxed, root, name, reason, warnings)
+        if plan.on_progress is not None:
+            plan.on_progress(plan.progress)
 
 
 async def _grade_one(

@@ -43,13 +43,21 @@ def unsandboxed_reason(grader: Grader) -> str | None:
     return bwrap_problem()
 
 
-def require_sandbox(grader: Grader) -> None:
+def refuse_unsandboxed(grader: Grader) -> None:
     """Refuse, before anything runs or is paid, a grader that must run in the sandbox where
     it cannot (`TestsGrader(sandbox="bwrap")`, `--require-sandbox`)."""
     if isinstance(grader, TestsGrader) and grader.sandbox == "bwrap":
         problem = bwrap_problem()
         if problem is not None:
             raise ConfigError(f"the tests grader must run in the sandbox, but {problem}")
+
+
+def sandbox_required(grader: Grader) -> Grader:
+    """The grader made to run only in the sandbox (`--require-sandbox`); other kinds run no
+    product's code and are given back as they are."""
+    if isinstance(grader, TestsGrader):
+        return grader.model_copy(update={"sandbox": "bwrap"})
+    return grader
 
 
 def announce_unsandboxed(root: Path, name: str, reason: str, warnings: list[str]) -> None:

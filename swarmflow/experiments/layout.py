@@ -4,7 +4,9 @@
 OUT/experiment.json            the arms, tasks and repeats, written by the first run
 OUT/arms/<arm>/                one batch per arm: results.jsonl, runs/task-000001/ ...
 OUT/checkouts/<arm>/<task>/r1  each run's own checkout of its task's repository
-OUT/grades.jsonl               one line per graded run, appended once
+OUT/grades.jsonl               one line per graded run, appended once (each names its grader)
+OUT/graded-tasks.jsonl         the tasks as graded (base commits resolved), for `experiment grade`
+OUT/events.jsonl               the experiment's own events (grading outside the sandbox)
 OUT/judge/                     a rubric judge's own runs, apart from the arms'
 OUT/rows.csv                   one row per finished run (pandas / DuckDB read it in a line)
 ```
@@ -28,6 +30,7 @@ from swarmflow.core.errors import ConfigError
 
 MANIFEST = "experiment.json"
 GRADES = "grades.jsonl"
+GRADED_TASKS = "graded-tasks.jsonl"
 ROWS = "rows.csv"
 SCHEMA = 1
 
@@ -62,6 +65,8 @@ class Manifest(BaseModel):
     """The task ids, in the task set's order."""
     repeats: int = Field(ge=1, le=1000)
     grader: str
+    grader_spec: dict[str, Any] | None = None
+    """The `tests` grader's declaration, which `experiment grade` rebuilds it from."""
     rubric: dict[str, int] = Field(default_factory=dict)
     """Task id -> its rubric items, where the grader is a rubric."""
 
@@ -105,6 +110,10 @@ class Layout:
     @property
     def rows(self) -> Path:
         return self.root / ROWS
+
+    @property
+    def graded_tasks(self) -> Path:
+        return self.root / GRADED_TASKS
 
     def arm(self, arm: str) -> Path:
         return self.root / "arms" / arm

@@ -13,6 +13,7 @@ file and the line.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swarmflow.batches.files import BadLine, json_value, lines, open_regular
 from swarmflow.core.errors import ConfigError
+from swarmflow.experiments.layout import Layout
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 
@@ -94,3 +96,13 @@ def _task(path: Path, line: Any) -> ExperimentTask:
     if task.repo is not None and not Path(task.repo).is_absolute():
         task = task.model_copy(update={"repo": str((path.parent / task.repo).resolve())})
     return task
+
+
+def write_graded_tasks(layout: Layout, tasks: list[ExperimentTask], bases: dict[str, str]) -> None:
+    """Record the tasks as they are graded, each at its resolved base commit, so that
+    `experiment grade` grades against the same bases (replaced whole, in one rename)."""
+    lines = [t.model_copy(update={"base": bases.get(t.id, t.base)}) for t in tasks]
+    data = "".join(t.model_dump_json(by_alias=True) + "\n" for t in lines)
+    temporary = layout.graded_tasks.with_name(f".{layout.graded_tasks.name}.{os.getpid()}.tmp")
+    temporary.write_text(data, encoding="utf-8")
+    temporary.replace(layout.graded_tasks)
