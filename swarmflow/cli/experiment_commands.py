@@ -70,8 +70,11 @@ def _grade_parser(sub: Any) -> None:
                           "RubricGrader) or an Experiment whose grader to use (default: the "
                           "recorded tests grader)")  # fmt: skip
     _require_sandbox_option(cmd)
-    add_model_choice(cmd, model_help="the rubric judge's model, on an OpenAI-compatible endpoint",
-                     demo_help="the rubric judge's scripted policy (the Experiment's judge_demo)")
+    add_model_choice(
+        cmd,
+        model_help="the rubric judge's model, on an OpenAI-compatible endpoint",
+        demo_help="the rubric judge's scripted policy (the Experiment's judge_demo)",
+    )
     cmd.set_defaults(handler=grade_command)
 
 

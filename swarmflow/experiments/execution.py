@@ -214,8 +214,11 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "tasks": [t.id for t in tasks],
         "repeats": experiment.repeats,
         "grader": experiment.grader.kind,
-        "grader_spec": (experiment.grader.model_dump(mode="json")
-                        if isinstance(experiment.grader, TestsGrader) else None),
+        "grader_spec": (
+            experiment.grader.model_dump(mode="json")
+            if isinstance(experiment.grader, TestsGrader)
+            else None
+        ),
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
     }
 

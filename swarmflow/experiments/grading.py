@@ -67,7 +67,7 @@ async def grade_run(
         return Grade(**common, resolved=False, score=0.0, note=f"the run ended {outcome.status}")
     if isinstance(grader, TestsGrader):
         diff = await product_diff(outcome.output, outcome.checkout, base)
-        verdict = await grade_tests(grader, task, base, diff, layout.grading(key), debris)
+        verdict = await grade_tests(grader, task, base, diff, layout.grading(key), debris=debris)
         return Grade(**common, resolved=verdict.resolved, score=float(verdict.resolved),
                      sandboxed=verdict.sandboxed, note=verdict.note,
                      tests_edited=bool(verdict.applied.tests_edited),

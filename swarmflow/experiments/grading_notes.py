@@ -16,8 +16,8 @@ from pathlib import Path
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import scrubbed
-from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.graders import Grader, TestsGrader
+from swarmflow.experiments.grades import Grade
 from swarmflow.record.events import SandboxUnavailable, parse_event
 from swarmflow.record.lines import read_lines
 from swarmflow.tools.sandbox import bwrap_problem

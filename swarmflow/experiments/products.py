@@ -60,13 +60,20 @@ def _patch_field(output: Any, name: str) -> Any:
 async def product_diff(output: Any, run_checkout: Path | None, base: str) -> str:
     """The run's product as a binary-safe diff from `base` ('' for none)."""
     commit = _patch_field(output, "commit")
-    if isinstance(commit, str) and commit and run_checkout is not None:
-        if await git_succeeds(run_checkout, "cat-file", "-e", f"{commit}^{{commit}}"):
-            return await git(run_checkout, *DIFF, base, commit, "--")
+    if isinstance(commit, str) and commit and await _holds(run_checkout, commit):
+        assert run_checkout is not None
+        return await git(run_checkout, *DIFF, base, commit, "--")
     diff = patch_diff(output)
     if diff is not None:
         return diff
     return "" if run_checkout is None else await final_diff(run_checkout, base)
+
+
+async def _holds(run_checkout: Path | None, commit: str) -> bool:
+    """Whether the run's checkout holds `commit` (a worktree's commits live in its store)."""
+    if run_checkout is None:
+        return False
+    return await git_succeeds(run_checkout, "cat-file", "-e", f"{commit}^{{commit}}")
 
 
 @dataclass(frozen=True, slots=True)

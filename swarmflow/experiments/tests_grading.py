@@ -50,6 +50,7 @@ async def grade_tests(
     base: str,
     diff_text: str,
     where: Path,
+    *,
     debris: tuple[str, ...] = (),
 ) -> TestsVerdict:
     """Apply `diff_text` to a fresh checkout of the task's repository at `base` (in `where`,

@@ -11,8 +11,14 @@ import anyio
 from swarmflow import Agent, Team, agent, compact, flow, parallel, team
 from swarmflow.core.errors import ModelUnavailable
 from swarmflow.core.messages import ModelRequest
-from swarmflow.experiments import Arm, Assigned, Experiment, FunctionGrader, run_experiment
-from swarmflow.experiments import read_experiment
+from swarmflow.experiments import (
+    Arm,
+    Assigned,
+    Experiment,
+    FunctionGrader,
+    read_experiment,
+    run_experiment,
+)
 from swarmflow.testing import FunctionModel, tool_call
 from tests.experiments.conftest import write_tasks
 
