@@ -361,7 +361,8 @@ class ReservationRefused(EventBase):
 
 
 class SandboxUnavailable(EventBase):
-    """`run_shell` runs without the sandbox this run (said once per run)."""
+    """`run_shell` runs without the sandbox this run (said once per run); in an experiment's
+    own log (`OUT/events.jsonl`), its `tests` grader runs products' code without it."""
 
     type: Literal["sandbox_unavailable"] = "sandbox_unavailable"
     reason: str
