@@ -103,13 +103,41 @@ async def apply_product(
     added = [p for p in changed if p not in tracked]
     debris = debris_among(added, rules.debris)
     debris += await _ignored(repo, [p for p in added if p not in debris])
-    edited = list(rules.tests(changed)) if rules.tests is not None else []
-    skipped = sorted({*debris, *edited})
-    excludes = [f"--exclude={_literal(p)}" for p in skipped]
+    excludes = [f"--exclude={_literal(p)}" for p in sorted(debris)]
     code, _, err = await git_result(where, "apply", "--binary", "--whitespace=nowarn", *excludes,
                                     "-", data=data)  # fmt: skip
-    problem = None if code == 0 else f"the product does not apply at the base commit: {err}"
-    return Applied(problem and problem.strip(), tuple(sorted(debris)), tuple(sorted(edited)))
+    if code != 0:
+        problem = f"the product does not apply at the base commit: {err.strip()}"
+        return Applied(problem, tuple(sorted(debris)))
+    edited = await _restore_tests(where, rules.tests) if rules.tests is not None else ()
+    return Applied(None, tuple(sorted(debris)), edited)
+
+
+async def _restore_tests(where: Path, tests: Any) -> tuple[str, ...]:
+    """Put the task's test files back as the base has them, whatever the product did to them
+    (changed, removed, renamed away, or added new ones); the paths it had touched."""
+    await git(where, "add", "-A")
+    listed = await git(where, "diff", "--cached", "--name-status", "--no-renames", "-z", "HEAD")
+    fields = [f for f in listed.split("\0") if f]
+    status = dict(zip(fields[1::2], fields[0::2], strict=True))
+    edited = sorted(tests(list(status)))
+    if edited:
+        names = "".join(f"{p}\0" for p in edited).encode("utf-8")
+        args = ("--pathspec-from-file=-", "--pathspec-file-nul")
+        await git(where, "--literal-pathspecs", "reset", "--quiet", "HEAD", *args, data=names)
+        new = [p for p in edited if status[p] == "A"]
+        await anyio.to_thread.run_sync(_remove, where, new)
+        kept = "".join(f"{p}\0" for p in edited if status[p] != "A").encode("utf-8")
+        if kept:
+            await git(where, "--literal-pathspecs", "checkout", "HEAD", *args, data=kept)
+    return tuple(edited)
+
+
+def _remove(root: Path, paths: list[str]) -> None:
+    """Remove the new files at `paths` (git's own paths, under `root`; a link is removed,
+    never followed)."""
+    for path in paths:
+        (root / path).unlink(missing_ok=True)
 
 
 def _numstat_paths(listed: str) -> list[str]:

@@ -237,3 +237,42 @@ def _plain_repo(path: Path) -> None:
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "base")
+
+
+def _product(repo: Path, change: str) -> str:
+    """The diff a shell `change` makes in `repo` (new files included); `repo` is put back."""
+    import subprocess
+
+    subprocess.run(["sh", "-c", change], cwd=repo, check=True)
+    git(repo, "add", "-A", "--force")  # as a clone would, which has no .git/info/exclude
+    try:
+        return git(repo, "diff", "--cached", "--binary", "HEAD")
+    finally:
+        git(repo, "reset", "-q", "--hard")
+        git(repo, "clean", "-q", "-fdx")
+
+
+def test_what_a_product_cannot_smuggle_past_the_grader(tmp_path: Path) -> None:
+    from swarmflow.experiments.products import ProductRules, apply_product
+    from swarmflow.experiments.task_tests import tests_among
+    from swarmflow.experiments.tasks import ExperimentTask
+
+    repo = _repo(tmp_path / "repo")
+    (repo / ".git/info/exclude").write_text("build-output/\n")
+    diff = _product(repo, (
+        "git mv tests/test_calc.py pkg/moved.py && mkdir -p 'pkg/__pycache__' build-output && "
+        "printf '\\000\\001' > 'pkg/__pycache__/[x]*.pyc' && echo 1 > build-output/a.txt && "
+        "echo made > 'extra-*.log' && sed -i 's/x + 2/x * 2/' pkg/calc.py"
+    ))  # fmt: skip
+    task = ExperimentTask(id="t", repo=str(repo), test="true", debris=("extra-*.log",))
+    rules = ProductRules(task.debris, lambda paths: tests_among(task, paths))
+    where = tmp_path / "graded"
+    applied = anyio.run(apply_product, repo, "HEAD", diff, where, rules)
+    assert applied.problem is None
+    assert applied.tests_edited == ("tests/test_calc.py",)
+    assert set(applied.left_out) == {"pkg/__pycache__/[x]*.pyc", "build-output/a.txt",
+                                     "extra-*.log"}  # fmt: skip
+    # The test file is where the base had it, as the base had it; the fix itself applied.
+    assert (where / "tests/test_calc.py").read_text() == TESTS + TABLE_TEST
+    assert not (where / "build-output").exists() and not (where / "extra-*.log").exists()
+    assert (where / "pkg/calc.py").read_text() == "def double(x):\n    return x * 2\n"
