@@ -42,6 +42,7 @@ EXPERIMENT = Experiment(
           Arm(name="nothing", flow=hand_in, demo=oracle)],
 )
 LENIENT = FunctionGrader(fn=lambda task, result: True)
+STRICT = EXPERIMENT.model_copy(update={"grader": TestsGrader(seconds=60, sandbox="bwrap")})
 """
 
 
@@ -148,6 +149,10 @@ def test_require_sandbox_refuses_before_anything_is_paid(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "must run in the sandbox" in err, err
     assert not (out / "arms").exists() and not (out / "checkouts").exists()
+    # The declaration's own field refuses the same way.
+    strict = ["experiment", "run", f"{declared}:STRICT", "--demo", "--out", str(out)]
+    assert main(strict) == 2 and not (out / "arms").exists()
+    assert "must run in the sandbox" in capsys.readouterr().err
     assert main(argv) == 0
     capsys.readouterr()
     assert main(["experiment", "grade", str(out), "--require-sandbox"]) == 2
