@@ -10,7 +10,14 @@ import anyio
 
 from swarmflow import Agent, Team, agent, flow
 from swarmflow.core.messages import ModelRequest
-from swarmflow.experiments import Arm, Experiment, RubricGrader, read_experiment, run_experiment
+from swarmflow.experiments import (
+    Arm,
+    Experiment,
+    RubricGrader,
+    read_experiment,
+    regrade_experiment,
+    run_experiment,
+)
 from swarmflow.testing import FunctionModel
 from tests.experiments.conftest import write_tasks
 
@@ -91,3 +98,9 @@ def test_ids_the_task_set_accepts_grade(tmp_path: Path) -> None:
     judged = sorted(p.name for p in (out / "judge").iterdir())
     assert len(judged) == 4 and all(len(name) <= 128 and ".." not in name for name in judged)
     assert f"{arm_name}-a..b-r1" not in judged and "b..c-a..b-r1" not in judged
+    # Graded again by the same judge (`experiment grade`): the same grades, in new judge runs.
+    again = anyio.run(lambda: regrade_experiment(out, grader=RubricGrader(),
+                                                 judge_model=_judge_passing_all()))  # fmt: skip
+    assert (again.graded, again.changed, again.grader) == (4, 0, "rubric(judge=judge-scripted)")
+    assert len(list((out / "judge").iterdir())) == 8
+    assert [(a.name, a.passed.k) for a in read_experiment(out).arms] == [(arm_name, 2), ("b..c", 2)]
