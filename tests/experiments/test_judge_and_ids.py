@@ -15,7 +15,6 @@ from swarmflow.experiments import (
     Experiment,
     RubricGrader,
     read_experiment,
-    regrade_experiment,
     run_experiment,
 )
 from swarmflow.testing import FunctionModel
@@ -99,6 +98,8 @@ def test_ids_the_task_set_accepts_grade(tmp_path: Path) -> None:
     assert len(judged) == 4 and all(len(name) <= 128 and ".." not in name for name in judged)
     assert f"{arm_name}-a..b-r1" not in judged and "b..c-a..b-r1" not in judged
     # Graded again by the same judge (`experiment grade`): the same grades, in new judge runs.
+    from swarmflow.experiments import regrade_experiment
+
     again = anyio.run(lambda: regrade_experiment(out, grader=RubricGrader(),
                                                  judge_model=_judge_passing_all()))  # fmt: skip
     assert (again.graded, again.changed, again.grader) == (4, 0, "rubric(judge=judge-scripted)")
