@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from swarmflow import Agent, Team, agent, compact, flow, parallel, team
+from swarmflow.cli import main
 from swarmflow.core.errors import ModelUnavailable
 from swarmflow.core.messages import ModelRequest
 from swarmflow.experiments import (
@@ -62,7 +64,9 @@ def _policy() -> FunctionModel:
     return FunctionModel(step, name="crash-scripted")
 
 
-def test_a_crashed_role_fails_the_run_under_every_controller(tmp_path: Path) -> None:
+def test_a_crashed_role_fails_the_run_under_every_controller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "q", "inputs": {"question": "go"}}])
     experiment = Experiment(
         name="crashes", tasks=tasks, grader=FunctionGrader(fn=lambda task, result: True),
@@ -86,3 +90,7 @@ def test_a_crashed_role_fails_the_run_under_every_controller(tmp_path: Path) -> 
     }  # fmt: skip
     for arm in report.arms:
         assert arm.ends()["failed"] == 1.0
+    # `swarmflow report` on the Team's run says why its organization is unverified.
+    capsys.readouterr()
+    assert main(["report", rows["team"].run_dir]) == 0
+    assert "unverified: the session of lead ended in error" in capsys.readouterr().out
