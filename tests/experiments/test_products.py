@@ -276,3 +276,18 @@ def test_what_a_product_cannot_smuggle_past_the_grader(tmp_path: Path) -> None:
     assert (where / "tests/test_calc.py").read_text() == TESTS + TABLE_TEST
     assert not (where / "build-output").exists() and not (where / "extra-*.log").exists()
     assert (where / "pkg/calc.py").read_text() == "def double(x):\n    return x * 2\n"
+
+
+def test_which_files_hold_a_tasks_tests() -> None:
+    from swarmflow.experiments.task_tests import restores_tests, tests_among
+    from swarmflow.experiments.tasks import ExperimentTask
+
+    changed = ["src/app.py", "tests/test_a.py", "conftest.py", "spec/checks.txt", "a_test.py"]
+    listed = ExperimentTask(id="t", FAIL_TO_PASS=["spec/checks.txt::one"])
+    assert tests_among(listed, changed) == changed[1:]
+    own = ExperimentTask(id="t", test_files=["spec/checks.txt"])
+    assert tests_among(own, changed) == ["spec/checks.txt"]
+    editing = ExperimentTask(id="t", restore_tests=False)
+    assert not restores_tests(TestsGrader(), editing)
+    assert not restores_tests(TestsGrader(restore_tests=False), listed)
+    assert restores_tests(TestsGrader(), listed)
