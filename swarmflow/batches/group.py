@@ -53,6 +53,8 @@ class BatchSpec:
     on_progress: ProgressHook | None = None
     retry_failed: bool = False
     fsync: bool = False
+    on_line: Callable[[TaskResult], None] | None = None
+    """Told each result line once it is written (an experiment grades the run then)."""
 
 
 @dataclass(slots=True)
@@ -90,6 +92,8 @@ class _Batch:
             return
         written = self.writer.write(outcome)
         self.finished[written.task] = written
+        if self.spec.on_line is not None:
+            self.spec.on_line(written)
         if earlier:
             self.progress.earlier_tokens += written.tokens
             self.progress.earlier_cost += written.cost

@@ -148,7 +148,12 @@ class Experiment(BaseModel):
     limits: dict[str, float] | None = None
     """Per-run limits of every arm (an arm's `budget` overrides a key)."""
     concurrency: int = Field(4, ge=1)
-    """Runs at once, per arm."""
+    """Runs at once, over all arms (one pool of workers serves every arm)."""
+    seed: int = 0
+    """Seeds the order in which the runs of all arms start (`experiment.json` records both)."""
+    pin_modes: bool = False
+    """Keep every model's output modes as its capabilities say: a server that rejects one
+    fails the call instead of stepping down (`run(pin_modes=True)`)."""
     judge_model: Any = None
     """The model of a `rubric` grader's judge (None: the command's model)."""
     judge_demo: Callable[[], Any] | None = None

@@ -5,13 +5,16 @@ by repeat, so the batch engine's rules hold for every run: a re-run skips the ru
 result line, resumes the ones that were cut (a kill -9 included) from their journals, and
 rebuilds the line of a run that ended before it was written; nothing finished is paid again.
 Every run gets its own checkout of its task's repository (its `repo=`, given through its
-task line). The arms run at once; each run, once its arm's batch is over, is graded and its
-grade appended to `OUT/grades.jsonl` (a graded run is never graded again). Then
-`OUT/rows.csv` is written whole, from the run directories and the grades.
+task line). The arms' batches run as one group: one pool of workers (here or on Ray) serves
+them all, and their runs start in the seeded, interleaved order `experiment.json` records
+(`order.py`). Once the runs are over, each is graded and its grade appended to
+`OUT/grades.jsonl` (a graded run is never graded again). Then `OUT/rows.csv` is written
+whole, from the run directories and the grades.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,19 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
-from swarmflow.batches import batch
 from swarmflow.batches.executor import ray_address
+from swarmflow.batches.group import RUNS, BatchSpec, run_batches
 from swarmflow.batches.lock import batch_lock
-from swarmflow.batches.tasks import task_id
+from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.tasks import as_tasks, task_id
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.checkouts import base_commit, checkout
 from swarmflow.experiments.declaration import Arm, Experiment
 from swarmflow.experiments.grades import Grade, append_grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run
-from swarmflow.experiments.layout import Layout, RunKey, write_manifest
+from swarmflow.experiments.layout import Layout, RunKey, read_manifest, run_index, write_manifest
+from swarmflow.experiments.order import run_order
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.tasks import ExperimentTask, read_task_set
@@ -66,7 +72,14 @@ class _Plan:
     progress: ExperimentProgress
     on_progress: ProgressHook | None
     judge_model: Any
-    batch_options: dict[str, Any]
+    on: str
+    workers: int | None
+    budget: Limits
+    """Each arm's share of the call's budget."""
+    run_budget: Limits
+    """The call's cap on every run, over the declaration's."""
+    order: list[RunKey]
+    """The order in which the runs start, as `experiment.json` records it."""
 
 
 async def run_experiment(
@@ -104,9 +117,9 @@ async def run_experiment(
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
         plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
-                     _judge_model(experiment, model, demo),
-                     {"on": on, "workers": workers, "budget": _share(budget, experiment),
-                      "run_budget": dict(run_budget or {})})  # fmt: skip
+                     _judge_model(experiment, model, demo), on, workers,
+                     _share(budget, experiment), Limits.coerce(run_budget),
+                     _order(experiment, tasks, layout))  # fmt: skip
         earlier = read_grades(layout.grades, plan.progress.warnings)
         plan.progress.graded = sum(
             RunKey(arm.name, t.id, r) in earlier
@@ -118,25 +131,93 @@ async def run_experiment(
     return ExperimentResult(layout.root, total, finished, stopped, plan.progress.warnings)
 
 
-async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, Any]:
-    """Every arm at once (on Ray one after another: each arm's batch takes the cluster's CPUs
-    for its worker actors, and closes the Ray connection it opened); a mistake in one (a
+async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResult]:
+    """Every arm's batch in one group, runs started in the recorded order, each finished run
+    graded as its line is written (and those finished before, after). A mistake in one arm (a
     `ConfigError`) stops them all, as itself."""
-    results: dict[str, Any] = {}
-    on_ray = ray_address(plan.batch_options["on"]) is not None
+    arms = plan.experiment.arms
     try:
         async with anyio.create_task_group() as group:
-            for arm in plan.experiment.arms:
-                if on_ray:
-                    await _arm(plan, arm, models[arm.name], results)
-                else:
-                    group.start_soon(_arm, plan, arm, models[arm.name], results)
+            grading = _Grading(plan, group, read_grades(plan.layout.grades, plan.progress.warnings))
+            specs = [await _spec(plan, arm, models[arm.name], grading) for arm in arms]
+            done = await run_batches(
+                specs, concurrency=plan.experiment.concurrency, order=_batch_order(plan),
+                on=plan.on, workers=plan.workers,
+            )  # fmt: skip
+            for arm, result in zip(arms, done, strict=True):
+                for line in result.results:
+                    grading.grade(arm.name, line)
     except BaseExceptionGroup as group_error:
         mistake = group_error.subgroup(ConfigError)
         if mistake is not None:
             raise _first(mistake) from None
         raise
+    results = {arm.name: result for arm, result in zip(arms, done, strict=True)}
+    for arm_name, result in results.items():
+        plan.progress.warnings.extend(f"{arm_name}: {w}" for w in result.warnings)
     return results
+
+
+class _Grading:
+    """Grades each finished run once, `concurrency` at once, beside the runs still going."""
+
+    def __init__(self, plan: _Plan, group: anyio.abc.TaskGroup, graded: Mapping[RunKey, Any]):
+        self.plan = plan
+        self.group = group
+        self.taken = set(graded)
+        self.limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
+        self.tasks = {t.id: t for t in plan.tasks}
+        self.keys = {
+            arm.name: {task_id(i): key for i, key in enumerate(_keys(plan, arm.name))}
+            for arm in plan.experiment.arms
+        }
+        """Arm -> the batch's task id -> the run's key."""
+
+    def grade(self, arm: str, line: Any) -> None:
+        """Grade the run of `arm` whose result line this is, unless it has a grade."""
+        key = self.keys[arm][line.task]
+        if key in self.taken:
+            return
+        self.taken.add(key)
+        task = self.tasks[key.task]
+        checkout = self.plan.layout.checkout(key) if task.repo else None
+        outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
+                             checkout)  # fmt: skip
+        self.group.start_soon(_grade_one, self.plan, self.limiter, task, outcome)
+
+
+def _keys(plan: _Plan, arm: str) -> list[RunKey]:
+    """The arm's runs in its batch's task order: task by task, repeat by repeat."""
+    repeats = range(1, plan.experiment.repeats + 1)
+    return [RunKey(arm, t.id, r) for t in plan.tasks for r in repeats]
+
+
+def _batch_order(plan: _Plan) -> list[tuple[int, str]]:
+    """The order of the runs, as (arm's batch, task id in that batch)."""
+    arms = {arm.name: index for index, arm in enumerate(plan.experiment.arms)}
+    tasks = {t.id: index for index, t in enumerate(plan.tasks)}
+    repeats = plan.experiment.repeats
+    return [
+        (arms[key.arm], task_id(run_index(tasks[key.task], key.repeat, repeats)))
+        for key in plan.order
+    ]
+
+
+def _order(experiment: Experiment, tasks: list[ExperimentTask], layout: Layout) -> list[RunKey]:
+    """The order `experiment.json` records (one recorded before orders were, its seed's)."""
+    recorded = read_manifest(layout.root).order
+    if not recorded:
+        return _seeded_order(experiment, tasks)
+    keys = []
+    for text in recorded:
+        arm, task, repeat = text.rsplit("/", 2)
+        keys.append(RunKey(arm, task, int(repeat.removeprefix("r"))))
+    return keys
+
+
+def _seeded_order(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+    arms = [arm.name for arm in experiment.arms]
+    return run_order(arms, [t.id for t in tasks], experiment.repeats, experiment.seed)
 
 
 def _first(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -198,6 +279,9 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "repeats": experiment.repeats,
         "grader": experiment.grader.kind,
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
+        "pin_modes": experiment.pin_modes,
+        "seed": experiment.seed,
+        "order": [key.text for key in _seeded_order(experiment, tasks)],
     }
 
 
@@ -212,25 +296,29 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def _arm(plan: _Plan, arm: Arm, model: Any, results: dict[str, Any]) -> None:
-    """The arm's batch, then the grade of every finished run without one."""
-    experiment, layout = plan.experiment, plan.layout
+async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSpec:
+    """The arm's batch: its flow over its runs' task lines, into `OUT/arms/<arm>/`."""
     flow = arm.variant()
-    keys = [RunKey(arm.name, t.id, r) for t in plan.tasks for r in range(1, experiment.repeats + 1)]
-    inputs = [await _inputs(plan, arm, key, flow) for key in keys]
+    keys = _keys(plan, arm.name)
+    lines = [await _inputs(plan, arm, key, flow) for key in keys]
+    tasks = as_tasks(lines)
 
     def tell(progress: Any) -> None:
         plan.progress.arms[arm.name] = progress
         if plan.on_progress is not None:
             plan.on_progress(plan.progress)
 
-    options = dict(plan.batch_options)
-    options["task_budget"] = {**experiment.run_limits(arm), **options.pop("run_budget")}
-    done = await batch(flow, inputs, out=layout.arm(arm.name), model=model, on_progress=tell,
-                       concurrency=experiment.concurrency, **options)  # fmt: skip
-    results[arm.name] = done
-    plan.progress.warnings.extend(f"{arm.name}: {w}" for w in done.warnings)
-    await _grade_all(plan, keys, done.results)
+    root = plan.layout.arm(arm.name)
+    await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
+    limits = Limits.coerce({**plan.experiment.run_limits(arm), **_given(plan.run_budget)})
+    options = {"model": model, "pin_modes": plan.experiment.pin_modes}
+    return BatchSpec(flow, tasks, root, options, limits, plan.budget, tell,
+                     on_line=lambda line: grading.grade(arm.name, line))  # fmt: skip
+
+
+def _given(limits: Limits) -> dict[str, float]:
+    """The limits that are set, by name."""
+    return {k: v for k, v in dataclasses.asdict(limits).items() if v is not None}
 
 
 async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, Any]:
@@ -243,24 +331,6 @@ async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, An
         where = await checkout(Path(task.repo), plan.bases[task.id], plan.layout.checkout(key))
         line["repo"] = str(where)
     return line
-
-
-async def _grade_all(plan: _Plan, keys: list[RunKey], results: list[Any]) -> None:
-    """Grade every finished run of the arm that has no grade, `concurrency` at once."""
-    layout = plan.layout
-    graded = read_grades(layout.grades, plan.progress.warnings)
-    by_id = {r.task: r for r in results}
-    tasks = {t.id: t for t in plan.tasks}
-    limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
-    async with anyio.create_task_group() as group:
-        for index, key in enumerate(keys):
-            line = by_id.get(task_id(index))
-            if line is None or key in graded:
-                continue
-            task = tasks[key.task]
-            outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
-                                 layout.checkout(key) if task.repo else None)  # fmt: skip
-            group.start_soon(_grade_one, plan, limiter, task, outcome)
 
 
 async def _grade_one(
