@@ -37,6 +37,8 @@ def render_text(manifest: Manifest, arms: list[ArmSummary], warnings: list[str])
         "Tokens and time per agent (means per run: tokens, model s, tool s)\n" + _agents(arms),
         "How runs ended (shares)\n" + _ends(arms),
     ]
+    if any(a.output_modes() for a in arms):
+        parts.append("Output modes the servers were asked for (runs)\n" + _modes(arms))
     missing = sum(max(0, a.expected - len(a.rows)) for a in arms)
     if missing:
         parts.append(f"{missing} run(s) not finished yet: run the experiment again to go on")
@@ -147,6 +149,15 @@ def _ends(arms: list[ArmSummary]) -> str:
     return table(rows, right=tuple(range(1, len(END_REASONS) + 1)))
 
 
+def _modes(arms: list[ArmSummary]) -> str:
+    """Which arms ran in which mode: a step-down mid-experiment shows as two forms."""
+    rows: list[tuple[str, ...]] = [("arm", "modes")]
+    for a in arms:
+        found = a.output_modes()
+        rows.append((a.name, ", ".join(f"{m} {n}" for m, n in found.items()) or "-"))
+    return table(rows, right=())
+
+
 def report_json(manifest: Manifest, arms: list[ArmSummary], warnings: list[str]) -> dict[str, Any]:
     """The same figures as data (`swarmflow experiment report DIR --json`)."""
     return {
@@ -154,6 +165,8 @@ def report_json(manifest: Manifest, arms: list[ArmSummary], warnings: list[str])
         "tasks": manifest.tasks,
         "repeats": manifest.repeats,
         "grader": manifest.grader,
+        "seed": manifest.seed,
+        "order": manifest.order,
         "arms": [_arm_json(a) for a in arms],
         "warnings": warnings,
     }
@@ -187,6 +200,7 @@ def _arm_json(a: ArmSummary) -> dict[str, Any]:
         "tool_seconds_by_agent": a.per_agent("tool_seconds_by_agent"),
         "engine_seconds_mean": a.mean("engine_seconds"),
         "end_reasons": a.ends(),
+        "output_modes": a.output_modes(),
         "vs_reference": None if p is None else {
             "both": p.both, "only_arm": p.only_arm, "only_reference": p.only_reference,
             "neither": p.neither, "p": p.p, "itt": p.itt, "cace": p.cace,

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swarmflow import Agent, Team, agent, flow, parallel, run
+from swarmflow.experiments import Arm, Experiment, FunctionGrader, read_experiment, run_experiment
+from swarmflow.report.log import read_log
 from tests.models.conftest import MakeModel
 from tests.support.chat_server import ChatServer, Reply, completion, error_reply, usage
 
@@ -96,3 +99,55 @@ async def test_an_adapter_can_pin_its_own_modes(
 
     assert all(o.startswith("failed: ") and "pinned" in o for o in result.output)
     assert model.modes.form == "json_schema"
+
+
+@flow(team=Team([Agent("coder", tools=["submit"])]))
+async def finish(task: str) -> str:
+    return (await agent("coder", task)).text
+
+
+def two_arms(tmp_path: Path, *, pin_modes: bool) -> Experiment:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t1", "inputs": {"task": "finish"}}) + "\n")
+    arms = [Arm(name=name, flow=finish, reference=name == "a") for name in ("a", "b")]
+    grader = FunctionGrader(fn=lambda task, result: result.output == "done")
+    return Experiment(name="modes", tasks=tasks, arms=arms, grader=grader, concurrency=2,
+                      pin_modes=pin_modes)  # fmt: skip
+
+
+async def test_an_experiment_reports_which_arms_ran_in_which_mode(
+    chat_server: ChatServer, make_model: MakeModel, tmp_path: Path
+) -> None:
+    chat_server.respond_with(RefusesJsonSchema(first_calls=2))  # both arms' first calls at once
+    model = make_model(force_tool_choice=True, max_retries=0)
+
+    await run_experiment(two_arms(tmp_path, pin_modes=False), out=tmp_path / "out", model=model)
+
+    report = read_experiment(tmp_path / "out")
+    assert {r.arm: (r.resolved, r.output_modes) for r in report.rows} == {
+        "a": (True, "json_object"), "b": (True, "json_object")
+    }  # fmt: skip
+    assert "Output modes" in report.text() and "json_object 1" in report.text()
+    assert {a["name"]: a["output_modes"] for a in report.json()["arms"]} == {
+        "a": {"json_object": 1}, "b": {"json_object": 1}
+    }  # fmt: skip
+    logs = [read_log(Path(r.run_dir)) for r in report.rows]
+    stepped = [e for log in logs for e in log.events if e.type == "output_mode_stepped_down"]
+    assert len(stepped) == 1  # decided once, in the run whose call was rejected first
+
+
+async def test_an_experiment_with_pinned_modes_fails_its_runs_loudly(
+    chat_server: ChatServer, make_model: MakeModel, tmp_path: Path
+) -> None:
+    chat_server.respond_with(RefusesJsonSchema(first_calls=1))
+    model = make_model(force_tool_choice=True, max_retries=0)
+
+    await run_experiment(two_arms(tmp_path, pin_modes=True), out=tmp_path / "out", model=model)
+
+    rows = read_experiment(tmp_path / "out").rows
+    assert [(r.status, r.resolved) for r in rows] == [("failed", False), ("failed", False)]
+    lines = (tmp_path / "out/arms/a/results.jsonl").read_text()
+    assert "output modes are pinned" in lines
+    assert {(b.get("response_format") or {}).get("type") for b in chat_server.bodies} == {
+        "json_schema"
+    }
