@@ -38,8 +38,8 @@ async def batch(
     *,
     out: str | Path = "batch",
     concurrency: int = 8,
-    budget: Limits | dict[str, float] | None = None,
-    task_budget: Limits | dict[str, float] | None = None,
+    budget: Limits | Mapping[str, float] | None = None,
+    run_budget: Limits | Mapping[str, float] | None = None,
     on_progress: ProgressHook | None = None,
     fsync: bool = False,
     on: str = "local",
@@ -50,7 +50,7 @@ async def batch(
     """Run `flow` once per task of `inputs` (a `.jsonl` path or mappings of flow inputs).
 
     At most `concurrency` runs at once. `budget` is shared by every run of this invocation
-    (a run that finds it spent stops, and no further task starts); `task_budget` caps each run.
+    (a run that finds it spent stops, and no further task starts); `run_budget` caps each run.
     `out` holds `results.jsonl` and `runs/<task id>/`; running the same batch again skips the
     tasks with a result and resumes the rest. `on_progress` is called as tasks start and end.
     Other keywords (`model`, `human`, `repo`, `prices`, ...) go to every `run`.
@@ -78,7 +78,7 @@ async def batch(
     if workers is not None and workers < 1:
         raise ConfigError(f"workers must be at least 1, got {workers}")
     spec = BatchSpec(flow, as_tasks(inputs), _prepare(out), _run_options(run_options),
-                     Limits.coerce(task_budget), Limits.coerce(budget), on_progress, retry_failed,
+                     Limits.coerce(run_budget), Limits.coerce(budget), on_progress, retry_failed,
                      fsync)  # fmt: skip
     [result] = await run_batches([spec], concurrency=concurrency, on=on, workers=workers)
     return result
@@ -95,7 +95,7 @@ def _check_options(options: Mapping[str, Any]) -> None:
     own = sorted(set(options) & set(OWN_OPTIONS))
     if own:
         raise ConfigError(
-            f"batch() sets {', '.join(own)} itself for each task; use budget=/task_budget= "
+            f"batch() sets {', '.join(own)} itself for each task; use budget=/run_budget= "
             "for budgets and out= for where the runs go"
         )
     unknown = sorted(set(options) - set(RUN_OPTIONS))

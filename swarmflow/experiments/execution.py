@@ -14,7 +14,6 @@ whole, from the run directories and the grades.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -90,7 +89,7 @@ async def run_experiment(
     demo: bool = False,
     on: str = "local",
     budget: Limits | Mapping[str, float] | None = None,
-    run_budget: Mapping[str, float] | None = None,
+    run_budget: Limits | Mapping[str, float] | None = None,
     on_progress: ProgressHook | None = None,
     workers: int | None = None,
     first_tasks: int | None = None,
@@ -260,7 +259,7 @@ def _judge_model(experiment: Experiment, model: Any, demo: bool) -> Any:
 
 def _share(budget: Limits | Mapping[str, float] | None, experiment: Experiment) -> Limits:
     """Each arm's even share of the call's budget."""
-    whole = Limits.coerce(dict(budget) if isinstance(budget, Mapping) else budget)
+    whole = Limits.coerce(budget)
     arms = len(experiment.arms)
     return Limits(
         tokens=None if whole.tokens is None else math.floor(whole.tokens / arms),
@@ -292,7 +291,7 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "delegation": a.delegation, "note": arm.note, "flow": arm.flow.name,
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
-        "limits": experiment.run_limits(arm),
+        "limits": experiment.run_limits(arm).given(),
     }  # fmt: skip
 
 
@@ -310,15 +309,10 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
 
     root = plan.layout.arm(arm.name)
     await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
-    limits = Limits.coerce({**plan.experiment.run_limits(arm), **_given(plan.run_budget)})
+    limits = plan.run_budget.over(plan.experiment.run_limits(arm))
     options = {"model": model, "pin_modes": plan.experiment.pin_modes}
     return BatchSpec(flow, tasks, root, options, limits, plan.budget, tell,
                      on_line=lambda line: grading.grade(arm.name, line))  # fmt: skip
-
-
-def _given(limits: Limits) -> dict[str, float]:
-    """The limits that are set, by name."""
-    return {k: v for k, v in dataclasses.asdict(limits).items() if v is not None}
 
 
 async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, Any]:

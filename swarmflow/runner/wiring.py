@@ -206,12 +206,7 @@ def human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None
 
 
 def merge_limits(declared: Limits, given: Limits) -> Limits:
-    return Limits(
-        tokens=given.tokens if given.tokens is not None else declared.tokens,
-        cost=given.cost if given.cost is not None else declared.cost,
-        calls=given.calls if given.calls is not None else declared.calls,
-        seconds=given.seconds if given.seconds is not None else declared.seconds,
-    )
+    return given.over(declared)
 
 
 def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
