@@ -151,3 +151,17 @@ async def test_an_experiment_with_pinned_modes_fails_its_runs_loudly(
     assert {(b.get("response_format") or {}).get("type") for b in chat_server.bodies} == {
         "json_schema"
     }
+
+
+def test_the_command_line_pins_the_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from swarmflow.cli.model_options import add_model_options, model_from_args
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model")
+    add_model_options(parser)
+    pinned = model_from_args(parser.parse_args(["--model", "m", "--pin-modes"]))
+    free = model_from_args(parser.parse_args(["--model", "m"]))
+    assert (pinned.modes.pinned, free.modes.pinned) == (True, False)
