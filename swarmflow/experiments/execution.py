@@ -28,6 +28,7 @@ from swarmflow.batches.executor import ray_address
 from swarmflow.batches.group import RUNS, BatchSpec, run_batches
 from swarmflow.batches.lock import batch_lock
 from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import as_tasks, task_id
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
@@ -172,7 +173,7 @@ class _Grading:
         }
         """Arm -> the batch's task id -> the run's key."""
 
-    def grade(self, arm: str, line: Any) -> None:
+    def grade(self, arm: str, line: TaskResult) -> None:
         """Grade the run of `arm` whose result line this is, unless it has a grade."""
         key = self.keys[arm][line.task]
         if key in self.taken:
