@@ -39,8 +39,14 @@ async def run_task(setup: Setup, task: Task, ledger: BatchLedger) -> TaskResult 
     if found is not None and found[0].status in KEPT:  # it ended before its line was written
         return rebuilt_result(task, run_dir, found[0], resumed=found[1])
     resume = has_log(run_dir)
-    chosen = dict(setup.options, budget=setup.run_budget, runs_root=runs, run_id=task.id,
-                  parent_ledger=ledger, raise_on_failure=False)  # fmt: skip
+    chosen = dict(
+        setup.options,
+        budget=setup.run_budget,
+        runs_root=runs,
+        run_id=task.id,
+        parent_ledger=ledger,
+        raise_on_failure=False,
+    )
     if resume:
         chosen["resume"] = run_dir
     try:

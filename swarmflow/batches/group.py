@@ -127,8 +127,15 @@ class _Opened:
 
     def start(self, executor: Executor) -> _Batch:
         progress = _progress(self.spec.tasks, self.earlier, executor, self.files.warnings)
-        return _Batch(self.spec, executor, self.files, self.files.writer(), progress,
-                      self.earlier, dict(self.earlier))  # fmt: skip
+        return _Batch(
+            self.spec,
+            executor,
+            self.files,
+            self.files.writer(),
+            progress,
+            self.earlier,
+            dict(self.earlier),
+        )
 
 
 async def run_batches(

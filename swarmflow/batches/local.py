@@ -77,9 +77,17 @@ async def batch(
     ray_address(on)
     if workers is not None and workers < 1:
         raise ConfigError(f"workers must be at least 1, got {workers}")
-    spec = BatchSpec(flow, as_tasks(inputs), _prepare(out), _run_options(run_options),
-                     Limits.coerce(run_budget), Limits.coerce(budget), on_progress, retry_failed,
-                     fsync)  # fmt: skip
+    spec = BatchSpec(
+        flow,
+        as_tasks(inputs),
+        _prepare(out),
+        _run_options(run_options),
+        run_budget=Limits.coerce(run_budget),
+        budget=Limits.coerce(budget),
+        on_progress=on_progress,
+        retry_failed=retry_failed,
+        fsync=fsync,
+    )
     [result] = await run_batches([spec], concurrency=concurrency, on=on, workers=workers)
     return result
 

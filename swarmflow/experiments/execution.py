@@ -141,9 +141,12 @@ async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResul
             grading = _Grading(plan, group, read_grades(plan.layout.grades, plan.progress.warnings))
             specs = [await _spec(plan, arm, models[arm.name], grading) for arm in arms]
             done = await run_batches(
-                specs, concurrency=plan.experiment.concurrency, order=_batch_order(plan),
-                on=plan.on, workers=plan.workers,
-            )  # fmt: skip
+                specs,
+                concurrency=plan.experiment.concurrency,
+                order=_batch_order(plan),
+                on=plan.on,
+                workers=plan.workers,
+            )
             for arm, result in zip(arms, done, strict=True):
                 for line in result.results:
                     grading.grade(arm.name, line)
@@ -181,8 +184,9 @@ class _Grading:
         self.taken.add(key)
         task = self.tasks[key.task]
         checkout = self.plan.layout.checkout(key) if task.repo else None
-        outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
-                             checkout)  # fmt: skip
+        outcome = RunOutcome(
+            key, line.status, line.output, line.error, Path(line.run_dir), checkout
+        )
         self.group.start_soon(_grade_one, self.plan, self.limiter, task, outcome)
 
 
@@ -312,8 +316,16 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
     limits = plan.run_budget.over(plan.experiment.run_limits(arm))
     options = {"model": model, "pin_modes": plan.experiment.pin_modes}
-    return BatchSpec(flow, tasks, root, options, limits, plan.budget, tell,
-                     on_line=lambda line: grading.grade(arm.name, line))  # fmt: skip
+    return BatchSpec(
+        flow,
+        tasks,
+        root,
+        options,
+        run_budget=limits,
+        budget=plan.budget,
+        on_progress=tell,
+        on_line=lambda line: grading.grade(arm.name, line),
+    )
 
 
 async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, Any]:

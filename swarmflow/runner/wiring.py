@@ -117,8 +117,13 @@ def _report_mode_change(endpoint: str, change: Any) -> None:
     call the server rejected (the one call that decided it)."""
     session = current_session.get()
     if session is not None and not session.closed:
-        session.emit(OutputModeSteppedDown, endpoint=endpoint, rejected=change.rejected,
-                     chosen=change.chosen, reason=change.reason)  # fmt: skip
+        session.emit(
+            OutputModeSteppedDown,
+            endpoint=endpoint,
+            rejected=change.rejected,
+            chosen=change.chosen,
+            reason=change.reason,
+        )
 
 
 def _instrument(model: Model) -> Model:
