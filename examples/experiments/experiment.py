@@ -20,7 +20,7 @@ EXPERIMENT = Experiment(
     name="closing-card",
     tasks=write_suite,
     repeats=3,
-    limits={"seconds": 600},
+    run_budget={"seconds": 600},
     grader=TestsGrader(seconds=120),
     arms=[
         Arm(name="single", flow=single_fix, demo=single_policy, reference=True,

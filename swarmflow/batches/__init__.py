@@ -1,4 +1,4 @@
-"""Many runs at once: one flow over a task list, resumable, with a shared or per-task budget.
+"""Many runs at once: one flow over a task list, resumable, with a shared or per-run budget.
 
 `batch(flow, "tasks.jsonl", out="batch", concurrency=32)`; `swarmflow batch` on the command line.
 """

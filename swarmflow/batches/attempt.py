@@ -6,28 +6,20 @@ task's run directory, resume rule and result line do not depend on where it ran.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from swarmflow.batches.ledger import BatchLedger
 from swarmflow.batches.outcome import Unfinished, budget_stopped, task_result
 from swarmflow.batches.recovered import KEPT, live_elsewhere, rebuilt_result, recorded_end
 from swarmflow.batches.results import TaskResult
+from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import ConfigError
 from swarmflow.durable.run_dirs import has_log
 from swarmflow.runner.lifecycle import run
-from swarmflow.runtime.flow import Flow
 
 
-async def run_task(
-    flow: Flow[..., Any],
-    task: Task,
-    runs: Path,
-    options: Mapping[str, Any],
-    ledger: BatchLedger,
-) -> TaskResult | Unfinished:
+async def run_task(setup: Setup, task: Task, ledger: BatchLedger) -> TaskResult | Unfinished:
     """The task's result, or `Unfinished` when it stays without one for a re-run: the shared
     budget stopped it, or another live process holds its run directory.
 
@@ -35,6 +27,7 @@ async def run_task(
     (its line is rebuilt from its log), one that was interrupted or is being retried is
     resumed from its journal, and otherwise the run starts there.
     """
+    runs = setup.runs
     run_dir = runs / task.id
     busy = live_elsewhere(task, run_dir)
     if busy is not None:
@@ -47,12 +40,17 @@ async def run_task(
         return rebuilt_result(task, run_dir, found[0], resumed=found[1])
     resume = has_log(run_dir)
     chosen = dict(
-        options, runs_root=runs, run_id=task.id, parent_ledger=ledger, raise_on_failure=False
+        setup.options,
+        budget=setup.run_budget,
+        runs_root=runs,
+        run_id=task.id,
+        parent_ledger=ledger,
+        raise_on_failure=False,
     )
     if resume:
         chosen["resume"] = run_dir
     try:
-        result = await run(flow, **chosen, **task.inputs)
+        result = await run(setup.flow, **chosen, **task.inputs)
     except Exception as exc:  # a task that cannot start (bad inputs, a taken run) fails alone
         return live_elsewhere(task, run_dir) or _failed(task, run_dir, exc, resumed=resume)
     if budget_stopped(result, ledger):

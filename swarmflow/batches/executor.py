@@ -2,12 +2,14 @@
 
 The batch itself (task list, `results.jsonl`, resume, progress, summary) is the same for both;
 an executor only runs one task at a time when asked and says what the shared budget did.
+Batches run together (an experiment's arms) get one executor each from one pool: on Ray, one
+set of worker actors serves every batch, so no batch waits for another's actors.
 Nothing of Ray is imported unless `on` names it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -67,8 +69,7 @@ class LocalExecutor:
         return self.ledger.refused
 
     async def run(self, task: Task) -> TaskResult | Unfinished:
-        s = self.setup
-        return await run_task(s.flow, task, s.runs, s.options, self.ledger)
+        return await run_task(self.setup, task, self.ledger)
 
     async def settle(self) -> None:
         """Nothing to wait for: the batch ledger is this process's own."""
@@ -93,20 +94,21 @@ def ray_address(on: str) -> str | None:
 
 
 @asynccontextmanager
-async def open_executor(
-    on: str, setup: Setup, *, workers: int | None = None
-) -> AsyncIterator[Executor]:
-    """The executor `on` names, open for the batch's duration (Ray: its actors, then killed)."""
+async def open_executors(
+    on: str, setups: Sequence[Setup], *, concurrency: int, workers: int | None = None
+) -> AsyncIterator[list[Executor]]:
+    """An executor per batch from the one pool `on` names, open while the batches run (Ray:
+    one set of worker actors for them all, killed when they close)."""
     address = ray_address(on)
     if address is None:
-        yield LocalExecutor(setup)
+        yield [LocalExecutor(setup) for setup in setups]
         return
     try:
-        from swarmflow.batches.ray_exec import ray_executor
+        from swarmflow.batches.ray_exec import ray_executors
     except ImportError as exc:
         raise ConfigError(
             f"on={on!r} needs Ray, which is not installed here ({exc}): "
             "pip install 'swarmflow[ray]'"
         ) from exc
-    async with ray_executor(address, setup, workers=workers) as executor:
-        yield executor
+    async with ray_executors(address, setups, concurrency=concurrency, workers=workers) as found:
+        yield list(found)

@@ -14,79 +14,21 @@ and a run directory another live process holds is left alone. One batch at a tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from swarmflow.batches.executor import Executor, open_executor, ray_address
-from swarmflow.batches.lock import batch_lock
-from swarmflow.batches.outcome import BatchResult, Unfinished
-from swarmflow.batches.progress import Progress
-from swarmflow.batches.recovered import settled
-from swarmflow.batches.results import ResultsFile, ResultsWriter, TaskResult
-from swarmflow.batches.setup import Setup
-from swarmflow.batches.tasks import Task, as_tasks
+from swarmflow.batches.executor import ray_address
+from swarmflow.batches.group import RUNS, BatchSpec, ProgressHook, run_batches
+from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.tasks import as_tasks
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.secrets import Redactor, secret_values
 from swarmflow.runner.lifecycle import RUN_OPTIONS
-from swarmflow.runner.wiring import model_secrets
 from swarmflow.runtime.flow import Flow
 
-RUNS = "runs"
 OWN_OPTIONS = ("budget", "run_id", "runs_root", "resume", "raise_on_failure", "parent_ledger")
 """`run` options that `batch` sets itself for every task."""
-
-ProgressHook = Callable[[Progress], None]
-
-
-@dataclass(slots=True)
-class _Batch:
-    """What every task of one batch invocation shares."""
-
-    executor: Executor
-    files: ResultsFile
-    writer: ResultsWriter
-    progress: Progress
-    on_progress: ProgressHook | None
-    runs: Path
-    retry_failed: bool
-    finished: dict[str, TaskResult]
-
-    def tell(self) -> None:
-        if self.on_progress is not None:
-            self.on_progress(self.progress)
-
-    async def attempt(self, task: Task) -> TaskResult | Unfinished:
-        """Run the task on the executor, counted as running meanwhile."""
-        self.progress.running += 1
-        self.tell()
-        try:
-            return await self.executor.run(task)
-        finally:
-            self.progress.running -= 1
-
-    def record(self, outcome: TaskResult | Unfinished, *, earlier: bool) -> None:
-        """Write a finished task's line (`earlier`: its run ended before this invocation, so
-        its spend is not the batch ledger's); say why an unfinished one was left."""
-        if isinstance(outcome, Unfinished):
-            if outcome.why:
-                self.progress.warnings.append(self.files.redactor.scrub(outcome.why))
-            self.tell()
-            return
-        written = self.writer.write(outcome)
-        self.finished[written.task] = written
-        if earlier:
-            self.progress.earlier_tokens += written.tokens
-            self.progress.earlier_cost += written.cost
-        if written.status == "ok":
-            self.progress.ok += 1
-        else:
-            self.progress.failed += 1
-        self.tell()
 
 
 async def batch(
@@ -96,8 +38,8 @@ async def batch(
     *,
     out: str | Path = "batch",
     concurrency: int = 8,
-    budget: Limits | dict[str, float] | None = None,
-    task_budget: Limits | dict[str, float] | None = None,
+    budget: Limits | Mapping[str, float] | None = None,
+    run_budget: Limits | Mapping[str, float] | None = None,
     on_progress: ProgressHook | None = None,
     fsync: bool = False,
     on: str = "local",
@@ -108,7 +50,7 @@ async def batch(
     """Run `flow` once per task of `inputs` (a `.jsonl` path or mappings of flow inputs).
 
     At most `concurrency` runs at once. `budget` is shared by every run of this invocation
-    (a run that finds it spent stops, and no further task starts); `task_budget` caps each run.
+    (a run that finds it spent stops, and no further task starts); `run_budget` caps each run.
     `out` holds `results.jsonl` and `runs/<task id>/`; running the same batch again skips the
     tasks with a result and resumes the rest. `on_progress` is called as tasks start and end.
     Other keywords (`model`, `human`, `repo`, `prices`, ...) go to every `run`.
@@ -135,63 +77,19 @@ async def batch(
     ray_address(on)
     if workers is not None and workers < 1:
         raise ConfigError(f"workers must be at least 1, got {workers}")
-    tasks = as_tasks(inputs)
-    root = _prepare(out)
-    files = ResultsFile(root, _redactor(run_options.get("model")), fsync=fsync)
-    with batch_lock(root):
-        files.restore_set_aside()  # a retry that was killed: its lines come back first
-        earlier = files.read()
-        _check_same_tasks(tasks, earlier, files)
-        if retry_failed:
-            earlier = _set_failed_aside(files, tasks, earlier)
-        options = _run_options(run_options, task_budget)
-        setup = Setup(flow, root / RUNS, options, Limits.coerce(budget), concurrency)
-        async with open_executor(on, setup, workers=workers) as executor:
-            progress = _progress(tasks, earlier, executor, files.warnings)
-            shared = _Batch(executor, files, files.writer(), progress, on_progress, setup.runs,
-                            retry_failed, dict(earlier))  # fmt: skip
-            await _run_all(shared, tasks, earlier, concurrency)
-            stopped = executor.stopped
-    finished = shared.finished
-    ordered = [finished[t.id] for t in tasks if t.id in finished]
-    scrubbed = None if stopped is None else files.redactor.scrub(stopped)
-    return BatchResult(root, ordered, len(tasks), progress, scrubbed)
-
-
-def _redactor(model: Any) -> Redactor:
-    """The runs' own secret policy: the environment's secret values and the model's."""
-    return Redactor(secret_values(extra=model_secrets(model)))
-
-
-async def _run_all(
-    shared: _Batch, tasks: list[Task], earlier: Mapping[str, TaskResult], concurrency: int
-) -> None:
-    """Every task without a line, at most `concurrency` at once; the lines of a retry left
-    unfinished are put back, however the batch ends."""
-    shared.tell()
-    try:
-        limiter = anyio.CapacityLimiter(concurrency)
-        async with anyio.create_task_group() as group:
-            for task in tasks:
-                if task.id not in earlier:
-                    group.start_soon(_task, shared, limiter, task)
-    finally:
-        shared.writer.close()
-        for kept in shared.files.restore_set_aside():  # a retry left unfinished
-            shared.finished.setdefault(kept.task, kept)
-    await shared.executor.settle()
-    shared.tell()
-
-
-def _set_failed_aside(
-    files: ResultsFile, tasks: list[Task], earlier: dict[str, TaskResult]
-) -> dict[str, TaskResult]:
-    """Set the failed tasks' lines aside, so that they run again; what is kept."""
-    ids = {t.id for t in tasks}
-    failed = {t for t, r in earlier.items() if r.status == "failed" and t in ids}
-    if failed:
-        files.set_aside(earlier, failed)
-    return {t: r for t, r in earlier.items() if t not in failed}
+    spec = BatchSpec(
+        flow,
+        as_tasks(inputs),
+        _prepare(out),
+        _run_options(run_options),
+        run_budget=Limits.coerce(run_budget),
+        budget=Limits.coerce(budget),
+        on_progress=on_progress,
+        retry_failed=retry_failed,
+        fsync=fsync,
+    )
+    [result] = await run_batches([spec], concurrency=concurrency, on=on, workers=workers)
+    return result
 
 
 def _prepare(out: str | Path) -> Path:
@@ -201,21 +99,11 @@ def _prepare(out: str | Path) -> Path:
     return root
 
 
-def _run_options(
-    run_options: Mapping[str, Any], task_budget: Limits | dict[str, float] | None
-) -> dict[str, Any]:
-    """What every task's `run()` gets besides its own run directory and ledger."""
-    options = dict(run_options, budget=Limits.coerce(task_budget))
-    if options.get("repo") is not None:  # worktrees must not depend on a worker's cwd
-        options["repo"] = Path(options["repo"]).resolve()
-    return options
-
-
 def _check_options(options: Mapping[str, Any]) -> None:
     own = sorted(set(options) & set(OWN_OPTIONS))
     if own:
         raise ConfigError(
-            f"batch() sets {', '.join(own)} itself for each task; use budget=/task_budget= "
+            f"batch() sets {', '.join(own)} itself for each task; use budget=/run_budget= "
             "for budgets and out= for where the runs go"
         )
     unknown = sorted(set(options) - set(RUN_OPTIONS))
@@ -226,42 +114,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
         )
 
 
-def _check_same_tasks(
-    tasks: list[Task], earlier: Mapping[str, TaskResult], files: ResultsFile
-) -> None:
-    """A re-run must be over the same task list: a changed input would be silently skipped.
-    Inputs are compared as the lines record them (JSON, secrets scrubbed)."""
-    for task in tasks:
-        done = earlier.get(task.id)
-        now = files.as_written(task.inputs)
-        if done is not None and done.input != now:
-            raise ConfigError(
-                f"{files.path} records {task.id} with input {done.input!r}, but the task "
-                f"list now has {now!r} there; use a new out= folder for a new task list"
-            )
-
-
-def _progress(
-    tasks: list[Task], earlier: Mapping[str, TaskResult], executor: Executor, warnings: list[str]
-) -> Progress:
-    ids = {t.id for t in tasks}
-    kept = [r for r in earlier.values() if r.task in ids]
-    return Progress(
-        total=len(tasks),
-        ledger=executor.spending,
-        skipped=len(kept),
-        earlier_tokens=sum(r.tokens for r in kept),
-        earlier_cost=sum(r.cost for r in kept),
-        warnings=warnings,
-    )
-
-
-async def _task(shared: _Batch, limiter: anyio.CapacityLimiter, task: Task) -> None:
-    async with limiter:
-        if shared.executor.refused is not None:
-            return  # left for a re-run with more budget
-        found = settled(task, shared.runs / task.id, retry_failed=shared.retry_failed)
-        if found is not None:  # its run is live elsewhere, or it ended before its line
-            shared.record(found, earlier=True)
-            return
-        shared.record(await shared.attempt(task), earlier=False)
+def _run_options(run_options: Mapping[str, Any]) -> dict[str, Any]:
+    """What every task's `run()` gets besides its own run directory, ledger and budget."""
+    options = dict(run_options)
+    if options.get("repo") is not None:  # worktrees must not depend on a worker's cwd
+        options["repo"] = Path(options["repo"]).resolve()
+    return options

@@ -1,14 +1,15 @@
-"""A batch on a Ray cluster: each task is one call of a Ray async actor that runs its whole flow.
+"""Batches on a Ray cluster: each task is one call of a Ray async actor that runs its whole flow.
 
-`workers` actors (by default one per CPU of the cluster, spread over its nodes by Ray) each
-run up to concurrency / workers flows at once in their event loop; a task goes to the actor
-with the fewest in flight. The actors write events and journals straight into the driver's
-run directories (so the batch folder must be on a path every node shares: one machine, or a
-shared filesystem) and return the task's result line. A shared budget is held by a
-`BudgetKeeper` actor (ray_ledger.py). An actor whose process dies is restarted and its calls
-retried, up to `RETRIES` times: a retried task resumes from its journal. When the batch ends,
-or is cancelled, its calls still running are cancelled with `ray.cancel` and its actors are
-killed.
+One pool of `workers` actors (by default one per CPU of the cluster, spread over its nodes by
+Ray) serves every batch that runs at once (an experiment's arms): each actor holds every
+batch's setup and runs up to concurrency / workers flows at once in its event loop; a task goes
+to the actor with the fewest in flight, whichever batch it belongs to. The actors write events
+and journals straight into the driver's run directories (so the batch folders must be on a path
+every node shares: one machine, or a shared filesystem) and return the task's result line.
+Each batch's shared budget is held by a `BudgetKeeper` actor of its own (ray_ledger.py). An
+actor whose process dies is restarted and its calls retried, up to `RETRIES` times: a retried
+task resumes from its journal. When the batches end, or are cancelled, their calls still
+running are cancelled with `ray.cancel` and the actors are killed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,21 +39,21 @@ from swarmflow.core.errors import ConfigError
 RETRIES = 3
 """Restarts of a worker actor whose process died, and retries of each call it had running."""
 ACTOR_PREFIX = "swarmflow-batch-"
-"""Every actor of a batch is named `swarmflow-batch-<batch>-budget` or `...-worker-<i>`."""
+"""Every actor of a batch is named `swarmflow-batch-<pool>-budget-<batch>` or `...-worker-<i>`."""
 CANCEL_GRACE = 10.0
 """Seconds that cancelled runs get to record their end before their actors are killed."""
 
 
 class BatchWorker:
-    """A Ray async actor: runs whole flows in its event loop, one per call."""
+    """A Ray async actor: runs whole flows of any of its batches in its event loop, one per call."""
 
-    def __init__(self, setup: Setup, keeper: Any) -> None:
-        self.setup = setup
-        self.keeper = keeper
-        """The budget actor; None without a shared budget (each run has its own parent)."""
+    def __init__(self, setups: list[Setup], keepers: list[Any]) -> None:
+        self.setups = setups
+        self.keepers = keepers
+        """Each batch's budget actor; None without a shared budget (a run has its own parent)."""
 
-    async def run(self, task: Task) -> TaskResult | Unfinished:
-        s = self.setup
+    async def run(self, batch: int, task: Task) -> TaskResult | Unfinished:
+        s, keeper = self.setups[batch], self.keepers[batch]
         if not s.runs.is_dir():
             return TaskResult(
                 task.id, task.inputs, "failed", run_dir=str(s.runs / task.id),
@@ -60,11 +61,11 @@ class BatchWorker:
                 f"worker's filesystem ({ray.util.get_node_ip_address()}): put it on a path "
                 "every node shares",
             )  # fmt: skip
-        if self.keeper is None:
-            return await run_task(s.flow, task, s.runs, s.options, BatchLedger(s.budget))
-        ledger = ActorLedger(self.keeper, task.id, s.budget)
+        if keeper is None:
+            return await run_task(s, task, BatchLedger(s.budget))
+        ledger = ActorLedger(keeper, task.id, s.budget)
         try:
-            return await run_task(s.flow, task, s.runs, s.options, ledger)
+            return await run_task(s, task, ledger)
         finally:
             # The run's last settlements are in the keeper's ledger before its result is
             # back: the batch reads the ledger then, and must find them counted.
@@ -81,15 +82,55 @@ class Spent:
     refused: str | None = None
 
 
-class RayExecutor:
-    """Sends each task to the least busy worker actor and waits for its result."""
+class WorkerPool:
+    """The worker actors every batch shares: each call goes to the least busy one."""
 
-    def __init__(self, actors: list[Any], keeper: Any) -> None:
+    def __init__(self, actors: list[Any], keepers: list[Any]) -> None:
         self.actors = actors
-        self.keeper = keeper
+        self.keepers = keepers
         self.load = [0] * len(actors)
         self.running: set[Any] = set()
         self.cancelled: list[Any] = []
+
+    async def call(self, batch: int, task: Task) -> TaskResult | Unfinished:
+        """Run `task` of batch `batch` on the least busy actor; Ray's errors go up."""
+        index = self.load.index(min(self.load))
+        self.load[index] += 1
+        call = self.actors[index].run.remote(batch, task)
+        self.running.add(call)
+        try:
+            result: TaskResult | Unfinished = await call
+        except (RayActorError, RayTaskError):
+            raise
+        except BaseException:  # the batch was cancelled: so is the remote run
+            ray.cancel(call)
+            self.cancelled.append(call)
+            raise
+        finally:
+            self.load[index] -= 1
+            self.running.discard(call)
+        return result
+
+    async def stop(self) -> None:
+        """Cancel the calls still running, let them record their end, kill the actors."""
+        for call in self.running:
+            ray.cancel(call)
+        calls = [*self.running, *self.cancelled]
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
+            for call in calls:
+                with contextlib.suppress(RayError):  # cancelled, as asked
+                    await call
+        for actor in [*self.actors, *(k for k in self.keepers if k is not None)]:
+            ray.kill(actor, no_restart=True)
+
+
+class RayExecutor:
+    """One batch's view of the pool: its tasks, its budget actor, what it spent and lost."""
+
+    def __init__(self, pool: WorkerPool, batch: int) -> None:
+        self.pool = pool
+        self.batch = batch
+        self.keeper = pool.keepers[batch]
         self.spent = Spent()
         self.lost: list[str] = []
 
@@ -111,24 +152,13 @@ class RayExecutor:
         )
 
     async def run(self, task: Task) -> TaskResult | Unfinished:
-        index = self.load.index(min(self.load))
-        self.load[index] += 1
-        call = self.actors[index].run.remote(task)
-        self.running.add(call)
         try:
-            result: TaskResult | Unfinished = await call
+            result = await self.pool.call(self.batch, task)
         except RayActorError as exc:  # the worker died more often than Ray retries
             self.lost.append(f"{task.id}: {type(exc).__name__}")
             return Unfinished(task.id)
         except RayTaskError as exc:  # a fault in the worker outside the run itself
             return TaskResult(task.id, task.inputs, "failed", error=_first_line(exc))
-        except BaseException:  # this batch was cancelled: so is the remote run
-            ray.cancel(call)
-            self.cancelled.append(call)
-            raise
-        finally:
-            self.load[index] -= 1
-            self.running.discard(call)
         await self._refresh(result)
         return result
 
@@ -150,18 +180,6 @@ class RayExecutor:
         keeper's ledger once more, after every read sent as the tasks ended."""
         await self._refresh(None)
 
-    async def stop(self) -> None:
-        """Cancel the calls still running, let them record their end, kill the actors."""
-        for call in self.running:
-            ray.cancel(call)
-        calls = [*self.running, *self.cancelled]
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE):
-            for call in calls:
-                with contextlib.suppress(RayError):  # cancelled, as asked
-                    await call
-        for actor in self.actors if self.keeper is None else [*self.actors, self.keeper]:
-            ray.kill(actor, no_restart=True)
-
 
 def _first_line(exc: BaseException) -> str:
     cause = getattr(exc, "cause", None) or exc
@@ -169,17 +187,18 @@ def _first_line(exc: BaseException) -> str:
 
 
 @asynccontextmanager
-async def ray_executor(
-    address: str, setup: Setup, *, workers: int | None = None
-) -> AsyncIterator[RayExecutor]:
-    """Worker actors and a budget actor on the cluster at `address`, killed when it closes."""
+async def ray_executors(
+    address: str, setups: Sequence[Setup], *, concurrency: int, workers: int | None = None
+) -> AsyncIterator[list[RayExecutor]]:
+    """One pool of worker actors (and a budget actor per batch with a shared budget) on the
+    cluster at `address`, an executor per batch over it; killed when it closes."""
     started = _connect(address)
     try:
-        executor = _start(setup, workers)
+        pool = _start(list(setups), concurrency, workers)
         try:
-            yield executor
+            yield [RayExecutor(pool, index) for index in range(len(setups))]
         finally:
-            await executor.stop()
+            await pool.stop()
     finally:
         if started:
             ray.shutdown()
@@ -197,22 +216,19 @@ def _connect(address: str) -> bool:
     return True
 
 
-def _start(setup: Setup, workers: int | None) -> RayExecutor:
-    count = min(workers or _cluster_cpus(), setup.concurrency)
+def _start(setups: list[Setup], concurrency: int, workers: int | None) -> WorkerPool:
+    count = min(workers or _cluster_cpus(), concurrency)
     try:  # sent inline with each actor's creation, so a restarted actor is built from it again
-        cloudpickle.dumps(setup)
+        cloudpickle.dumps(setups)
     except Exception as exc:
         raise ConfigError(
             "a batch on Ray sends the flow and run()'s options to its workers, but they cannot "
             f"be pickled: {exc}"
         ) from exc
     name = f"{ACTOR_PREFIX}{uuid.uuid4().hex[:12]}"
-    handle = None
-    if BatchLedger(setup.budget).limited:  # without a shared budget there is nothing to keep
-        keeper = ray.remote(BudgetKeeper).options(name=f"{name}-budget", num_cpus=0)
-        handle = keeper.remote(setup.budget)
+    keepers = [_keeper(f"{name}-budget-{i}", s) for i, s in enumerate(setups)]
     actor = ray.remote(BatchWorker)
-    per_actor = math.ceil(setup.concurrency / count)
+    per_actor = math.ceil(concurrency / count)
     started = [
         actor.options(
             name=f"{name}-worker-{i}",
@@ -220,10 +236,17 @@ def _start(setup: Setup, workers: int | None) -> RayExecutor:
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
             scheduling_strategy="SPREAD",
-        ).remote(setup, handle)
+        ).remote(setups, keepers)
         for i in range(count)
     ]
-    return RayExecutor(started, handle)
+    return WorkerPool(started, keepers)
+
+
+def _keeper(name: str, setup: Setup) -> Any:
+    """The budget actor of one batch; None without a shared budget (nothing to keep)."""
+    if not BatchLedger(setup.budget).limited:
+        return None
+    return ray.remote(BudgetKeeper).options(name=name, num_cpus=0).remote(setup.budget)
 
 
 def _cluster_cpus() -> int:

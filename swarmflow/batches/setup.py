@@ -1,4 +1,4 @@
-"""What every task of one batch invocation shares, wherever its executor runs it."""
+"""What every task of one batch shares, wherever its executor runs it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from swarmflow.runtime.flow import Flow
 
 @dataclass(frozen=True, slots=True)
 class Setup:
-    """What every task of one batch invocation shares, wherever it runs."""
+    """What every task of one batch shares, wherever it runs."""
 
     flow: Flow[..., Any]
     runs: Path
     options: dict[str, Any]
-    """`run()`'s options for every task, its per-task `budget` included."""
+    """`run()`'s other options for every task (model, human, repo, ...); never a budget."""
+    run_budget: Limits
+    """Each run's own limits (`run(budget=...)`)."""
     budget: Limits
-    """The shared budget of the whole batch."""
-    concurrency: int
+    """The shared budget of the whole batch: every run's ledger is a child of its ledger."""

@@ -16,6 +16,7 @@ import time
 from typing import Any, TextIO
 
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
+from swarmflow.core.budget import Limits
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 INTERRUPTED = 130
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
     for name, kind, unit in BUDGETS:
         cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
                          help=f"{unit} shared by every run of the batch")  # fmt: skip
-        cmd.add_argument(f"--task-budget-{name}", type=kind, metavar="N",
+        cmd.add_argument(f"--run-budget-{name}", type=kind, metavar="N",
                          help=f"{unit} each run may spend")  # fmt: skip
     add_model_choice(cmd, model_help="a model on an OpenAI-compatible endpoint",
                      demo_help="a scripted demo model: offline")  # fmt: skip
@@ -100,8 +101,8 @@ async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> An
     options: dict[str, Any] = {
         "out": args.out,
         "concurrency": args.concurrency,
-        "budget": _limits(args, "budget"),
-        "task_budget": _limits(args, "task_budget"),
+        "budget": limits_from(args, "budget"),
+        "run_budget": limits_from(args, "run_budget"),
         "on_progress": ProgressLine(sys.stderr),
         "fsync": args.fsync,
         "on": args.on,
@@ -118,9 +119,9 @@ async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> An
         await chosen.close()
 
 
-def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
-    chosen = {name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS}
-    return {name: value for name, value in chosen.items() if value is not None}
+def limits_from(args: argparse.Namespace, prefix: str) -> Limits:
+    """The limits `--PREFIX-tokens` and `--PREFIX-cost` give."""
+    return Limits.coerce({name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS})
 
 
 class ProgressLine:

@@ -15,15 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmflow.cli.batch_commands import ProgressLine
+from swarmflow.cli.batch_commands import BUDGETS, ProgressLine, limits_from
 from swarmflow.cli.model_choice import add_model_choice
 
 OK, LEFT, USAGE, INTERRUPTED = 0, 1, 2, 130
-BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
 
 
 def register(subparsers: Any) -> None:
-    """Add `experiment run` and `experiment report` to the `swarmflow` command."""
+    """Add `experiment run`, `experiment grade` and `experiment report` to `swarmflow`."""
     cmd = subparsers.add_parser("experiment", help="run and report controlled experiments")
     sub = cmd.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
     _run_parser(sub)
@@ -149,17 +148,12 @@ async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress:
         return await run_experiment(
             experiment, out=args.out, model=None if chosen is None else chosen.model,
             demo=args.demo, on=args.on, workers=args.workers,
-            budget=_limits(args, "budget"), run_budget=_limits(args, "run_budget"),
+            budget=limits_from(args, "budget"), run_budget=limits_from(args, "run_budget"),
             on_progress=progress, first_tasks=args.first_tasks,
         )  # fmt: skip
     finally:
         if chosen is not None:
             await chosen.close()
-
-
-def _limits(args: argparse.Namespace, prefix: str) -> dict[str, float]:
-    chosen = {name: getattr(args, f"{prefix}_{name}") for name, _, _ in BUDGETS}
-    return {name: value for name, value in chosen.items() if value is not None}
 
 
 def grade_command(args: argparse.Namespace) -> int:

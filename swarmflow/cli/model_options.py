@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """`--stream`, `--force-tool-choice`, the output modes and `--timeout`, used with `--model`."""
+    """`--stream`, `--force-tool-choice`, the output modes, `--pin-modes` and `--timeout`, used
+    with `--model`."""
     parser.add_argument(
         "--stream", action="store_true", help="stream the model's answers (with --model)"
     )
@@ -34,6 +35,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="how --force-tool-choice asks for a tool call: required, named (when one tool is "
         "offered) or json_schema (an answer constrained to the tools; for servers that ignore "
         "tool_choice) (default: from the model capability table; with --model)",
+    )
+    parser.add_argument(
+        "--pin-modes",
+        action="store_true",
+        help="keep the output modes: a server that rejects one fails the call instead of "
+        "stepping down to a lower form (with --model)",
     )
     parser.add_argument(
         "--timeout",
@@ -68,4 +75,5 @@ def model_from_args(args: argparse.Namespace) -> OpenAIModel:
         force_tool_choice=args.force_tool_choice,
         timeout=args.timeout,
         capabilities={k: v for k, v in chosen.items() if v is not None} or None,
+        pin_modes=args.pin_modes,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from swarmflow.core.errors import BudgetExhausted, ConfigError
@@ -67,6 +67,19 @@ class Limits:
     def of_tokens(cls, tokens: int) -> Limits:
         """A token count alone (`team(limits=N)`, a `split` amount), checked as `coerce` does."""
         return cls.coerce({"tokens": tokens})
+
+    def over(self, base: Limits) -> Limits:
+        """These limits, with `base`'s in place of each one these leave unset (None)."""
+        return Limits(
+            tokens=self.tokens if self.tokens is not None else base.tokens,
+            cost=self.cost if self.cost is not None else base.cost,
+            calls=self.calls if self.calls is not None else base.calls,
+            seconds=self.seconds if self.seconds is not None else base.seconds,
+        )
+
+    def given(self) -> dict[str, float]:
+        """The limits that are set, by name (for a record such as `experiment.json`)."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
 
 def _amount(given: Mapping[str, float | None], name: str) -> float | None:

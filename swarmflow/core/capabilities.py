@@ -19,12 +19,18 @@ Two questions decide how a request is put on the wire:
 A model's capabilities come from, in order: an override given for it (`OpenAIModel(...,
 capabilities=...)`, `--structured-mode`, `--forced-tool-mode`), the known-model table below
 (exact name, then the longest prefix), then the default of its base URL's kind.
+
+Pinned modes do not step down: `OpenAIModel(..., pin_modes=True)` pins one adapter's, and
+`pinned_modes()` pins every adapter's for the calls made inside it (`run(..., pin_modes=True)`
+and `Experiment(pin_modes=True)` use it), so a rejected form fails the call loudly.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import urlsplit
@@ -136,3 +142,21 @@ def _from_map(base: Capabilities, value: Mapping[str, str]) -> Capabilities:
             f"unknown capability {sorted(unknown)[0]!r}; use 'structured' or 'forced_tools'"
         )
     return replace(base, **value)  # type: ignore[arg-type]
+
+
+_PINNED: ContextVar[bool] = ContextVar("swarmflow_pinned_modes", default=False)
+
+
+@contextmanager
+def pinned_modes(pinned: bool = True) -> Iterator[None]:
+    """Pin every adapter's output modes for the calls made inside (and in tasks started there)."""
+    token = _PINNED.set(pinned or _PINNED.get())
+    try:
+        yield
+    finally:
+        _PINNED.reset(token)
+
+
+def modes_are_pinned() -> bool:
+    """Whether the calls made here are inside `pinned_modes()`."""
+    return _PINNED.get()

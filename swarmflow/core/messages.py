@@ -144,7 +144,8 @@ class ModelResponse:
     finish_reason: FinishReason = "stop"
     model: str | None = None
     output_mode: str | None = None
-    """How a structured answer was asked for ("json_schema" or "prompt"); None when none was."""
+    """The form asked of the server: a structured answer's ("json_schema", "json_object" or
+    "prompt"), or a forced tool call's when it went as a JSON answer; None when neither."""
 
 
 @runtime_checkable

@@ -7,15 +7,15 @@ when it is built, so a mistake in the declaration is one line before anything ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.budget import Limits
-from swarmflow.core.errors import ConfigError
 from swarmflow.core.team import Team
+from swarmflow.experiments.budgets import RunBudget
 from swarmflow.experiments.graders import Grader
 from swarmflow.runtime.flow import Flow
 
@@ -23,7 +23,6 @@ Delegation = Literal["required", "offered", "none"]
 Controller = Literal["single", "workflow", "team"]
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """An arm's name: it names a folder of the experiment's directory."""
-LIMIT_KEYS = ("tokens", "cost", "calls", "seconds")
 
 
 class Assigned(BaseModel):
@@ -63,8 +62,8 @@ class Arm(BaseModel):
     controller: Controller = "single"
     """How the arm's work is ordered: one agent, a script (Workflow) or the model (Team)."""
     assigned: Assigned = Assigned()
-    budget: dict[str, float] | None = None
-    """Per-run limits of this arm (tokens, cost, calls, seconds), over the experiment's."""
+    run_budget: RunBudget = Limits()
+    """Each run's limits in this arm, over the experiment's `run_budget` (each one it sets)."""
     inputs: dict[str, Any] = Field(default_factory=dict)
     """Flow inputs this arm adds to every task's."""
     reference: bool = False
@@ -81,11 +80,6 @@ class Arm(BaseModel):
         if not isinstance(value, Flow):
             raise ValueError(f"an arm's flow must be a @flow, got {type(value).__name__}")
         return value
-
-    @field_validator("budget")
-    @classmethod
-    def _limits(cls, value: dict[str, float] | None) -> dict[str, float] | None:
-        return None if value is None else checked_limits(value)
 
     @model_validator(mode="after")
     def _known_agents(self) -> Arm:
@@ -121,18 +115,6 @@ def _changed(agent: Any, card: str | None, tools: tuple[str, ...] | None) -> Any
     return agent.model_copy(update=update) if update else agent
 
 
-def checked_limits(value: Mapping[str, float]) -> dict[str, float]:
-    """Per-run limits as a plain mapping, each a known key with a sound amount."""
-    unknown = sorted(set(value) - set(LIMIT_KEYS))
-    if unknown:
-        raise ValueError(f"unknown limit(s) {', '.join(unknown)}; use {', '.join(LIMIT_KEYS)}")
-    try:
-        Limits.coerce(dict(value))
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
-    return dict(value)
-
-
 TaskSource = str | Path | Callable[[Path], Path]
 
 
@@ -148,10 +130,15 @@ class Experiment(BaseModel):
     (a generated suite) and returns its path."""
     grader: Grader
     repeats: int = Field(1, ge=1, le=1000)
-    limits: dict[str, float] | None = None
-    """Per-run limits of every arm (an arm's `budget` overrides a key)."""
+    run_budget: RunBudget = Limits()
+    """Each run's limits, in every arm (an arm's own `run_budget` overrides each one it sets)."""
     concurrency: int = Field(4, ge=1)
-    """Runs at once, per arm."""
+    """Runs at once, over all arms (one pool of workers serves every arm)."""
+    seed: int = 0
+    """Seeds the order in which the runs of all arms start (`experiment.json` records both)."""
+    pin_modes: bool = False
+    """Keep every model's output modes as its capabilities say: a server that rejects one
+    fails the call instead of stepping down (`run(pin_modes=True)`)."""
     judge_model: Any = None
     """The model of a `rubric` grader's judge (None: the command's model)."""
     judge_demo: Callable[[], Any] | None = None
@@ -163,11 +150,6 @@ class Experiment(BaseModel):
         if isinstance(value, str | Path) or callable(value):
             return value
         raise ValueError("tasks must be a JSONL path or a function that writes one")
-
-    @field_validator("limits")
-    @classmethod
-    def _limits(cls, value: dict[str, float] | None) -> dict[str, float] | None:
-        return None if value is None else checked_limits(value)
 
     @model_validator(mode="after")
     def _arms(self) -> Experiment:
@@ -187,6 +169,6 @@ class Experiment(BaseModel):
     def reference(self) -> Arm:
         return next(a for a in self.arms if a.reference)
 
-    def run_limits(self, arm: Arm) -> dict[str, float]:
-        """The per-run limits of `arm`: the experiment's, with the arm's own over them."""
-        return {**(self.limits or {}), **(arm.budget or {})}
+    def run_limits(self, arm: Arm) -> Limits:
+        """Each run's limits in `arm`: the experiment's, with the arm's own over them."""
+        return arm.run_budget.over(self.run_budget)

@@ -5,9 +5,11 @@ by repeat, so the batch engine's rules hold for every run: a re-run skips the ru
 result line, resumes the ones that were cut (a kill -9 included) from their journals, and
 rebuilds the line of a run that ended before it was written; nothing finished is paid again.
 Every run gets its own checkout of its task's repository (its `repo=`, given through its
-task line). The arms run at once; each run, once its arm's batch is over, is graded and its
-grade appended to `OUT/grades.jsonl` (a graded run is never graded again). Then
-`OUT/rows.csv` is written whole, from the run directories and the grades.
+task line). The arms' batches run as one group: one pool of workers (here or on Ray) serves
+them all, and their runs start in the seeded, interleaved order `experiment.json` records
+(`order.py`). Once the runs are over, each is graded and its grade appended to
+`OUT/grades.jsonl` (a graded run is never graded again). Then `OUT/rows.csv` is written
+whole, from the run directories and the grades.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
-from swarmflow.batches import batch
 from swarmflow.batches.executor import ray_address
+from swarmflow.batches.group import RUNS, BatchSpec, run_batches
 from swarmflow.batches.lock import batch_lock
-from swarmflow.batches.tasks import task_id
+from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.results import TaskResult
+from swarmflow.batches.tasks import as_tasks, task_id
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.checkouts import base_commit, checkout
@@ -37,7 +42,8 @@ from swarmflow.experiments.grading_notes import (
     refuse_unsandboxed,
     unsandboxed_reason,
 )
-from swarmflow.experiments.layout import Layout, RunKey, write_manifest
+from swarmflow.experiments.layout import Layout, RunKey, read_manifest, run_index, write_manifest
+from swarmflow.experiments.order import run_order
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.run_ids import check_derived_ids
@@ -73,7 +79,14 @@ class _Plan:
     progress: ExperimentProgress
     on_progress: ProgressHook | None
     judge_model: Any
-    batch_options: dict[str, Any]
+    on: str
+    workers: int | None
+    budget: Limits
+    """Each arm's share of the call's budget."""
+    run_budget: Limits
+    """The call's cap on every run, over the declaration's."""
+    order: list[RunKey]
+    """The order in which the runs start, as `experiment.json` records it."""
     said: set[str] = field(default_factory=set)
     """What this call has said once already (grading outside the sandbox)."""
 
@@ -86,7 +99,7 @@ async def run_experiment(
     demo: bool = False,
     on: str = "local",
     budget: Limits | Mapping[str, float] | None = None,
-    run_budget: Mapping[str, float] | None = None,
+    run_budget: Limits | Mapping[str, float] | None = None,
     on_progress: ProgressHook | None = None,
     workers: int | None = None,
     first_tasks: int | None = None,
@@ -109,16 +122,16 @@ async def run_experiment(
     tasks = _tasks(experiment, layout)[:first_tasks]
     bases = {t.id: await base_commit(Path(t.repo), t.base) for t in tasks if t.repo}
     models = {arm.name: _model(arm, model, demo) for arm in experiment.arms}
-    check_derived_ids(_keys(experiment, tasks))
+    check_derived_ids(_all_keys(experiment, tasks))
     await anyio.to_thread.run_sync(refuse_unsandboxed, experiment.grader)
     total = len(experiment.arms) * len(tasks) * experiment.repeats
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
         write_graded_tasks(layout, tasks, bases)
         plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
-                     _judge_model(experiment, model, demo),
-                     {"on": on, "workers": workers, "budget": _share(budget, experiment),
-                      "run_budget": dict(run_budget or {})})  # fmt: skip
+                     _judge_model(experiment, model, demo), on, workers,
+                     _share(budget, experiment), Limits.coerce(run_budget),
+                     _order(experiment, tasks, layout))  # fmt: skip
         earlier = read_grades(layout.grades, plan.progress.warnings)
         plan.progress.graded = sum(
             RunKey(arm.name, t.id, r) in earlier
@@ -130,28 +143,109 @@ async def run_experiment(
     return ExperimentResult(layout.root, total, finished, stopped, plan.progress.warnings)
 
 
-async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, Any]:
-    """Every arm at once (on Ray one after another: each arm's batch takes the cluster's CPUs
-    for its worker actors, and closes the Ray connection it opened); a mistake in one (a
+async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResult]:
+    """Every arm's batch in one group, runs started in the recorded order, each finished run
+    graded as its line is written (and those finished before, after). A mistake in one arm (a
     `ConfigError`) stops them all, as itself."""
-    results: dict[str, Any] = {}
-    on_ray = ray_address(plan.batch_options["on"]) is not None
+    arms = plan.experiment.arms
     try:
         async with anyio.create_task_group() as group:
-            for arm in plan.experiment.arms:
-                if on_ray:
-                    await _arm(plan, arm, models[arm.name], results)
-                else:
-                    group.start_soon(_arm, plan, arm, models[arm.name], results)
+            grading = _Grading(plan, group, read_grades(plan.layout.grades, plan.progress.warnings))
+            specs = [await _spec(plan, arm, models[arm.name], grading) for arm in arms]
+            done = await run_batches(
+                specs,
+                concurrency=plan.experiment.concurrency,
+                order=_batch_order(plan),
+                on=plan.on,
+                workers=plan.workers,
+            )
+            for arm, result in zip(arms, done, strict=True):
+                for line in result.results:
+                    grading.grade(arm.name, line)
     except BaseExceptionGroup as group_error:
         mistake = group_error.subgroup(ConfigError)
         if mistake is not None:
             raise _first(mistake) from None
         raise
+    results = {arm.name: result for arm, result in zip(arms, done, strict=True)}
+    for arm_name, result in results.items():
+        plan.progress.warnings.extend(f"{arm_name}: {w}" for w in result.warnings)
     return results
 
 
-def _keys(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+class _Grading:
+    """Grades each finished run once, `concurrency` at once, beside the runs still going."""
+
+    def __init__(self, plan: _Plan, group: anyio.abc.TaskGroup, graded: Mapping[RunKey, Any]):
+        self.plan = plan
+        self.group = group
+        self.taken = set(graded)
+        self.limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
+        self.tasks = {t.id: t for t in plan.tasks}
+        self.keys = {
+            arm.name: {task_id(i): key for i, key in enumerate(_keys(plan, arm.name))}
+            for arm in plan.experiment.arms
+        }
+        """Arm -> the batch's task id -> the run's key."""
+        self.saying = anyio.Lock()
+        """Held while the first grading says whether it runs outside the sandbox."""
+
+    def grade(self, arm: str, line: TaskResult) -> None:
+        """Grade the run of `arm` whose result line this is, unless it has a grade."""
+        key = self.keys[arm][line.task]
+        if key in self.taken:
+            return
+        self.taken.add(key)
+        task = self.tasks[key.task]
+        checkout = self.plan.layout.checkout(key) if task.repo else None
+        outcome = RunOutcome(
+            key, line.status, line.output, line.error, Path(line.run_dir), checkout
+        )
+        self.group.start_soon(self._one, task, outcome)
+
+    async def _one(self, task: ExperimentTask, outcome: RunOutcome) -> None:
+        """Grade one run, once this call has said whether grading is outside the sandbox."""
+        async with self.saying:
+            await _say_if_unsandboxed(self.plan)
+        await _grade_one(self.plan, self.limiter, task, outcome)
+
+
+def _keys(plan: _Plan, arm: str) -> list[RunKey]:
+    """The arm's runs in its batch's task order: task by task, repeat by repeat."""
+    repeats = range(1, plan.experiment.repeats + 1)
+    return [RunKey(arm, t.id, r) for t in plan.tasks for r in repeats]
+
+
+def _batch_order(plan: _Plan) -> list[tuple[int, str]]:
+    """The order of the runs, as (arm's batch, task id in that batch)."""
+    arms = {arm.name: index for index, arm in enumerate(plan.experiment.arms)}
+    tasks = {t.id: index for index, t in enumerate(plan.tasks)}
+    repeats = plan.experiment.repeats
+    return [
+        (arms[key.arm], task_id(run_index(tasks[key.task], key.repeat, repeats)))
+        for key in plan.order
+    ]
+
+
+def _order(experiment: Experiment, tasks: list[ExperimentTask], layout: Layout) -> list[RunKey]:
+    """The order `experiment.json` records (one recorded before orders were, its seed's)."""
+    recorded = read_manifest(layout.root).order
+    if not recorded:
+        return _seeded_order(experiment, tasks)
+    keys = []
+    for text in recorded:
+        arm, task, repeat = text.rsplit("/", 2)
+        keys.append(RunKey(arm, task, int(repeat.removeprefix("r"))))
+    return keys
+
+
+def _seeded_order(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+    arms = [arm.name for arm in experiment.arms]
+    return run_order(arms, [t.id for t in tasks], experiment.repeats, experiment.seed)
+
+
+def _all_keys(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+    """Every run of the experiment, arm by arm (the ids derived from them are checked)."""
     repeats = range(1, experiment.repeats + 1)
     return [RunKey(arm.name, t.id, r) for arm in experiment.arms for t in tasks for r in repeats]
 
@@ -196,7 +290,7 @@ def _judge_model(experiment: Experiment, model: Any, demo: bool) -> Any:
 
 def _share(budget: Limits | Mapping[str, float] | None, experiment: Experiment) -> Limits:
     """Each arm's even share of the call's budget."""
-    whole = Limits.coerce(dict(budget) if isinstance(budget, Mapping) else budget)
+    whole = Limits.coerce(budget)
     arms = len(experiment.arms)
     return Limits(
         tokens=None if whole.tokens is None else math.floor(whole.tokens / arms),
@@ -220,6 +314,9 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
             else None
         ),
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
+        "pin_modes": experiment.pin_modes,
+        "seed": experiment.seed,
+        "order": [key.text for key in _seeded_order(experiment, tasks)],
     }
 
 
@@ -230,29 +327,36 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "delegation": a.delegation, "note": arm.note, "flow": arm.flow.name,
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
-        "limits": experiment.run_limits(arm), "debris": list(arm.debris),
+        "limits": experiment.run_limits(arm).given(), "debris": list(arm.debris),
     }  # fmt: skip
 
 
-async def _arm(plan: _Plan, arm: Arm, model: Any, results: dict[str, Any]) -> None:
-    """The arm's batch, then the grade of every finished run without one."""
-    experiment, layout = plan.experiment, plan.layout
+async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSpec:
+    """The arm's batch: its flow over its runs' task lines, into `OUT/arms/<arm>/`."""
     flow = arm.variant()
-    keys = [RunKey(arm.name, t.id, r) for t in plan.tasks for r in range(1, experiment.repeats + 1)]
-    inputs = [await _inputs(plan, arm, key, flow) for key in keys]
+    keys = _keys(plan, arm.name)
+    lines = [await _inputs(plan, arm, key, flow) for key in keys]
+    tasks = as_tasks(lines)
 
     def tell(progress: Any) -> None:
         plan.progress.arms[arm.name] = progress
         if plan.on_progress is not None:
             plan.on_progress(plan.progress)
 
-    options = dict(plan.batch_options)
-    options["task_budget"] = {**experiment.run_limits(arm), **options.pop("run_budget")}
-    done = await batch(flow, inputs, out=layout.arm(arm.name), model=model, on_progress=tell,
-                       concurrency=experiment.concurrency, **options)  # fmt: skip
-    results[arm.name] = done
-    plan.progress.warnings.extend(f"{arm.name}: {w}" for w in done.warnings)
-    await _grade_all(plan, keys, done.results)
+    root = plan.layout.arm(arm.name)
+    await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
+    limits = plan.run_budget.over(plan.experiment.run_limits(arm))
+    options = {"model": model, "pin_modes": plan.experiment.pin_modes}
+    return BatchSpec(
+        flow,
+        tasks,
+        root,
+        options,
+        run_budget=limits,
+        budget=plan.budget,
+        on_progress=tell,
+        on_line=lambda line: grading.grade(arm.name, line),
+    )
 
 
 async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, Any]:
@@ -265,25 +369,6 @@ async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, An
         where = await checkout(Path(task.repo), plan.bases[task.id], plan.layout.checkout(key))
         line["repo"] = str(where)
     return line
-
-
-async def _grade_all(plan: _Plan, keys: list[RunKey], results: list[Any]) -> None:
-    """Grade every finished run of the arm that has no grade, `concurrency` at once."""
-    layout = plan.layout
-    graded = read_grades(layout.grades, plan.progress.warnings)
-    by_id = {r.task: r for r in results}
-    tasks = {t.id: t for t in plan.tasks}
-    limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
-    async with anyio.create_task_group() as group:
-        for index, key in enumerate(keys):
-            line = by_id.get(task_id(index))
-            if line is None or key in graded:
-                continue
-            await _say_if_unsandboxed(plan)
-            task = tasks[key.task]
-            outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
-                                 layout.checkout(key) if task.repo else None)  # fmt: skip
-            group.start_soon(_grade_one, plan, limiter, task, outcome)
 
 
 async def _say_if_unsandboxed(plan: _Plan) -> None:

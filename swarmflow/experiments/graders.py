@@ -16,6 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarmflow.core.budget import Limits
+from swarmflow.experiments.budgets import RunBudget
+
 
 class TestsGrader(BaseModel):
     """Resolved when the task's tests pass on its base commit with the run's product."""
@@ -51,8 +54,8 @@ class RubricGrader(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["rubric"] = "rubric"
-    budget: dict[str, float] = Field(default_factory=lambda: {"tokens": 200_000.0})
-    """The judge's limits for one graded run, apart from the arm's budget."""
+    run_budget: RunBudget = Limits(tokens=200_000)
+    """The judge's limits for each graded run (a run of its own), apart from the arm's."""
     card: str = (
         "You grade an answer against a rubric. For every rubric item, say whether the answer "
         "satisfies it (true) or not (false), judging only what the answer says."

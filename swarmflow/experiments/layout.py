@@ -1,7 +1,7 @@
 """Where an experiment's files go, and the record of what was declared (`experiment.json`).
 
 ```
-OUT/experiment.json            the arms, tasks and repeats, written by the first run
+OUT/experiment.json            the declaration and the runs' order, written by the first run
 OUT/arms/<arm>/                one batch per arm: results.jsonl, runs/task-000001/ ...
 OUT/checkouts/<arm>/<task>/r1  each run's own checkout of its task's repository
 OUT/grades.jsonl               one line per graded run, appended once (each names its grader)
@@ -69,6 +69,10 @@ class Manifest(BaseModel):
     """The `tests` grader's declaration, which `experiment grade` rebuilds it from."""
     rubric: dict[str, int] = Field(default_factory=dict)
     """Task id -> its rubric items, where the grader is a rubric."""
+    seed: int | None = None
+    """The seed of the order in which the runs start (None: recorded before there was one)."""
+    order: list[str] = Field(default_factory=list)
+    """Every run (`arm/task/rN`), in the order the runs start."""
 
     def runs(self) -> list[tuple[ArmRecord, int, RunKey]]:
         """Every run: its arm, its batch index and its key."""
@@ -141,7 +145,8 @@ def write_manifest(layout: Layout, manifest: dict[str, Any]) -> None:
     layout.root.mkdir(parents=True, exist_ok=True)
     if layout.manifest.exists():
         before = read_manifest(layout.root).model_dump(by_alias=True)
-        for field in ("name", "arms", "tasks", "repeats"):
+        fields = ("name", "arms", "tasks", "repeats", "seed")
+        for field in fields if before.get("seed") is not None else fields[:-1]:
             if _shape(before.get(field)) != _shape(manifest.get(field)):
                 raise ConfigError(
                     f"{layout.manifest} records another experiment ({field} differ); "

@@ -67,6 +67,9 @@ class Row:
     """The product changed the task's tests; they were restored from the base to grade it."""
     grade_error: str = ""
     """Why the run could not be graded (its product does not apply), else ''."""
+    output_modes: str = ""
+    """The forms the run's model calls asked of their servers ("json_schema", "json_object",
+    "prompt", joined with "+"; empty when none did): the protocol it was measured on."""
     shares: dict[str, list[float]] = field(default_factory=dict)
     """Each agent's share of the tokens per tenth of the run (the figure; not in the CSV)."""
 
@@ -119,7 +122,8 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         tokens_by_agent={a: s.tokens_in + s.tokens_out for a, s in d.by_agent().items()},
         model_seconds_by_agent=dict(facts.timing.model),
         tool_seconds_by_agent=dict(facts.timing.tool), run_dir=str(run_dir),
-        tests_edited=grade.tests_edited, grade_error=grade.grade_error, shares=facts.shares,
+        tests_edited=grade.tests_edited, grade_error=grade.grade_error,
+        output_modes=facts.output_modes, shares=facts.shares,
     )  # fmt: skip
 
 

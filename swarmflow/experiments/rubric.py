@@ -52,7 +52,7 @@ def judge_flow(grader: RubricGrader) -> Flow[..., Any]:
         return list(verdicts.value.passed)
 
     team = Team(agents=[Agent(JUDGE, card=judge_card(grader.card), max_steps=4)])
-    return Flow(judge, team=team, budget=grader.budget, name="rubric_judge")
+    return Flow(judge, team=team, budget=grader.run_budget, name="rubric_judge")
 
 
 async def grade_rubric(

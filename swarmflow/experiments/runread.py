@@ -65,6 +65,22 @@ class Timing:
             self.tool[e.agent] = self.tool.get(e.agent, 0.0) + max(0.0, e.duration)
 
 
+@dataclass
+class OutputModes:
+    """The forms the run's model calls asked of their servers (`output_mode`), e.g. "json_schema"
+    or, after a step-down, "json_object": which protocol the run was measured on."""
+
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, e: EventBase) -> None:
+        if isinstance(e, ModelCalled) and e.output_mode:
+            self.seen.add(e.output_mode)
+
+    def text(self) -> str:
+        """The forms, sorted and joined with "+" ("" when no call asked for one)."""
+        return "+".join(sorted(self.seen))
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """Everything the experiment's report takes from one run's log."""
@@ -80,6 +96,8 @@ class RunFacts:
     lead: str
     note: str = ""
     """What a truncated log left out ('' for a whole log)."""
+    output_modes: str = ""
+    """The forms its model calls asked of their servers, joined with "+" (`OutputModes`)."""
 
     @property
     def adherent(self) -> bool:
@@ -129,7 +147,7 @@ def read_run(run_dir: Path, assigned: AssignedAxes) -> RunFacts:
     """Fold the run's log in one pass; `LogError` (one line) when there is none."""
     stream = read_log(run_dir).stream()
     digest, fold = Digest(), AdherenceFold(assigned.context)
-    timing, shares = Timing(), TokenShares()
+    timing, shares, modes = Timing(), TokenShares(), OutputModes()
     start: RunStarted | None = None
     lead = ""
     for read in stream:
@@ -143,12 +161,13 @@ def read_run(run_dir: Path, assigned: AssignedAxes) -> RunFacts:
         fold.add(event)
         timing.add(event)
         shares.add(event)
+        modes.add(event)
     if start is None:
         raise LogError(f"{run_dir}: the log has no run_started event")
     applied = tuple(a for a in AXES if assigned.applies(a))
     return RunFacts(digest, fold.result(), applied, timing, shares.shares(),
                     _allowance(start), _seconds(start), lead or _entry(start),
-                    stream.note())  # fmt: skip
+                    stream.note(), modes.text())  # fmt: skip
 
 
 def _with_assigned_tools(start: RunStarted, tools: dict[str, list[str]] | None) -> RunStarted:

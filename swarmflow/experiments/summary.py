@@ -86,6 +86,14 @@ class ArmSummary:
     def name(self) -> str:
         return self.record.name
 
+    def output_modes(self) -> dict[str, int]:
+        """Runs per set of forms their model calls asked of the servers (none: left out)."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            if row.output_modes:
+                counts[row.output_modes] = counts.get(row.output_modes, 0) + 1
+        return dict(sorted(counts.items()))
+
     @property
     def rubric_rate(self) -> float | None:
         items = sum(r.rubric_items for r in self.rows)

@@ -41,6 +41,8 @@ def render_text(
         "Tokens and time per agent (means per run: tokens, model s, tool s)\n" + _agents(arms),
         "How runs ended (shares)\n" + _ends(arms),
     ]
+    if any(a.output_modes() for a in arms):
+        parts.append("Output modes the servers were asked for (runs)\n" + _modes(arms))
     missing = sum(max(0, a.expected - len(a.rows)) for a in arms)
     if missing:
         parts.append(f"{missing} run(s) not finished yet: run the experiment again to go on")
@@ -160,6 +162,15 @@ def _ends(arms: list[ArmSummary]) -> str:
     return table(rows, right=tuple(range(1, len(END_REASONS) + 1)))
 
 
+def _modes(arms: list[ArmSummary]) -> str:
+    """Which arms ran in which mode: a step-down mid-experiment shows as two forms."""
+    rows: list[tuple[str, ...]] = [("arm", "modes")]
+    for a in arms:
+        found = a.output_modes()
+        rows.append((a.name, ", ".join(f"{m} {n}" for m, n in found.items()) or "-"))
+    return table(rows, right=())
+
+
 def report_json(
     manifest: Manifest, arms: list[ArmSummary], warnings: list[str], grading: Grading | None = None
 ) -> dict[str, Any]:
@@ -172,6 +183,8 @@ def report_json(
         "grader": manifest.grader,
         "graded_by": list(grading.graders),
         "unsandboxed": list(grading.unsandboxed),
+        "seed": manifest.seed,
+        "order": manifest.order,
         "arms": [_arm_json(a) for a in arms],
         "warnings": warnings,
     }
@@ -207,6 +220,7 @@ def _arm_json(a: ArmSummary) -> dict[str, Any]:
         "end_reasons": a.ends(),
         "tests_edited": sum(r.tests_edited for r in a.rows),
         "grade_errors": sum(bool(r.grade_error) for r in a.rows),
+        "output_modes": a.output_modes(),
         "vs_reference": None if p is None else {
             "both": p.both, "only_arm": p.only_arm, "only_reference": p.only_reference,
             "neither": p.neither, "p": p.p, "itt": p.itt, "cace": p.cace,

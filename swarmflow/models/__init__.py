@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
+    from swarmflow.models._modes import ModePinnedError as ModePinnedError
     from swarmflow.models.openai_compat import OpenAIModel as OpenAIModel
 
 export_lazily(__name__)

@@ -1,9 +1,18 @@
 """Structured answers and forced tool calls on the wire, as the model's capabilities say.
 
-`WireModes` holds what this adapter has learnt about its server: which `response_format` form
-it accepts (stepping down json_schema -> json_object -> prompt when one is rejected) and how a
-forced tool call is asked for. It shapes each payload and reads the answer back, so that a
-JSON-schema-constrained tool call comes out as an ordinary `ToolCall`.
+`WireModes` holds what this adapter has learnt about its server (its endpoint): which
+`response_format` form it accepts and how a forced tool call is asked for. It shapes each
+payload and reads the answer back, so that a JSON-schema-constrained tool call comes out as an
+ordinary `ToolCall`.
+
+How a mode is chosen and kept: the starting modes are the `Capabilities` the adapter is given
+(the capability table, an override, or whatever a probe of the server found). When the server
+rejects the form a call sent, the endpoint steps down one form (json_schema -> json_object ->
+prompt), decided once from that call's own form: calls that were in flight with the same form
+and are rejected too find the step taken and are sent again in the new form, never stepping
+down a second time. The change is reported once, as a `ModeChange`. With `pinned=True` (or
+inside `pinned_modes()`, as a run or an experiment asks) a rejection steps nothing down: the
+call fails with `ModePinnedError`, saying which form the server refused.
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from swarmflow.core.capabilities import Capabilities, StructuredMode
+from swarmflow.core.capabilities import Capabilities, StructuredMode, modes_are_pinned
+from swarmflow.core.errors import ModelResponseError
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 
 _STEP_DOWN: Mapping[StructuredMode, StructuredMode] = {
@@ -30,34 +40,56 @@ Force = bool | Literal["first"]
 """Forcing tool calls: never, on every call that offers tools, or on a turn's first call only."""
 
 
+class ModePinnedError(ModelResponseError):
+    """The server rejected a pinned form: the call fails instead of stepping down."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModeChange:
+    """The endpoint stepped down from a form the server rejected: reported once."""
+
+    rejected: StructuredMode
+    chosen: StructuredMode
+    reason: str
+    """What the server said, shortened."""
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """How one request goes on the wire."""
 
-    output_form: StructuredMode | None
-    """The response_format form of a structured answer; None when none is wanted."""
+    form: StructuredMode | None
+    """The form this call asks of the server: a structured answer's, or the tools' union's when
+    a forced call goes as a JSON answer; None when it asks for neither."""
     forced: bool
     """True when this call must come back as a tool call."""
     json_tools: bool
     """True when the forced call is asked for as a JSON answer over the tools' union."""
 
+    @property
+    def output_form(self) -> StructuredMode | None:
+        """The form of a structured answer; None when none is wanted."""
+        return None if self.json_tools else self.form
+
 
 class WireModes:
     """The adapter's modes for one server, with what it has learnt from rejections."""
 
-    def __init__(self, capabilities: Capabilities) -> None:
+    def __init__(self, capabilities: Capabilities, *, pinned: bool = False) -> None:
         self.capabilities = capabilities
         self.form: StructuredMode = capabilities.structured
+        """The form asked for now: the capabilities' own, or the one stepped down to."""
+        self.pinned = pinned
+        """True: a rejected form fails the call instead of stepping down."""
 
     def plan(self, request: ModelRequest, *, force: Force) -> Plan:
         """The plan for `request`: a structured answer is never forced into a tool call."""
+        form = self.form  # read once: the plan remembers what this call sends
         if request.output is not None:
-            return Plan(self.form, forced=False, json_tools=False)
+            return Plan(form, forced=False, json_tools=False)
         forced = _forcing(request, force)
-        json_tools = (
-            forced and self.capabilities.forced_tools == "json_schema" and self.form != "prompt"
-        )
-        return Plan(None, forced, json_tools)
+        json_tools = forced and self.capabilities.forced_tools == "json_schema" and form != "prompt"
+        return Plan(form if json_tools else None, forced, json_tools)
 
     def shape(self, payload: dict[str, Any], request: ModelRequest, plan: Plan) -> None:
         """Add the plan's fields to a payload built for `request`."""
@@ -65,8 +97,8 @@ class WireModes:
             fmt = response_format(plan.output_form, request.output.name, request.output.schema)
             if fmt is not None:
                 payload["response_format"] = fmt
-        if plan.json_tools:
-            _shape_json_tools(payload, request, self.form)
+        if plan.json_tools and plan.form is not None:
+            _shape_json_tools(payload, request, plan.form)
         elif request.tools:
             payload["tool_choice"] = self._tool_choice(request, force=plan.forced)
 
@@ -82,30 +114,44 @@ class WireModes:
         return _named(choice)
 
     def read(self, response: ModelResponse, request: ModelRequest, plan: Plan) -> ModelResponse:
-        """The response with the plan's mode recorded and a JSON tool answer made a call."""
-        if plan.output_form is not None:
-            return replace(response, output_mode=plan.output_form)
+        """The response with the plan's form recorded (`output_mode`) and a JSON tool answer
+        made a call."""
+        if plan.form is not None:
+            response = replace(response, output_mode=plan.form)
         if plan.json_tools and not response.tool_calls and response.text:
             call = json_tool_call(response.text, request.tools)
             if call is not None:
                 return replace(response, text=None, tool_calls=(call,), finish_reason="tool_calls")
         return response
 
-    def step_down(self, plan: Plan, message: str) -> str | None:
-        """After a 400/422: give up the rejected form and say why; None if it was not that."""
-        sent_form = plan.output_form or (self.form if plan.json_tools else None)
-        if sent_form is None or sent_form == "prompt":
+    def step_down(self, plan: Plan, message: str) -> tuple[str, ModeChange | None] | None:
+        """After a 400/422: why the call goes again in a lower form, with the change when this
+        call's rejection made it (None when a concurrent call had made it already); None when
+        the rejection was not of the form.
+
+        Raises:
+            ModePinnedError: the modes are pinned, so the rejected form is not given up.
+        """
+        sent = plan.form
+        if sent is None or sent == "prompt":
             return None
         if not any(word in message.lower() for word in _REJECTION_WORDS):
             return None
-        if sent_form == self.form:  # else a concurrent call has stepped down already
-            self.form = _STEP_DOWN[sent_form]
+        if self.pinned or modes_are_pinned():
+            raise ModePinnedError(
+                f"the server rejected response_format {sent!r}, and the output modes are "
+                f"pinned, so they do not step down: {message[:300]}"
+            )
+        change = None
+        if sent == self.form:  # else a call sent in the same form has stepped down already
+            self.form = _STEP_DOWN[sent]
+            change = ModeChange(sent, self.form, message[:300])
         then = (
             "structured answers are asked for in the prompt and validated"
             if self.form == "prompt"
             else f"response_format {self.form!r} is tried instead"
         )
-        return f"the server rejected response_format {sent_form!r}; {then}: {message[:300]}"
+        return f"the server rejected response_format {sent!r}; {then}: {message[:300]}", change
 
 
 def response_format(form: StructuredMode, name: str, schema: dict[str, Any]) -> Any:

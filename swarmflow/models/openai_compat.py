@@ -11,6 +11,7 @@ import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -20,7 +21,7 @@ import anyio.lowlevel
 from swarmflow.core.capabilities import Capabilities, capabilities_for
 from swarmflow.core.errors import ConfigError, ModelResponseError, ModelUnavailable
 from swarmflow.core.messages import ModelRequest, ModelResponse
-from swarmflow.models._modes import Force, Plan, WireModes
+from swarmflow.models._modes import Force, ModeChange, ModePinnedError, Plan, WireModes
 from swarmflow.models._retry import (
     Endpoint,
     Retryable,
@@ -41,6 +42,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
 
 OnRetry = Callable[[int, str, float], object]
+OnModeChange = Callable[[str, ModeChange], object]
+"""Told the endpoint (`model at base_url`) and the change, once per step-down."""
 
 
 class _Adapted(Retryable):
@@ -65,7 +68,9 @@ class OpenAIModel:
     the first call of each turn ("first": look before answering, then answer freely).
     `capabilities` overrides what the capability table says about this model: how structured
     answers and forced tool calls are asked for (`swarmflow.core.capabilities`), as a
-    `Capabilities` or a mapping naming only what changes.
+    `Capabilities` or a mapping naming only what changes. A form the server rejects is given
+    up once for this endpoint, and `on_mode_change` is told (a run records it as an
+    `output_mode_stepped_down` event); `pin_modes=True` fails such a call instead.
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class OpenAIModel:
         extra_body: Mapping[str, Any] | None = None,
         force_tool_choice: Force = False,
         capabilities: Capabilities | Mapping[str, str] | None = None,
+        pin_modes: bool = False,
     ) -> None:
         self.name = model
         given_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -107,8 +113,11 @@ class OpenAIModel:
         """Called with each piece of text as a streamed answer arrives."""
         self.extra_body = dict(extra_body or {})
         self.force_tool_choice = force_tool_choice
+        self.on_mode_change: OnModeChange | None = None
+        """Called once when this endpoint steps down from a form its server rejected."""
         try:
-            self.modes = WireModes(capabilities_for(model, self.base_url, capabilities))
+            found = capabilities_for(model, self.base_url, capabilities)
+            self.modes = WireModes(found, pinned=pin_modes)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"model {model!r}: {exc}") from None
         self._token_param = "max_tokens"
@@ -205,12 +214,15 @@ class OpenAIModel:
         except openai.APITimeoutError:  # a connect, write or read waited `timeout` in vain
             raise Retryable(self._timeouts.silent()) from None
         except openai.OpenAIError as exc:
-            adapted = self._adapt(exc, plan)
+            try:
+                adapted = await self._adapt(exc, plan)
+            except ModePinnedError as pinned:
+                raise ModePinnedError(self._endpoint.scrub(pinned.message)) from None
             if adapted is not None:
                 raise _Adapted(self._endpoint.scrub(adapted)) from None
             raise classify(exc, self._endpoint) from None
 
-    def _adapt(self, exc: Exception, plan: Plan) -> str | None:
+    async def _adapt(self, exc: Exception, plan: Plan) -> str | None:
         """Drop or change request fields the server rejects; the reason when something changed."""
         import openai
 
@@ -225,7 +237,16 @@ class OpenAIModel:
         if "stream_options" in lowered and self.stream and self._ask_stream_usage:
             self._ask_stream_usage = False  # usage is then estimated
             return f"adapted the request to the server: {text}"
-        return self.modes.step_down(plan, text)
+        stepped = self.modes.step_down(plan, text)
+        if stepped is None:
+            return None
+        reason, change = stepped
+        if change is not None and self.on_mode_change is not None:
+            scrubbed = replace(change, reason=self._endpoint.scrub(change.reason))
+            told = self.on_mode_change(f"{self.name} at {self.base_url}", scrubbed)
+            if isinstance(told, Awaitable):
+                await told
+        return reason
 
     async def _call(self, request: ModelRequest, plan: Plan) -> ModelResponse:
         """Send the request once."""

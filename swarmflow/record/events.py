@@ -98,8 +98,9 @@ class ModelCalled(EventBase):
     prefix_tokens: int = 0
     """Of those, the ones that repeat the previous request's prompt prefix in this session."""
     output_mode: str | None = None
-    """How a structured answer was asked for: "json_schema" (the server constrained it) or
-    "prompt" (asked in the prompt and validated); None when the call wanted none."""
+    """The form asked of the server: a structured answer's, "json_schema" or "json_object" (the
+    server constrained it) or "prompt" (asked in the prompt and validated), or a forced tool
+    call's when it went as a JSON answer over the tools; None when the call asked for neither."""
     request_shape: dict[str, Any] | None = None
     """A harness's call (`swarmflow.harnesses`): what its request held (messages by role,
     tool names, whether it streamed, the `max_tokens` it asked for, its other keys)."""
@@ -116,6 +117,20 @@ class ModelRetried(EventBase):
     attempt: int
     error: str
     delay: float
+
+
+class OutputModeSteppedDown(EventBase):
+    """A model's endpoint gave up a form its server rejected, for every later call (once)."""
+
+    type: Literal["output_mode_stepped_down"] = "output_mode_stepped_down"
+    endpoint: str
+    """The model and its base URL."""
+    rejected: str
+    """The form the server rejected: "json_schema" or "json_object"."""
+    chosen: str
+    """The form asked for from now on: "json_object" or "prompt"."""
+    reason: str
+    """What the server said."""
 
 
 class ToolExecuted(EventBase):
@@ -614,7 +629,8 @@ Event = Annotated[
     | MentionDelivered
     | BoardRefused
     | BoardServed
-    | TeamEnded,
+    | TeamEnded
+    | OutputModeSteppedDown,
     Field(discriminator="type"),
 ]
 

@@ -18,6 +18,7 @@ import anyio
 from pydantic_core import to_jsonable_python
 
 from swarmflow.core.budget import Ledger, Limits
+from swarmflow.core.capabilities import pinned_modes
 from swarmflow.core.errors import (
     BudgetExhausted,
     ConfigError,
@@ -103,6 +104,7 @@ async def run(
     raise_on_failure: bool = True,
     parent_ledger: Ledger | None = None,
     board_port: int | None = None,
+    pin_modes: bool = False,
     **inputs: Any,
 ) -> RunResult:
     """Execute `flow` with `inputs` (its parameters, by name) and return its `RunResult`.
@@ -115,7 +117,9 @@ async def run(
     returns with `status="paused"`. `parent_ledger` makes the run's ledger a child of it: every
     reservation must also fit it and every spend counts against it (a batch's shared budget).
     `board_port` serves the run's message board over HTTP on 127.0.0.1 at that port while the
-    flow runs (0 picks a free one; docs/board.md). `experience=True` (the runs root's
+    flow runs (0 picks a free one; docs/board.md). `pin_modes=True` keeps every model's
+    output modes as its capabilities say: a server that rejects one fails the call instead of
+    stepping down (docs/models.md). `experience=True` (the runs root's
     `experience.db`) or a file path opts in to experience across runs: each agent is offered
     the most relevant notes earlier runs wrote, and at the end a reflection writes its own
     (docs/context.md).
@@ -183,7 +187,8 @@ async def run(
         ctx = RunContext(deps, RunState(Ledger("run", limits, parent=parent_ledger)))
         claim(run_dir)  # from here on the run's end releases it
         undo.pop_all()
-    result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)
+    with pinned_modes(pin_modes):
+        result = await _execute(ctx, flow, inputs, memory, interrupted, board_port=board_port)
     if result.status == "failed" and raise_on_failure:
         raise FlowFailed(failure_message(flow.name, result.error), result=result) from result.error
     return result

@@ -26,7 +26,7 @@ from swarmflow.durable.reopen import reopen_run
 from swarmflow.durable.replay import journaled_turn
 from swarmflow.models.guard import check_real_call_allowed
 from swarmflow.operators.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
-from swarmflow.record.events import ModelRetried
+from swarmflow.record.events import ModelRetried, OutputModeSteppedDown
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.journal import Journal
 from swarmflow.record.sink import EventSink
@@ -112,9 +112,25 @@ def _report_retry(attempt: int, error: str, delay: float) -> None:
         session.emit(ModelRetried, attempt=attempt, error=error, delay=delay)
 
 
+def _report_mode_change(endpoint: str, change: Any) -> None:
+    """Turn an adapter's step-down into an `output_mode_stepped_down` event of the session whose
+    call the server rejected (the one call that decided it)."""
+    session = current_session.get()
+    if session is not None and not session.closed:
+        session.emit(
+            OutputModeSteppedDown,
+            endpoint=endpoint,
+            rejected=change.rejected,
+            chosen=change.chosen,
+            reason=change.reason,
+        )
+
+
 def _instrument(model: Model) -> Model:
     if hasattr(model, "on_retry") and model.on_retry is None:
         model.on_retry = _report_retry
+    if hasattr(model, "on_mode_change") and model.on_mode_change is None:
+        model.on_mode_change = _report_mode_change
     if hasattr(model, "on_delta") and model.on_delta is None:
         model.on_delta = report_delta  # streamed text reaches `swarmflow.stream` readers
     return model
@@ -195,12 +211,7 @@ def human_channel(human: HumanChannel | Sequence[Any] | Mapping[str, Any] | None
 
 
 def merge_limits(declared: Limits, given: Limits) -> Limits:
-    return Limits(
-        tokens=given.tokens if given.tokens is not None else declared.tokens,
-        cost=given.cost if given.cost is not None else declared.cost,
-        calls=given.calls if given.calls is not None else declared.calls,
-        seconds=given.seconds if given.seconds is not None else declared.seconds,
-    )
+    return given.over(declared)
 
 
 def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:

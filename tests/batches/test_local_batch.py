@@ -133,7 +133,7 @@ async def test_a_shared_budget_stops_the_batch_and_a_rerun_finishes_it(tmp_path:
 
 
 async def test_a_per_task_budget_fails_only_the_tasks_over_it(tmp_path: Path) -> None:
-    result = await batch(solve, task_list(3), out=tmp_path, task_budget={"calls": 1},
+    result = await batch(solve, task_list(3), out=tmp_path, run_budget={"calls": 1},
                          model=FunctionModel(answer))  # fmt: skip
     assert result.counts() == {"failed": 3} and result.stopped is None
     assert all("BudgetExhausted" in (r["error"] or "") for r in lines(tmp_path))

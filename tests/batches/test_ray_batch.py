@@ -369,3 +369,41 @@ async def test_a_model_that_cannot_be_sent_to_the_workers_is_refused_clearly(
             solve, task_list(2), out=tmp_path, on="ray", model=FunctionModel(holding_a_lock)
         )
     assert not (tmp_path / "results.jsonl").exists() and batch_actors() == []
+
+
+@flow(team=Team([Agent("worker")]))
+async def arm_work(n: int, arm: str) -> str:
+    return (await agent("worker", f"{arm}/t{n}/r1")).text
+
+
+async def test_four_arms_share_one_pool_and_start_interleaved(
+    cluster: None, tmp_path: Path
+) -> None:
+    from swarmflow.experiments import Arm, Experiment, FunctionGrader, run_experiment
+
+    (tmp_path / "tasks.jsonl").write_text(
+        "".join(json.dumps({"id": f"t{n}", "inputs": {"n": n}}) + "\n" for n in range(3))
+    )
+    arms = [Arm(name=a, flow=arm_work, inputs={"arm": a}, reference=a == "a") for a in "abcd"]
+    experiment = Experiment(
+        name="ray-order", tasks=tmp_path / "tasks.jsonl", arms=arms, concurrency=1,
+        grader=FunctionGrader(fn=lambda task, result: result.output == "done"),
+    )  # fmt: skip
+    seen = gate()
+
+    async def policy(req: ModelRequest) -> str:
+        call = uuid.uuid4().hex
+        await seen.enter.remote(call, req.prompt)
+        await seen.leave.remote(call)
+        return "done"
+
+    out = tmp_path / "out"
+    result = await run_experiment(experiment, out=out, on="ray", model=FunctionModel(policy))
+
+    assert (result.total, result.finished, result.stopped) == (12, 12, [])
+    order = json.loads((out / "experiment.json").read_text())["order"]
+    prompts, inside = await seen.seen.remote()
+    assert prompts == order and inside == 0  # one at a time: in the recorded order
+    for start in range(0, 12, 4):  # each task's block holds every arm's run of it
+        assert sorted(key[0] for key in order[start : start + 4]) == list("abcd")
+    assert batch_actors() == []  # one pool for every arm, gone with the experiment

@@ -1,5 +1,5 @@
-"""Products that apply and a grader that cannot be gamed (docs/experiments.md, "What the
-numbers mean").
+"""Products that apply and a grader that cannot be gamed (docs/experiments.md, "What you
+can rely on").
 
 An oracle coder types the canonical solution (a text fix and a binary file), runs pytest in
 its workspace, which leaves `__pycache__/` and `.pytest_cache/` behind in a repository that

@@ -38,7 +38,7 @@ def stalls():
     return FunctionModel(policy, name="resume-scripted")
 
 EXPERIMENT = Experiment(
-    name="resume", tasks=os.environ["TASKS"], concurrency=3,
+    name="resume", tasks=os.environ["TASKS"], concurrency=6,
     grader=FunctionGrader(fn=lambda task, result: result.output == "done+done"),
     arms=[Arm(name="quick", flow=work, demo=quick, reference=True),
           Arm(name="stalls", flow=work, demo=stalls)],

@@ -49,7 +49,7 @@ def test_the_judge_grades_every_item_in_runs_of_its_own(tmp_path: Path) -> None:
         {"id": "q1", "inputs": {"question": "what is it?"}, "rubric": ["alpha named", "beta named"]},
     ])  # fmt: skip
     experiment = Experiment(
-        name="rubric", tasks=tasks, grader=RubricGrader(budget={"tokens": 50_000}),
+        name="rubric", tasks=tasks, grader=RubricGrader(run_budget={"tokens": 50_000}),
         judge_demo=_judge, arms=[
             Arm(name="both", flow=answer, demo=lambda: _answerer("alpha and beta"), reference=True),
             Arm(name="half", flow=answer, demo=lambda: _answerer("only alpha")),
