@@ -1,4 +1,4 @@
-"""`run_experiment`: every arm x task x repeat through the batch engine, then graded.
+"""`run_experiment`: every arm x task x repeat through the batch engine, each run graded.
 
 Each arm is one batch (`OUT/arms/<arm>/`) over the task set's runs, task by task and repeat
 by repeat, so the batch engine's rules hold for every run: a re-run skips the runs with a
@@ -7,9 +7,11 @@ rebuilds the line of a run that ended before it was written; nothing finished is
 Every run gets its own checkout of its task's repository (its `repo=`, given through its
 task line). The arms' batches run as one group: one pool of workers (here or on Ray) serves
 them all, and their runs start in the seeded, interleaved order `experiment.json` records
-(`order.py`). Once the runs are over, each is graded and its grade appended to
-`OUT/grades.jsonl` (a graded run is never graded again). Then `OUT/rows.csv` is written
-whole, from the run directories and the grades.
+(`order.py`). Each run is graded as soon as its result line is written (a run an earlier
+call finished, once the batches are over) and its grade appended to `OUT/grades.jsonl` (a
+graded run is never graded again); before the first grading of the call, a grader that would
+run the products' code outside the sandbox says so once (`grading_notes.py`). Then
+`OUT/rows.csv` is written whole, from the run directories and the grades.
 """
 
 from __future__ import annotations
