@@ -26,6 +26,7 @@ from swarmflow.cli import (
     report_commands,
     run_commands,
     run_dirs_commands,
+    view_commands,
 )
 from swarmflow.cli.signals import stop_on_sigterm, stopped
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     board_commands.register(sub)
     experiment_commands.register(sub)
     experience_commands.register(sub)
+    view_commands.register(sub)
     return parser
 
 
