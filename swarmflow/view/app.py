@@ -164,22 +164,61 @@ def _marks(context: dict[str, Any]) -> dict[str, Any]:
     return {"count": state.digest.count, "status": state.digest.status}
 
 
+Show = Callable[[View, Item, Request], Response]
+
+
+def _with_item(view: View, kind: Kind, show: Show) -> Any:
+    """An endpoint that finds the item its URL names in the catalog, then shows it (in a
+    worker thread: reading a log is blocking file work)."""
+
+    async def endpoint(request: Request) -> Response:
+        key = request.path_params["key"]
+        item = view.item(key, kind)
+        if item is None:
+            return _missing(f"no {kind} {key!r} in {view.root}")
+        try:
+            return await anyio.to_thread.run_sync(show, view, item, request)
+        except (LogError, ConfigError) as exc:
+            return _missing(str(exc))
+
+    return endpoint
+
+
+def _run_page(view: View, item: Item, request: Request) -> Response:
+    context = _run_context(view, item)
+    return _page(_render("run.html.j2", fragments=RUN_FRAGMENTS, **context))
+
+
+def _run_fragment(view: View, item: Item, request: Request) -> Response:
+    return _json(_fragments("run", RUN_FRAGMENTS, _run_context(view, item)))
+
+
+def _report_page(view: View, item: Item, request: Request) -> Response:
+    from swarmflow.report.html import render_html
+    from swarmflow.report.log import read_log
+
+    return _page(render_html(read_log(item.path)), policy=REPORT_POLICY)
+
+
+def _experiment_page(view: View, item: Item, request: Request) -> Response:
+    context = _experiment_context(view, item)
+    return _page(_render("experiment.html.j2", fragments=EXPERIMENT_FRAGMENTS, **context))
+
+
+def _experiment_fragment(view: View, item: Item, request: Request) -> Response:
+    return _json(_fragments("experiment", EXPERIMENT_FRAGMENTS, _experiment_context(view, item)))
+
+
+def _experiment_runs(view: View, item: Item, request: Request) -> Response:
+    context = _experiment_context(view, item)
+    arm, task = request.query_params.get("arm", ""), request.query_params.get("task", "")
+    cells = context["x"].runs(arm, task)
+    return _page(_render("experiment_runs.html.j2", arm=arm, task=task, cells=cells, **context))
+
+
 def build_app(root: Path) -> Starlette:
     """The application serving the runs and experiments under `root`."""
     view = View(root)
-
-    def with_item(kind: Kind, show: Callable[[Item, Request], Response]) -> Any:
-        async def endpoint(request: Request) -> Response:
-            key = request.path_params["key"]
-            item = view.item(key, kind)
-            if item is None:
-                return _missing(f"no {kind} {key!r} in {view.root}")
-            try:
-                return await anyio.to_thread.run_sync(show, item, request)
-            except (LogError, ConfigError) as exc:
-                return _missing(str(exc))
-
-        return endpoint
 
     async def index(request: Request) -> Response:
         context = await anyio.to_thread.run_sync(_index_context, view)
@@ -189,42 +228,18 @@ def build_app(root: Path) -> Starlette:
         context = await anyio.to_thread.run_sync(_index_context, view)
         return _json(_fragments("index", ("catalog",), context))
 
-    def run_page(item: Item, request: Request) -> Response:
-        context = _run_context(view, item)
-        return _page(_render("run.html.j2", fragments=RUN_FRAGMENTS, **context))
-
-    def run_fragment(item: Item, request: Request) -> Response:
-        return _json(_fragments("run", RUN_FRAGMENTS, _run_context(view, item)))
-
-    def report_page(item: Item, request: Request) -> Response:
-        from swarmflow.report.html import render_html
-        from swarmflow.report.log import read_log
-
-        return _page(render_html(read_log(item.path)), policy=REPORT_POLICY)
-
-    def experiment_page(item: Item, request: Request) -> Response:
-        context = _experiment_context(view, item)
-        page = _render("experiment.html.j2", fragments=EXPERIMENT_FRAGMENTS, **context)
-        return _page(page)
-
-    def experiment_fragment(item: Item, request: Request) -> Response:
-        return _json(_fragments("experiment", EXPERIMENT_FRAGMENTS, _experiment_context(view, item)))
-
-    def experiment_runs(item: Item, request: Request) -> Response:
-        context = _experiment_context(view, item)
-        arm, task = request.query_params.get("arm", ""), request.query_params.get("task", "")
-        cells = context["x"].runs(arm, task)
-        return _page(_render("experiment_runs.html.j2", arm=arm, task=task, cells=cells, **context))
-
     routes = [
         Route("/", index),
         Route("/fragment/index", index_fragment),
-        Route("/run/{key:path}", with_item("run", run_page)),
-        Route("/fragment/run/{key:path}", with_item("run", run_fragment)),
-        Route("/report/{key:path}", with_item("run", report_page)),
-        Route("/experiment/{key:path}", with_item("experiment", experiment_page)),
-        Route("/fragment/experiment/{key:path}", with_item("experiment", experiment_fragment)),
-        Route("/experiment-runs/{key:path}", with_item("experiment", experiment_runs)),
+        Route("/run/{key:path}", _with_item(view, "run", _run_page)),
+        Route("/fragment/run/{key:path}", _with_item(view, "run", _run_fragment)),
+        Route("/report/{key:path}", _with_item(view, "run", _report_page)),
+        Route("/experiment/{key:path}", _with_item(view, "experiment", _experiment_page)),
+        Route(
+            "/fragment/experiment/{key:path}",
+            _with_item(view, "experiment", _experiment_fragment),
+        ),
+        Route("/experiment-runs/{key:path}", _with_item(view, "experiment", _experiment_runs)),
         Mount("/static", StaticFiles(packages=[("swarmflow.view", "static")]), name="static"),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)]

@@ -1,8 +1,9 @@
 """What a folder holds for the view: run directories and experiment folders, each under a key.
 
-A key is the item's path relative to the folder given, written with `/` (`.` for the folder
-itself). The view names items by key only, and every request is answered from the catalog,
-never from a path taken from a URL: nothing outside the folder can be named.
+A key is the item's path relative to the folder given, written with `/` (`ROOT_KEY` for the
+folder itself: a URL path ending in `.` would be read as the folder above). The view names
+items by key only, and every request is answered from the catalog, never from a path taken
+from a URL: nothing outside the folder can be named.
 
 The scan goes two levels below the folder (a runs root, a folder of experiments), and into an
 experiment's `arms/<arm>/runs/` folders; it follows no symbolic link and stops at `MAX_ITEMS`.
@@ -22,6 +23,7 @@ from swarmflow.record.files import EVENTS_FILE
 MAX_ITEMS = 5000
 """The most runs and experiments one view lists (a larger folder is cut, and says so)."""
 MAX_DEPTH = 2
+ROOT_KEY = "~"
 
 Kind = Literal["run", "experiment"]
 
@@ -58,7 +60,7 @@ class Catalog:
 
     def key_of(self, path: Path) -> str:
         rel = path.relative_to(self.root).as_posix()
-        return rel or "."
+        return ROOT_KEY if rel == "." else rel
 
 
 def scan(root: Path) -> Catalog:
@@ -107,4 +109,4 @@ def _is_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
-__all__ = ["EXPERIMENT_FILE", "MAX_ITEMS", "Catalog", "Item", "scan"]
+__all__ = ["EXPERIMENT_FILE", "MAX_ITEMS", "ROOT_KEY", "Catalog", "Item", "scan"]

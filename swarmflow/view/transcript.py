@@ -31,7 +31,6 @@ from swarmflow.record.events import (
     SessionStarted,
     SessionTold,
     ToolExecuted,
-    ToolRefused,
 )
 from swarmflow.record.files import JOURNAL_FILE
 from swarmflow.record.journal import read_journal
@@ -81,7 +80,9 @@ def _started(e: SessionStarted) -> list[Part]:
 def _ended(e: SessionEnded) -> list[Part]:
     detail = f": {e.detail}" if e.detail else ""
     title = f"session ended {e.state} ({e.reason}){detail}"
-    return [Part(e.seq, "session", title, f"{e.steps} steps, {e.tokens:,} tokens", e.state == "done")]
+    return [
+        Part(e.seq, "session", title, f"{e.steps} steps, {e.tokens:,} tokens", e.state == "done")
+    ]
 
 
 def _evidence(e: EvidenceDelivered) -> list[Part]:
@@ -148,9 +149,8 @@ def parts_of(e: EventBase) -> list[Part]:
     make = _PARTS.get(type(e))
     if make is not None:
         return make(e)
-    if isinstance(e, ToolRefused) or (text := refusal_text(e)):
-        return [Part(e.seq, "refusal", "refused", refusal_text(e), False)]
-    return []
+    text = refusal_text(e)
+    return [Part(e.seq, "refusal", "refused", text, False)] if text else []
 
 
 def transcripts(events: Iterable[EventBase], run_dir: Path | None) -> dict[str, list[Part]]:
