@@ -18,7 +18,7 @@ from typing import Any
 from swarmflow.experiments.runread import END_REASONS
 from swarmflow.experiments.summary import ArmSummary
 
-END_COLORS = ("#4c9f70", "#d9a441", "#8e7cc3", "#c0504d", "#7f7f7f")
+END_COLORS = ("#4c9f70", "#d9a441", "#8e7cc3", "#5b9bd5", "#c0504d", "#7f7f7f")
 _XML_HEAD = re.compile(r"^<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", re.DOTALL)
 
 

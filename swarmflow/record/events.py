@@ -532,10 +532,29 @@ class HarnessRefused(EventBase):
     type: Literal["harness_refused"] = "harness_refused"
     harness: str
     kind: str
-    """budget, step_limit, handoff, rail, body_too_large, connections, timeouts, bad_request,
-    unauthorized, not_found, model_error or ended."""
+    """budget, step_limit, loop_block, handoff, rail, body_too_large, connections, timeouts,
+    bad_request, unauthorized, not_found, model_error or ended."""
     status: int = 0
     reason: str
+
+
+class HarnessToolExecuted(EventBase):
+    """A tool call a harness's program ran: the call its model answered with, and the result
+    the program fed back in its next request (`fed_back` False: the program ended, or went
+    on, without sending one)."""
+
+    type: Literal["harness_tool_executed"] = "harness_tool_executed"
+    harness: str
+    tool: str
+    call_id: str = ""
+    arguments: dict[str, Any] | str = {}
+    result: str = ""
+    """The result as the program sent it, cut to 2,000 characters."""
+    fed_back: bool = True
+    step: int = 0
+    """The model call that asked for it."""
+    duration: float = 0.0
+    """Seconds from the answer to the request that carried the result."""
 
 
 class BranchFinished(EventBase):
@@ -607,6 +626,7 @@ Event = Annotated[
     | HarnessStarted
     | HarnessEnded
     | HarnessRefused
+    | HarnessToolExecuted
     | OutcomesCompacted
     | ThreadCreated
     | BoardMessagePosted

@@ -24,6 +24,7 @@ from swarmflow.record.events import (
     EvidenceDelivered,
     HarnessEnded,
     HarnessStarted,
+    HarnessToolExecuted,
     MentionDelivered,
     MessageSent,
     ModelCalled,
@@ -70,6 +71,13 @@ def _tool(e: ToolExecuted) -> list[Part]:
         Part(e.seq - 0.5, "call", f"{e.tool}({e.call_id}){failed}", _args(e.arguments), e.ok),
         Part(e.seq, "result", f"result of {e.tool}", e.result, e.ok),
     ]
+
+
+def _harness_tool(e: HarnessToolExecuted) -> list[Part]:
+    back = "" if e.fed_back else " (its result never came back)"
+    title = f"{e.tool}({e.call_id}), run by {e.harness}{back}"
+    call = Part(e.seq - 0.5, "call", title, _args(e.arguments))
+    return [call, Part(e.seq, "result", f"result of {e.tool}", e.result)] if e.fed_back else [call]
 
 
 def _started(e: SessionStarted) -> list[Part]:
@@ -130,6 +138,7 @@ def _harness_ended(e: HarnessEnded) -> list[Part]:
 _PARTS: dict[type[EventBase], Callable[[Any], list[Part]]] = {
     ModelCalled: _model,
     ToolExecuted: _tool,
+    HarnessToolExecuted: _harness_tool,
     SessionStarted: _started,
     SessionEnded: _ended,
     EvidenceDelivered: _evidence,
