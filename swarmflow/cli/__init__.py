@@ -23,6 +23,7 @@ from swarmflow.cli import (
     experiment_commands,
     flow_commands,
     graph_commands,
+    models_commands,
     report_commands,
     run_commands,
     run_dirs_commands,
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     experiment_commands.register(sub)
     experience_commands.register(sub)
     view_commands.register(sub)
+    models_commands.register(sub)
     return parser
 
 

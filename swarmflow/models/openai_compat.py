@@ -107,6 +107,8 @@ class OpenAIModel:
         """Called with each piece of text as a streamed answer arrives."""
         self.extra_body = dict(extra_body or {})
         self.force_tool_choice = force_tool_choice
+        self.endpoint_profile: dict[str, Any] | None = None
+        """What a probe of the endpoint found (`models.probe`); a run records it."""
         try:
             self.modes = WireModes(capabilities_for(model, self.base_url, capabilities))
         except (TypeError, ValueError) as exc:

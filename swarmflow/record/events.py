@@ -111,6 +111,21 @@ class ModelCalled(EventBase):
     call of an earlier session of the same agent in the run (card, tool schemas, task)."""
 
 
+class EndpointProbed(EventBase):
+    """What the run's model endpoint was found to honour before the first call, and so what
+    the run uses where no option chose (`swarmflow.models.probe`)."""
+
+    type: Literal["endpoint_probed"] = "endpoint_probed"
+    base_url: str
+    model: str
+    structured: str
+    forced_tools: str
+    calls_tools_unforced: bool
+    streaming: bool
+    context_length: int | None = None
+    notes: list[str] = []
+
+
 class ModelRetried(EventBase):
     type: Literal["model_retried"] = "model_retried"
     attempt: int
@@ -589,6 +604,7 @@ Event = Annotated[
     | SessionStarted
     | ModelCalled
     | ModelRetried
+    | EndpointProbed
     | ToolExecuted
     | ToolRefused
     | MessageSent
