@@ -40,6 +40,7 @@ from starlette.staticfiles import StaticFiles
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
+from swarmflow.report.live import RunWatch
 from swarmflow.report.log import LogError
 from swarmflow.view.catalog import Catalog, Item, Kind, scan
 from swarmflow.view.experimentstate import ReportCache, read_experiment_state
@@ -58,7 +59,7 @@ REPORT_POLICY = (
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
 RUN_FRAGMENTS = ("summary", "budgets", "sessions", "timeline", "transcripts", "refusals",
                  "adherence", "board")  # fmt: skip
-EXPERIMENT_FRAGMENTS = ("progress", "cells", "report")
+EXPERIMENT_FRAGMENTS = ("progress", "working", "cells", "report")
 
 
 class View:
@@ -68,6 +69,7 @@ class View:
         self.root = root
         self.runs = StateCache()
         self.reports = ReportCache()
+        self.watches: dict[Path, RunWatch] = {}
         self._lock = threading.Lock()
         self._catalog = scan(root)
 
@@ -148,8 +150,10 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
     catalog = view.catalog(fresh=True)
     state = read_experiment_state(item.path, view.runs, catalog.key_of)
     report, figures = view.reports.get(item.path) if state.done else (None, {})
+    watch = view.watches.setdefault(item.path, RunWatch(item.path))
+    working = watch.at_work() if not state.done else []
     return {"item": item, "x": state, "report": report, "figures": figures,
-            "live": not state.done}  # fmt: skip
+            "working": working, "live": not state.done}  # fmt: skip
 
 
 def _fragments(page: str, names: tuple[str, ...], context: dict[str, Any]) -> dict[str, Any]:
