@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.core.messages import ModelResponse, ToolCall
 from swarmflow.experiments.runread import END_REASONS, AssignedAxes, read_run
@@ -62,3 +64,39 @@ async def test_read_file_of_no_path_or_a_folder_says_what_to_do(tmp_path: Path) 
     for folder in (".", "./"):
         said = await _read_result(folder, tmp_path)
         assert "is a directory; use list_files" in said and "internal error" not in said
+
+
+def test_experience_takes_store_after_the_action_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarmflow.cli import main
+
+    store = tmp_path / "notes.db"
+    for argv in (["experience", "list", "--store", str(store)],
+                 ["experience", "--store", str(store), "list"],
+                 ["experience", "--store", "elsewhere.db", "show", "1", "--store", str(store)]):  # fmt: skip
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"no experience store at {store}" in err and "usage:" not in err, argv
+
+
+def test_the_text_timeline_is_in_the_order_things_started(tmp_path: Path) -> None:
+    import json
+
+    from swarmflow.report import read_log, report_of
+
+    base = {"run_id": "r1", "ts": 0.0, "agent": "a", "session": "a#1"}
+    events = [
+        {"type": "run_started", "seq": 0, "t": 0.0, "flow": "f", "agent": None, "session": None},
+        {"type": "session_started", "seq": 1, "t": 0.1},
+        # a tool that ran from 0.9 s to 1.0 s, recorded before a model call that ran from
+        # 0.5 s to 2.0 s (each event is written when its work ends)
+        {"type": "tool_executed", "seq": 2, "t": 1.0, "tool": "read_file", "duration": 0.1},
+        {"type": "model_called", "seq": 3, "t": 2.0, "step": 1, "latency": 1.5},
+    ]
+    lines = [json.dumps({**base, **e}) for e in events]
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    text = report_of(read_log(tmp_path), tmp_path)
+    timeline = text[text.index("Timeline") :].splitlines()[1:4]
+    starts = [float(line.split("s", 1)[0]) for line in timeline]
+    assert starts == sorted(starts) and any("model call 1" in line for line in timeline)
