@@ -100,3 +100,35 @@ def test_the_text_timeline_is_in_the_order_things_started(tmp_path: Path) -> Non
     timeline = text[text.index("Timeline") :].splitlines()[1:4]
     starts = [float(line.split("s", 1)[0]) for line in timeline]
     assert starts == sorted(starts) and any("model call 1" in line for line in timeline)
+
+
+SHELLER = Team([Agent("sheller", tools=["run_shell"], workspace="local")])
+
+
+@flow(team=SHELLER)
+async def shells() -> str:
+    return (await agent("sheller", "run something")).text
+
+
+def _one_command(request: Any) -> Any:
+    if any(m.role == "tool" for m in request.messages):
+        return "done"
+    return ModelResponse(tool_calls=(ToolCall("c1", "run_shell", '{"command": "true"}'),))
+
+
+async def test_a_missing_sandbox_is_printed_once_and_recorded_in_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import swarmflow.tools.shell as shell
+
+    problem = "bubblewrap (bwrap) is not installed (as this test pretends)"
+    monkeypatch.setattr(shell, "bwrap_problem", lambda: problem)
+    monkeypatch.setattr(shell, "_TOLD", set())  # as in a process of its own
+    results = [await run(shells, model=FunctionModel(_one_command), runs_root=tmp_path)
+               for _ in range(3)]  # fmt: skip
+    printed = [r for r in caplog.records if problem in r.getMessage()]
+    assert len(printed) == 1
+    for result in results:
+        assert [e.type for e in result.events if e.type == "sandbox_unavailable"] == [
+            "sandbox_unavailable"
+        ]
