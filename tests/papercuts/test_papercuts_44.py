@@ -132,3 +132,19 @@ async def test_a_missing_sandbox_is_printed_once_and_recorded_in_every_run(
         assert [e.type for e in result.events if e.type == "sandbox_unavailable"] == [
             "sandbox_unavailable"
         ]
+
+
+def test_every_built_in_tools_arguments_are_documented() -> None:
+    from swarmflow.tools import default_registry
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
+    table = page.split("## The built-in tools", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2] for line in table.splitlines()
+            if line.startswith("| `")}  # fmt: skip
+    for spec in default_registry().specs():
+        params = spec.parameters or {}
+        required = set(params.get("required", []))
+        named = [f"`{k}`" if k in required else f"`{k}`?" for k in params.get("properties", {})]
+        assert spec.name in rows, f"{spec.name} is not in docs/tools.md"
+        assert rows[spec.name].strip() == ", ".join(named), spec.name
+    assert set(rows) == {s.name for s in default_registry().specs()}
