@@ -148,3 +148,14 @@ def test_every_built_in_tools_arguments_are_documented() -> None:
         assert spec.name in rows, f"{spec.name} is not in docs/tools.md"
         assert rows[spec.name].strip() == ", ".join(named), spec.name
     assert set(rows) == {s.name for s in default_registry().specs()}
+
+
+def test_the_demo_ends_by_saying_what_to_do_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarmflow.cli import main
+
+    assert main(["demo", "--runs-dir", str(tmp_path), "--human", "auto"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"next: swarmflow view {tmp_path}  (every run, live")
+    assert "swarmflow report " in err[-1] and err[-1].endswith(" --html")
