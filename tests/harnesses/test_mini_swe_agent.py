@@ -128,3 +128,17 @@ def test_a_harness_that_repeats_one_command_is_stopped_by_the_loop_block(
     assert ended.reason == "loop block limit reached"
     steps = of_type(result, "harness_tool_executed")
     assert len(steps) == 3 and all("truncate_number" in s.result for s in steps)
+
+
+def test_its_html_report_names_the_harness_and_measures_adherence(tmp_path: Path) -> None:
+    from swarmflow.report import read_log
+    from swarmflow.report.html import render_html
+
+    repo = make_repo(tmp_path)
+    result = run_sync(
+        code_and_review, task="make answer() return 42", model=FunctionModel(policy), repo=repo
+    )
+    page = render_html(read_log(result.run_dir))
+    assert "coder <i>(harness: mini-swe-agent)</i>" in page
+    assert 'id="adherence"' in page and "Adherent to the declared organization" in page
+    assert "bash (run by mini-swe-agent)" in page  # its steps on the timeline

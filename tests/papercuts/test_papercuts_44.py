@@ -119,7 +119,7 @@ def _one_command(request: Any) -> Any:
 async def test_a_missing_sandbox_is_printed_once_and_recorded_in_every_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import swarmflow.tools.shell as shell
+    from swarmflow.tools import shell
 
     problem = "bubblewrap (bwrap) is not installed (as this test pretends)"
     monkeypatch.setattr(shell, "bwrap_problem", lambda: problem)
