@@ -5,6 +5,9 @@
   const body = document.body;
   const source = body.dataset.poll;
   const every = 1000;
+  // The list of runs keeps watching for new runs; a run's or an experiment's page stops once
+  // it has ended.
+  const always = body.dataset.always === "yes";
 
   function openDetails() {
     return new Set(Array.from(document.querySelectorAll("details[id][open]"), (d) => d.id));
@@ -43,7 +46,7 @@
     body.dataset.polls = String(Number(body.dataset.polls || "0") + 1);
     const mark = document.getElementById("live-mark");
     if (mark) mark.textContent = live ? "live" : "";
-    if (live) window.setTimeout(poll, every);
+    if (live || always) window.setTimeout(poll, every * (live ? 1 : 2));
   }
 
   function show(block) {
@@ -68,5 +71,5 @@
   });
 
   body.dataset.ready = "yes";
-  if (source && body.dataset.live === "yes") window.setTimeout(poll, every);
+  if (source && (body.dataset.live === "yes" || always)) window.setTimeout(poll, every);
 })();
