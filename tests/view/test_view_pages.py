@@ -140,3 +140,16 @@ def test_the_command_prints_its_url_serves_it_and_stops_on_ctrl_c(tmp_path: Path
         child.send_signal(signal.SIGINT)
         _out, err = child.communicate(timeout=20)
     assert "Traceback" not in err
+
+
+async def test_a_fifo_or_a_folder_where_a_log_should_be_is_passed_over(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    result = await _run(runs)
+    (runs / "fifo-run").mkdir()
+    os.mkfifo(runs / "fifo-run" / "events.jsonl")  # a read of it would wait for a writer
+    (runs / "folder-run" / "events.jsonl").mkdir(parents=True)
+    client = _client(runs)
+    index = client.get("/").text
+    assert f'href="/run/{result.run_id}"' in index
+    assert "fifo-run" not in index and "folder-run" not in index
+    assert client.get("/run/fifo-run").status_code == 404
