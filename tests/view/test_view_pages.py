@@ -153,3 +153,40 @@ async def test_a_fifo_or_a_folder_where_a_log_should_be_is_passed_over(tmp_path:
     assert f'href="/run/{result.run_id}"' in index
     assert "fifo-run" not in index and "folder-run" not in index
     assert client.get("/run/fifo-run").status_code == 404
+
+
+def test_an_experiment_that_is_still_running_shows_its_progress_and_who_is_at_work(
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "exp"
+    argv = ["experiment", "run", f"{root}/examples/experiments/experiment.py:EXPERIMENT",
+            "--demo", "--out", str(out), "--tasks", "1", "--repeats", "1"]  # fmt: skip
+    assert main(argv) == 0
+    # Put one run back to where it was mid-way: its log before its sessions ended, no grade.
+    log = out / "arms" / "workflow" / "runs" / "task-000001" / "events.jsonl"
+    lines = log.read_text().splitlines()
+    first_end = next(i for i, line in enumerate(lines) if '"session_ended"' in line)
+    log.write_text("\n".join(lines[:first_end]) + "\n")
+    grades = (out / "grades.jsonl").read_text().splitlines()
+    kept = [g for g in grades if json.loads(g)["arm"] != "workflow"]
+    (out / "grades.jsonl").write_text("\n".join(kept) + "\n")
+    shutil.rmtree(out / "arms" / "team-optional" / "runs")  # an arm not started yet
+    client = _client(out)
+    page = client.get("/experiment/~").text
+    assert '<tr data-arm="workflow">' in page
+    fragment = client.get("/fragment/experiment/~").json()
+    assert fragment["live"] is True
+    progress = fragment["html"]["progress"]
+    row = progress.split('<tr data-arm="workflow">', 1)[1].split("</tr>", 1)[0]
+    cells = [c.split("</td>")[0] for c in row.split("<td>")[2:8]]
+    assert cells == ["1", "1", "1", "0", "0", "0"]  # runs, started, running, finished, graded,
+    # resolved
+    assert "At work now" in fragment["html"]["working"]
+    assert "arms/workflow/runs/task-000001" in fragment["html"]["working"]
+    assert "once every run is graded" in fragment["html"]["report"]
+    cell = fragment["html"]["cells"].split('data-arm="team-optional"', 1)[1]
+    assert "not started" in cell.split("</td>", 1)[0]
