@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,dev,otel,mcp,experiments,lsp,harness]'
+	$(BIN)/python -m pip install -q -e '.[test,dev,otel,mcp,experiments,lsp,harness,view]'
 	touch $(STAMP)
 
 run: $(STAMP)

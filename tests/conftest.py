@@ -49,3 +49,14 @@ def _validate_every_event(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
         monkeypatch.delenv("SWARMFLOW_VALIDATE_EVENTS", raising=False)
     else:
         monkeypatch.setenv("SWARMFLOW_VALIDATE_EVENTS", "1")
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoint_probes(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run does not probe its endpoint before its first call (scripted servers answer each
+    request in turn), and a probe's cache stays in a temporary folder; the probe's own tests
+    turn it on."""
+    monkeypatch.setenv("SWARMFLOW_PROBE", "off")
+    monkeypatch.setenv("SWARMFLOW_PROBES", str(tmp_path_factory.mktemp("probes") / "e.json"))

@@ -129,6 +129,8 @@ FRONT: dict[str, set[str]] = {
         "swarmflow.flows",
         "swarmflow.testing",
     },
+    # The live page over runs and experiments: read through the report and the experiments.
+    "swarmflow.view": {CORE, RECORD, RUNTIME, "swarmflow.report", "swarmflow.experiments"},
 }
 
 ALLOWED: dict[str, set[str]] = {

@@ -23,9 +23,11 @@ from swarmflow.cli import (
     experiment_commands,
     flow_commands,
     graph_commands,
+    models_commands,
     report_commands,
     run_commands,
     run_dirs_commands,
+    view_commands,
 )
 from swarmflow.cli.signals import stop_on_sigterm, stopped
 
@@ -45,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     board_commands.register(sub)
     experiment_commands.register(sub)
     experience_commands.register(sub)
+    view_commands.register(sub)
+    models_commands.register(sub)
     return parser
 
 

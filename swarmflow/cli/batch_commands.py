@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
@@ -97,13 +98,15 @@ def batch_command(args: argparse.Namespace) -> int:
 
 async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> Any:
     from swarmflow.batches import batch
+    from swarmflow.cli.progress_talk import talking
 
+    line = ProgressLine(sys.stderr)
     options: dict[str, Any] = {
         "out": args.out,
         "concurrency": args.concurrency,
         "budget": limits_from(args, "budget"),
         "run_budget": limits_from(args, "run_budget"),
-        "on_progress": ProgressLine(sys.stderr),
+        "on_progress": line,
         "fsync": args.fsync,
         "on": args.on,
         "workers": args.workers,
@@ -114,7 +117,8 @@ async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> An
     if args.fsync:
         options["durability"] = "fsync"
     try:
-        return await batch(flow, args.inputs, model=chosen.model, **options)
+        with talking(line, Path(args.out), sys.stderr):
+            return await batch(flow, args.inputs, model=chosen.model, **options)
     finally:
         await chosen.close()
 
@@ -136,9 +140,13 @@ class ProgressLine:
         self.last = 0.0
         self.tty = stream.isatty()
         self.warned = 0
+        self.progress: Any = None
+        """The latest progress it was given (what `progress_talk` reports from)."""
 
     def __call__(self, progress: Any) -> None:
         from swarmflow.core.secrets import scrubbed
+
+        self.progress = progress
 
         for warning in progress.warnings[self.warned :]:
             clear = "\r\033[K" if self.tty else ""

@@ -53,7 +53,16 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"worktrees kept in {result.run_dir / 'worktrees'}")
     if result.error is not None:
         print(scrubbed(f"swarmflow demo: the run failed: {result.error}"), file=sys.stderr)
+    print(_next_step(result.run_dir), file=sys.stderr)
     return 0 if result.status == "ok" else 1
+
+
+def _next_step(run_dir: Path) -> str:
+    """What to do next: see the run (and every other) in the browser, or its report page."""
+    return (
+        f"next: swarmflow view {run_dir.parent}  (every run, live: timeline, transcripts), or "
+        f"swarmflow report {run_dir} --html"
+    )
 
 
 def _usage_problem(args: argparse.Namespace) -> str:

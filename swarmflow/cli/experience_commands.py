@@ -21,14 +21,25 @@ def register(subparsers: Any) -> None:
         metavar="STORE",
         help="the experience store (default: experience.db in the runs root)",
     )
+    # `--store` also after the action (`experience list --store X`): where it is given last, it
+    # wins; not given there, the one before the action (or its default) stands.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--store", metavar="STORE", default=argparse.SUPPRESS,
+                       help="the experience store (also accepted before the action)")  # fmt: skip
     sub = experience.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = sub.add_parser("list", help="one line per note: id, agent, kind, text")
+    listing = sub.add_parser(
+        "list", help="one line per note: id, agent, kind, text", parents=[after]
+    )
     listing.add_argument("--agent", help="only this agent's notes")
     listing.set_defaults(handler=list_command)
-    show = sub.add_parser("show", help="a note in full, with the task and run it came from")
+    show = sub.add_parser(
+        "show", help="a note in full, with the task and run it came from", parents=[after]
+    )
     show.add_argument("note", type=int, metavar="ID")
     show.set_defaults(handler=show_command)
-    forget = sub.add_parser("forget", help="remove notes, so no later run is offered them")
+    forget = sub.add_parser(
+        "forget", help="remove notes, so no later run is offered them", parents=[after]
+    )
     forget.add_argument("notes", type=int, nargs="+", metavar="ID")
     forget.set_defaults(handler=forget_command)
 

@@ -142,15 +142,17 @@ def _require_sandbox_option(cmd: argparse.ArgumentParser) -> None:
 
 
 async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress: Any) -> Any:
+    from swarmflow.cli.progress_talk import talking
     from swarmflow.experiments import run_experiment
 
     try:
-        return await run_experiment(
-            experiment, out=args.out, model=None if chosen is None else chosen.model,
-            demo=args.demo, on=args.on, workers=args.workers,
-            budget=limits_from(args, "budget"), run_budget=limits_from(args, "run_budget"),
-            on_progress=progress, first_tasks=args.first_tasks,
-        )  # fmt: skip
+        with talking(progress, Path(args.out), sys.stderr):
+            return await run_experiment(
+                experiment, out=args.out, model=None if chosen is None else chosen.model,
+                demo=args.demo, on=args.on, workers=args.workers,
+                budget=limits_from(args, "budget"), run_budget=limits_from(args, "run_budget"),
+                on_progress=progress, first_tasks=args.first_tasks,
+            )  # fmt: skip
     finally:
         if chosen is not None:
             await chosen.close()

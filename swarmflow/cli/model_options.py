@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from swarmflow.core.capabilities import FORCED_TOOL_MODES, STRUCTURED_MODES
 
 if TYPE_CHECKING:
     from swarmflow.models import OpenAIModel
+    from swarmflow.models.probe import EndpointProfile
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -65,15 +69,44 @@ def _seconds(text: str) -> float:
 
 
 def model_from_args(args: argparse.Namespace) -> OpenAIModel:
-    """The OpenAI-compatible model that `--model` and its options describe."""
+    """The OpenAI-compatible model that `--model` and its options describe; on an endpoint of
+    its own (`OPENAI_BASE_URL`), what the options leave open is taken from its probe."""
     from swarmflow.models import OpenAIModel
 
     chosen = {"structured": args.structured_mode, "forced_tools": args.forced_tool_mode}
-    return OpenAIModel(
+    given = {k: v for k, v in chosen.items() if v is not None}
+    profile = _probed(args) if len(given) < len(chosen) else None
+    force = args.force_tool_choice or (profile is not None and not profile.calls_tools_unforced)
+    model = OpenAIModel(
         args.model,
         stream=args.stream,
-        force_tool_choice=args.force_tool_choice,
+        force_tool_choice=force,
         timeout=args.timeout,
-        capabilities={k: v for k, v in chosen.items() if v is not None} or None,
+        capabilities={**(profile.capabilities() if profile else {}), **given} or None,
         pin_modes=args.pin_modes,
     )
+    if profile is not None:
+        model.endpoint_profile = asdict(profile)  # recorded as the run's `endpoint_probed`
+    return model
+
+
+def _probed(args: argparse.Namespace) -> EndpointProfile | None:
+    """The endpoint's profile (from the cache, or probed now), said in one line on standard
+    error; None for OpenAI's own endpoint, with `SWARMFLOW_PROBE=off`, or when it cannot be
+    reached (then the run's first call says why)."""
+    from swarmflow.models.probe import PROBE_ENV, ProbeFailed, probe_cached
+
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    if not base_url or os.environ.get(PROBE_ENV) == "off":
+        return None
+    try:
+        profile, cached = probe_cached(base_url, args.model, os.environ.get("OPENAI_API_KEY"))
+    except ProbeFailed as exc:
+        print(f"swarmflow: {exc}; the endpoint was not probed", file=sys.stderr)
+        return None
+    how = "as probed before" if cached else "as probed now"
+    print(f"swarmflow: {profile.line()} ({how}; flags override it)", file=sys.stderr)
+    if args.stream and not profile.streaming:
+        print("swarmflow: --stream given, but the endpoint's streamed answers failed when "
+              "two came at once", file=sys.stderr)  # fmt: skip
+    return profile

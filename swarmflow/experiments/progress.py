@@ -36,5 +36,12 @@ class ExperimentProgress:
             f"tokens {int(self._sum('tokens')):,}  ${float(self._sum('cost')):.4f}"
         )
 
+    def arm_lines(self) -> list[str]:
+        """Per arm: `  single: finished 3/9  running 2  failed 0`."""
+        return [
+            f"  {arm}: finished {p.done}/{p.total}  running {p.running}  failed {p.failed}"
+            for arm, p in self.arms.items()
+        ]
+
 
 ProgressHook = Callable[[ExperimentProgress], None]

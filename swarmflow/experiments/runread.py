@@ -30,8 +30,12 @@ AXES = (
 )
 ORGANIZATION_AXES = frozenset({"participation", "delegation"})
 """The axes a run cut short may not have had the time to show (OpenCollab's unverified)."""
-END_REASONS = ("completed", "token budget", "step limit", "wall clock", "failed")
-_STEP_REASONS = frozenset({EndReason.STEP_LIMIT, EndReason.LOOP_BLOCK})
+END_REASONS = ("completed", "token budget", "step limit", "loop block", "wall clock", "failed")
+_ENDED_BY_A_LIMIT: dict[str, str] = {
+    EndReason.STEP_LIMIT: "step limit",
+    EndReason.LOOP_BLOCK: "loop block",
+}
+"""A run that ended ok, its lead stopped by one of its own limits (a `StrEnum` is its text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ class RunFacts:
             return "token budget"
         if self.digest.status != "ok" or self.adherence.faulted:
             return "failed"
-        return "step limit" if lead in _STEP_REASONS else "completed"
+        return _ENDED_BY_A_LIMIT.get(lead, "completed")
 
     @property
     def unverified(self) -> bool:

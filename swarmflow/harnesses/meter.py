@@ -40,6 +40,7 @@ from swarmflow.core.messages import ModelRequest, ModelResponse
 from swarmflow.core.states import EndReason
 from swarmflow.core.tokens import prompt_units
 from swarmflow.harnesses.http_server import HttpRequest, Reply, error_reply
+from swarmflow.harnesses.transcript import HarnessSteps
 from swarmflow.harnesses.wire import ChatRequest, WireError, chunks, completion, parse_request
 from swarmflow.record.events import HarnessRefused
 from swarmflow.runtime.rails import Hook, Verdict
@@ -67,6 +68,8 @@ class Meter:
     refusals: Counter[str] = field(default_factory=Counter)
     ended: bool = False
     _prefix: PrefixMeter = field(default_factory=PrefixMeter)
+    steps: HarnessSteps = field(default_factory=HarnessSteps)
+    """The program's tool calls and results, recorded (`harnesses.transcript`)."""
 
     async def handle(self, request: HttpRequest) -> Reply:
         """Answer one request of the program."""
@@ -119,6 +122,9 @@ class Meter:
 
     async def _forward(self, chat: ChatRequest) -> Reply:
         session, agent = self.session, self.session.agent
+        if (loop := self.steps.seen(chat, session)) is not None:
+            self._end(EndReason.LOOP_BLOCK, loop)
+            return self.refuse("loop_block", 429, f"loop block limit reached: {loop}", record=True)
         limit = agent.max_steps
         if limit is not None and session.steps >= limit:
             detail = f"{session.steps} of {limit} model calls used"
@@ -185,6 +191,7 @@ class Meter:
                 f"budget exceeded after this call: over the limit of {', '.join(over)}",
                 record=True,
             )
+        self.steps.answered(answer, self.session.steps)
         call_id = f"chatcmpl-{new_session_id('h')}"
         name = chat.model or self.harness.model_name
         if chat.stream:

@@ -271,6 +271,7 @@ def _field(harness: Harness, text: str) -> str:
 def _ended(
     session: AgentSession, harness: Harness, meter: Meter, exited: Exited | None, started: float
 ) -> None:
+    meter.steps.ended(session)
     session.emit(
         HarnessEnded,
         harness=harness.name,

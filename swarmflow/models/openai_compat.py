@@ -115,6 +115,8 @@ class OpenAIModel:
         self.force_tool_choice = force_tool_choice
         self.on_mode_change: OnModeChange | None = None
         """Called once when this endpoint steps down from a form its server rejected."""
+        self.endpoint_profile: dict[str, Any] | None = None
+        """What a probe of the endpoint found (`models.probe`); a run records it."""
         try:
             found = capabilities_for(model, self.base_url, capabilities)
             self.modes = WireModes(found, pinned=pin_modes)

@@ -112,6 +112,21 @@ class ModelCalled(EventBase):
     call of an earlier session of the same agent in the run (card, tool schemas, task)."""
 
 
+class EndpointProbed(EventBase):
+    """What the run's model endpoint was found to honour before the first call, and so what
+    the run uses where no option chose (`swarmflow.models.probe`)."""
+
+    type: Literal["endpoint_probed"] = "endpoint_probed"
+    base_url: str
+    model: str
+    structured: str
+    forced_tools: str
+    calls_tools_unforced: bool
+    streaming: bool
+    context_length: int | None = None
+    notes: list[str] = []
+
+
 class ModelRetried(EventBase):
     type: Literal["model_retried"] = "model_retried"
     attempt: int
@@ -548,10 +563,29 @@ class HarnessRefused(EventBase):
     type: Literal["harness_refused"] = "harness_refused"
     harness: str
     kind: str
-    """budget, step_limit, handoff, rail, body_too_large, connections, timeouts, bad_request,
-    unauthorized, not_found, model_error or ended."""
+    """budget, step_limit, loop_block, handoff, rail, body_too_large, connections, timeouts,
+    bad_request, unauthorized, not_found, model_error or ended."""
     status: int = 0
     reason: str
+
+
+class HarnessToolExecuted(EventBase):
+    """A tool call a harness's program ran: the call its model answered with, and the result
+    the program fed back in its next request (`fed_back` False: the program ended, or went
+    on, without sending one)."""
+
+    type: Literal["harness_tool_executed"] = "harness_tool_executed"
+    harness: str
+    tool: str
+    call_id: str = ""
+    arguments: dict[str, Any] | str = {}
+    result: str = ""
+    """The result as the program sent it, cut to 2,000 characters."""
+    fed_back: bool = True
+    step: int = 0
+    """The model call that asked for it."""
+    duration: float = 0.0
+    """Seconds from the answer to the request that carried the result."""
 
 
 class BranchFinished(EventBase):
@@ -586,6 +620,7 @@ Event = Annotated[
     | SessionStarted
     | ModelCalled
     | ModelRetried
+    | EndpointProbed
     | ToolExecuted
     | ToolRefused
     | MessageSent
@@ -623,6 +658,7 @@ Event = Annotated[
     | HarnessStarted
     | HarnessEnded
     | HarnessRefused
+    | HarnessToolExecuted
     | OutcomesCompacted
     | ThreadCreated
     | BoardMessagePosted

@@ -16,8 +16,9 @@ from typing import Any
 
 import jinja2
 
-from swarmflow.record.events import EventBase
+from swarmflow.record.events import EventBase, HarnessStarted
 from swarmflow.report._format import as_json, clip, share
+from swarmflow.report.adherence import adherence
 from swarmflow.report.digest import Digest, digest
 from swarmflow.report.log import RunLog
 from swarmflow.report.team import message_matrix, token_shares
@@ -85,6 +86,8 @@ def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
         events_json=_script_json([e.model_dump(mode="json") for e in events]),
         refusals=d.refusals,
         retries=d.retries,
+        adherence=adherence(events) if d.agents else None,
+        harnesses={e.agent: e.harness for e in events if isinstance(e, HarnessStarted) and e.agent},
     )
 
 

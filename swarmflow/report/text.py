@@ -251,7 +251,8 @@ def _timeline(head: TimelineHead) -> str:
         return ""
     lines = ["Timeline"]
     width = max(len(e.lane) for e in head.entries)
-    for e in head.entries:
+    # Recorded as each ends; shown as each started (a long call started before a short tool).
+    for e in sorted(head.entries, key=lambda e: (e.start, e.seq)):
         took = f" ({e.duration:.2f}s)" if e.duration >= 0.005 else ""
         lines.append(f"  {e.start:7.2f}s  {e.lane:<{width}}  {clip(e.text, 80)}{took}")
     if head.count > len(head.entries):

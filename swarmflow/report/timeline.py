@@ -15,6 +15,7 @@ from swarmflow.record.events import (
     BranchFinished,
     ContextCompacted,
     EventBase,
+    HarnessToolExecuted,
     HumanAnswered,
     HumanRequested,
     MessageSent,
@@ -67,6 +68,10 @@ def _model(e: ModelCalled) -> tuple[str, str, float]:
 def _tool(e: ToolExecuted) -> tuple[str, str, float]:
     kind = "wait" if e.tool in WAITING_TOOLS else "tool"
     return kind, f"{e.tool}{'' if e.ok else ' (failed)'}", e.duration
+
+
+def _harness_tool(e: HarnessToolExecuted) -> tuple[str, str, float]:
+    return "tool", f"{e.tool} (run by {e.harness})", e.duration
 
 
 def _session_started(e: SessionStarted) -> tuple[str, str, float]:
@@ -148,6 +153,7 @@ def _run_finished(e: RunFinished) -> tuple[str, str, float]:
 _SHOW: dict[type[EventBase], Callable[[Any], tuple[str, str, float]]] = {
     ModelCalled: _model,
     ToolExecuted: _tool,
+    HarnessToolExecuted: _harness_tool,
     SessionStarted: _session_started,
     SessionEnded: _session_ended,
     MessageSent: _message,

@@ -63,6 +63,7 @@ from swarmflow.runner.wiring import (
     limits_of,
     merge_limits,
     model_secrets,
+    record_probe,
     roles_of,
     run_deps,
     workspaces_for,
@@ -240,6 +241,7 @@ async def _execute(
             edges=[list(e) for e in flow.team.edges],
             roles=roles_of(flow),
         )
+        record_probe(ctx.deps.log, ctx.deps.model_for)
     ctx.deps.write_ahead()  # a run directory says which run it holds from the start, even if killed
     try:
         output, status, error, token = await _attempt(ctx, flow, inputs, board_port)

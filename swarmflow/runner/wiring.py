@@ -26,7 +26,7 @@ from swarmflow.durable.reopen import reopen_run
 from swarmflow.durable.replay import journaled_turn
 from swarmflow.models.guard import check_real_call_allowed
 from swarmflow.operators.human_channels import ConsoleHuman, NoHuman, ScriptedHuman
-from swarmflow.record.events import ModelRetried, OutputModeSteppedDown
+from swarmflow.record.events import EndpointProbed, ModelRetried, OutputModeSteppedDown
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.journal import Journal
 from swarmflow.record.sink import EventSink
@@ -103,6 +103,14 @@ def choose_sinks(
 def model_secrets(model: ModelSpec) -> list[str]:
     secrets = getattr(model, "secrets", None)
     return list(secrets()) if callable(secrets) else []
+
+
+def record_probe(log: Any, model_for: Any) -> None:
+    """Record what the run's model endpoint was probed to honour (`endpoint_probed`), when
+    the command line probed it (`cli.model_options`)."""
+    profile = getattr(getattr(model_for, "default", None), "endpoint_profile", None)
+    if isinstance(profile, dict):
+        log.emit(EndpointProbed, **profile)
 
 
 def _report_retry(attempt: int, error: str, delay: float) -> None:

@@ -53,6 +53,11 @@ class VersionedFiles(Protocol):
 async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = True) -> str:
     """The text of `path` in the session's workspace; `record=False` leaves snapshots alone."""
     ws = workspace_of(ctx, tool)
+    if not path.strip():
+        raise ToolError(
+            f"{tool} needs the path of a file ('' names the workspace root); "
+            "use list_files to see what it holds"
+        )
     target = resolve_path(ctx, tool, path)  # refused here, whatever kind of workspace
     if isinstance(ws, VersionedFiles):
         return await ws.read_text(path, ctx.session if record else None)
@@ -113,7 +118,10 @@ def load_text(target: Path, cap: int = READ_CAP) -> str | None:
 def load_bytes(target: Path, cap: int = READ_CAP) -> bytes | None:
     """At most `cap` bytes of a regular file; ToolError for anything else or anything larger."""
     try:
-        _refuse_special(target, os.lstat(target).st_mode)
+        mode = os.lstat(target).st_mode
+        _refuse_special(target, mode)
+        if stat.S_ISDIR(mode):  # opening it would succeed, and reading it fail
+            raise ToolError(f"{target.name!r} is a directory; use list_files to see what it holds")
         fd = os.open(target, _OPEN_FLAGS)
     except FileNotFoundError:
         return None

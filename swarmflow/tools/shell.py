@@ -234,8 +234,14 @@ def host_launch(
     return Launch(["/bin/sh", "-c", command], env, root, sandboxed=False, limits=limits)
 
 
+_TOLD: set[str] = set()
+"""The problems already printed by this process: a batch of many runs warns the terminal
+once, while each run still records its own `sandbox_unavailable` event."""
+
+
 def _say_once(ctx: ToolContext, ws: Workspace, problem: str) -> None:
-    """Tell the terminal and the event log, once per run, that commands run unsandboxed."""
+    """Tell the event log once per run, and the terminal once per process, that commands
+    run unsandboxed."""
     notes = ws.notes if isinstance(ws, RunNotes) else _fallback_notes(ws)
     if "sandbox_unavailable" in notes:
         return
@@ -246,7 +252,9 @@ def _say_once(ctx: ToolContext, ws: Workspace, problem: str) -> None:
         "tokens) included; declare sandbox='none' on the agent to accept that, or "
         "sandbox='bwrap' to refuse it."
     )
-    _log.warning("swarmflow: %s", reason)
+    if problem not in _TOLD:
+        _TOLD.add(problem)
+        _log.warning("swarmflow: %s", reason)
     ctx.emit(SandboxUnavailable, reason=reason)
 
 

@@ -80,3 +80,65 @@ def test_mini_swe_agent_codes_in_its_worktree_and_a_native_reviewer_reviews(
     (finished,) = of_type(result, "run_finished")
     reviewer = result.usage["reviewer"]
     assert finished.tokens == spent + reviewer.tokens_in + reviewer.tokens_out
+
+
+def test_its_bash_commands_and_their_outputs_are_in_its_transcript(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    result = run_sync(
+        code_and_review, task="make answer() return 42", model=FunctionModel(policy), repo=repo
+    )
+    assert result.status == "ok", result.error
+    steps = of_type(result, "harness_tool_executed")
+    assert [(s.tool, s.harness, s.agent, s.step) for s in steps] == [
+        ("bash", "mini-swe-agent", "coder", 1),
+        ("bash", "mini-swe-agent", "coder", 2),
+    ]
+    first, last = steps
+    assert first.arguments == {"command": "sed -i 's/return 41/return 42/' app.py && cat app.py"}
+    assert first.fed_back and "return 42" in first.result  # the output mini fed back
+    assert (
+        not last.fed_back and "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in last.arguments["command"]
+    )
+    from swarmflow.view.transcript import transcripts
+
+    (coder,) = {s.session for s in steps}
+    parts = transcripts(result.events, None)[coder]
+    titles = [p.title for p in parts]
+    assert any(t.startswith("bash(") and "run by mini-swe-agent" in t for t in titles)
+    assert any(p.kind == "result" and "return 42" in p.body for p in parts)
+
+
+def _repeating(request: ModelRequest) -> str | ToolCall:
+    if request.agent == "coder":  # the same command, whatever it printed: a loop
+        return tool_call("bash", command="echo truncate_number")
+    return "approve"
+
+
+def test_a_harness_that_repeats_one_command_is_stopped_by_the_loop_block(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path)
+    model = FunctionModel(_repeating)
+    result = run_sync(code_and_review, task="loop", model=model, repo=repo, raise_on_failure=False)
+    coder_calls = [r for r in model.requests if r.agent == "coder"]
+    assert len(coder_calls) == 3  # the fourth request, which brought the third repeat, was refused
+    (refused,) = [e for e in of_type(result, "harness_refused") if e.kind == "loop_block"]
+    assert refused.status == 429 and "bash called 3 times" in refused.reason
+    (ended,) = [e for e in of_type(result, "session_ended") if e.agent == "coder"]
+    assert ended.reason == "loop block limit reached"
+    steps = of_type(result, "harness_tool_executed")
+    assert len(steps) == 3 and all("truncate_number" in s.result for s in steps)
+
+
+def test_its_html_report_names_the_harness_and_measures_adherence(tmp_path: Path) -> None:
+    from swarmflow.report import read_log
+    from swarmflow.report.html import render_html
+
+    repo = make_repo(tmp_path)
+    result = run_sync(
+        code_and_review, task="make answer() return 42", model=FunctionModel(policy), repo=repo
+    )
+    page = render_html(read_log(result.run_dir))
+    assert "coder <i>(harness: mini-swe-agent)</i>" in page
+    assert 'id="adherence"' in page and "Adherent to the declared organization" in page
+    assert "bash (run by mini-swe-agent)" in page  # its steps on the timeline

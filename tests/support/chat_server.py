@@ -184,7 +184,7 @@ class _Handler(BaseHTTPRequestHandler):
         """/v1/models, enough for health checks."""
         self._record(b"")
         models = {"object": "list", "data": [{"id": "test-model", "object": "model"}]}
-        self._send(json_reply(models))
+        self._send(json_reply(self.server.owner.models or models))
 
     def do_POST(self) -> None:
         """Record the request, then play the next scripted reply."""
@@ -258,6 +258,8 @@ class ChatServer:
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or error_reply(500, "chat_server: no scripted reply left")
         self.responder: Callable[[Any], Reply | None] | None = None
+        self.models: dict[str, Any] | None = None
+        """What GET answers instead of the one test model (a server that states more)."""
         self.requests: list[Recorded] = []
         self.errors: list[str] = []
         self.stopping = threading.Event()

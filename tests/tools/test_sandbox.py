@@ -176,6 +176,7 @@ async def test_without_bubblewrap_the_run_says_so_once(
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", f"{empty}:/nonexistent")
+    monkeypatch.setattr("swarmflow.tools.shell._TOLD", set())  # as in a process of its own
     bwrap_problem.cache_clear()
     try:
         provider = DefaultWorkspaces(tmp_path / "run")
