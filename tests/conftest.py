@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,3 +61,10 @@ def _no_endpoint_probes(
     turn it on."""
     monkeypatch.setenv("SWARMFLOW_PROBE", "off")
     monkeypatch.setenv("SWARMFLOW_PROBES", str(tmp_path_factory.mktemp("probes") / "e.json"))
+
+
+@pytest.fixture(autouse=True)
+def _sys_path_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that loads a `file.py:NAME` adds the file's folder to sys.path, as a script's
+    run would; a test's folder is gone after it, so no later test imports from it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
