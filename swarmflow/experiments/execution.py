@@ -29,6 +29,7 @@ from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.checkouts import base_commit, checkout
 from swarmflow.experiments.declaration import Arm, Experiment
+from swarmflow.experiments.factors import factor_record, run_options
 from swarmflow.experiments.grades import Grade, append_grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run
 from swarmflow.experiments.layout import Layout, RunKey, write_manifest
@@ -198,6 +199,8 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "repeats": experiment.repeats,
         "grader": experiment.grader.kind,
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
+        "tags": {t.id: list(t.tags) for t in tasks if t.tags},
+        "ladder": list(experiment.ladder),
     }
 
 
@@ -209,6 +212,7 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
         "limits": experiment.run_limits(arm),
+        "factors": factor_record(arm.factors, arm.flow),
     }  # fmt: skip
 
 
@@ -226,6 +230,7 @@ async def _arm(plan: _Plan, arm: Arm, model: Any, results: dict[str, Any]) -> No
 
     options = dict(plan.batch_options)
     options["task_budget"] = {**experiment.run_limits(arm), **options.pop("run_budget")}
+    options.update(run_options(arm.factors, layout.root, arm.name))
     done = await batch(flow, inputs, out=layout.arm(arm.name), model=model, on_progress=tell,
                        concurrency=experiment.concurrency, **options)  # fmt: skip
     results[arm.name] = done

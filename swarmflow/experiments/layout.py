@@ -46,6 +46,8 @@ class ArmRecord(BaseModel):
     note: str = ""
     flow: str = ""
     limits: dict[str, float] = Field(default_factory=dict)
+    factors: dict[str, Any] = Field(default_factory=dict)
+    """The factors the arm set (`swarmflow.experiments.factors.factor_record`)."""
 
 
 class Manifest(BaseModel):
@@ -62,6 +64,10 @@ class Manifest(BaseModel):
     grader: str
     rubric: dict[str, int] = Field(default_factory=dict)
     """Task id -> its rubric items, where the grader is a rubric."""
+    tags: dict[str, list[str]] = Field(default_factory=dict)
+    """Task id -> its tags, where it has some (the per-category breakdown)."""
+    ladder: list[str] = Field(default_factory=list)
+    """Arms in the order of a ladder: each step is compared with the one before it."""
 
     def runs(self) -> list[tuple[ArmRecord, int, RunKey]]:
         """Every run: its arm, its batch index and its key."""

@@ -63,6 +63,8 @@ class Row:
     model_seconds_by_agent: dict[str, float]
     tool_seconds_by_agent: dict[str, float]
     run_dir: str
+    factors: dict[str, bool] = field(default_factory=dict)
+    """Factor -> whether the run shows it (the arm's factors only)."""
     shares: dict[str, list[float]] = field(default_factory=dict)
     """Each agent's share of the tokens per tenth of the run (the figure; not in the CSV)."""
 
@@ -71,7 +73,7 @@ CSV_FIELDS = tuple(f.name for f in fields(Row) if f.name != "shares")
 
 
 def assigned_of(arm: ArmRecord) -> AssignedAxes:
-    return AssignedAxes(arm.delegation, arm.tools, arm.context)
+    return AssignedAxes(arm.delegation, arm.tools, arm.context, arm.factors or None)
 
 
 def collect(root: Path, warnings: list[str]) -> tuple[Manifest, list[Row]]:
@@ -115,7 +117,7 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         tokens_by_agent={a: s.tokens_in + s.tokens_out for a, s in d.by_agent().items()},
         model_seconds_by_agent=dict(facts.timing.model),
         tool_seconds_by_agent=dict(facts.timing.tool), run_dir=str(run_dir),
-        shares=facts.shares,
+        shares=facts.shares, factors=dict(facts.factors),
     )  # fmt: skip
 
 

@@ -46,6 +46,9 @@ class ExperimentTask(BaseModel):
     """Rubric items (`rubric` grader), each judged pass or fail."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Anything else a `function` grader wants."""
+    tags: tuple[str, ...] = ()
+    """Categories or buckets the report breaks results down by (`category:debugging`,
+    `duration:short`): a tag `key:value` is a bucket of the breakdown named `key`."""
 
 
 def read_task_set(path: Path) -> list[ExperimentTask]:
