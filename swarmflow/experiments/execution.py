@@ -35,7 +35,7 @@ from swarmflow.experiments.grading import RunOutcome, grade_run
 from swarmflow.experiments.layout import Layout, RunKey, write_manifest
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
-from swarmflow.experiments.tasks import ExperimentTask, read_task_set
+from swarmflow.experiments.tasks import ExperimentTask, item_counts, read_task_set
 
 SUITE = "suite"
 """The folder a generated task set is written into (`Experiment(tasks=function)`)."""
@@ -201,6 +201,7 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "rubric": {t.id: len(t.rubric) for t in tasks if t.rubric},
         "tags": {t.id: list(t.tags) for t in tasks if t.tags},
         "ladder": list(experiment.ladder),
+        "items": item_counts(tasks),
     }
 
 

@@ -74,7 +74,7 @@ class Factors(BaseModel):
             raise ValueError(f"instances must be whole numbers from 1 to 64, got {bad}")
         return value
 
-    def set(self) -> tuple[str, ...]:
+    def chosen(self) -> tuple[str, ...]:
         """The factors this value sets, by name."""
         return tuple(n for n in FACTOR_NAMES if getattr(self, n) not in (None, {}, ()))
 
@@ -100,7 +100,7 @@ def check_agents(factors: Factors, flow: Flow[..., Any], arm: str) -> None:
 def apply_factors(flow: Flow[..., Any], factors: Factors) -> Flow[..., Any]:
     """The flow with the factors written into its team: the same code, its own `Flow` (so a
     run's `run_started` records what the arm ran)."""
-    if not factors.set():
+    if not factors.chosen():
         return flow
     team = flow.team
     places = _places(team, factors.workspace)
@@ -220,7 +220,7 @@ def factor_label(name: str, value: Any) -> str:
     elif isinstance(value, str | int | float):
         text = str(value)
     elif isinstance(value, Factors):
-        text = "-".join(value.set()) or "none"
+        text = "-".join(value.chosen()) or "none"
     else:
         text = getattr(value, "name", None) or type(value).__name__
     cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in str(text))

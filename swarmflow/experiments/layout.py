@@ -67,6 +67,9 @@ class Manifest(BaseModel):
     tags: dict[str, list[str]] = Field(default_factory=dict)
     """Task id -> its tags, where it has some (the per-category breakdown)."""
     ladder: list[str] = Field(default_factory=list)
+    items: dict[str, int] = Field(default_factory=dict)
+    """Task id -> the items it is graded by, where it is graded by a count (its rubric
+    items, or its `data.tests`): the weighted and macro rates weigh its score by them."""
     """Arms in the order of a ladder: each step is compared with the one before it."""
 
     def runs(self) -> list[tuple[ArmRecord, int, RunKey]]:

@@ -12,6 +12,7 @@ delegated is not adherent on delegation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +77,7 @@ class FactorFold:
 
     def result(self) -> dict[str, bool]:
         """Factor -> whether the run shows it, for every factor the arm set."""
-        checks = {
+        checks: dict[str, Callable[[Any], bool]] = {
             "listening": self._listening, "workspace": self._workspace,
             "context": self._context, "feedback": self._feedback,
             "experience": self._experience, "goals": self._goals,

@@ -8,6 +8,7 @@ from typing import Any
 
 from swarmflow.experiments.layout import Manifest
 from swarmflow.experiments.rows import Row, collect
+from swarmflow.experiments.seedtables import render_seed_tables, seed_json
 from swarmflow.experiments.summary import ArmSummary, summarize
 from swarmflow.experiments.text import render_text, report_json
 
@@ -23,10 +24,12 @@ class ExperimentReport:
     warnings: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        return render_text(self.manifest, self.arms, self.warnings)
+        seeds = render_seed_tables(self.manifest, self.arms)
+        return render_text(self.manifest, self.arms, self.warnings, extra=seeds)
 
     def json(self) -> dict[str, Any]:
-        return report_json(self.manifest, self.arms, self.warnings)
+        found = report_json(self.manifest, self.arms, self.warnings)
+        return {**found, "seeds": seed_json(self.manifest, self.arms)}
 
     def html(self) -> str:
         from swarmflow.experiments.html import render_html

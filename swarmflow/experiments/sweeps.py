@@ -86,7 +86,7 @@ def _arm(reference: Any, keys: dict[str, tuple[str, str]], combo: dict[str, Any]
 
 
 def _set_fields(factors: Factors) -> dict[str, Any]:
-    return {name: getattr(factors, name) for name in factors.set()}
+    return {name: getattr(factors, name) for name in factors.chosen()}
 
 
 def _shown(value: Any) -> str:

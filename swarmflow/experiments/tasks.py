@@ -90,3 +90,16 @@ def _task(path: Path, line: Any) -> ExperimentTask:
     if task.repo is not None and not Path(task.repo).is_absolute():
         task = task.model_copy(update={"repo": str((path.parent / task.repo).resolve())})
     return task
+
+
+def item_counts(tasks: list[ExperimentTask]) -> dict[str, int]:
+    """Task id -> the items it is graded by: its rubric items, or its `data.tests` (a whole
+    number of tests a function grader's score is the passed share of)."""
+    out: dict[str, int] = {}
+    for t in tasks:
+        tests = t.data.get("tests")
+        if t.rubric:
+            out[t.id] = len(t.rubric)
+        elif isinstance(tests, int) and not isinstance(tests, bool) and tests > 0:
+            out[t.id] = tests
+    return out

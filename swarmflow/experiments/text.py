@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from swarmflow.experiments.layout import Manifest
@@ -23,8 +24,11 @@ def _ci(share: Share) -> str:
     return f"{_pct(share.value)} [{_pct(low)}, {_pct(high)}]"
 
 
-def render_text(manifest: Manifest, arms: list[ArmSummary], warnings: list[str]) -> str:
-    """Every table of the report, with a line on what the runs were and what is missing."""
+def render_text(
+    manifest: Manifest, arms: list[ArmSummary], warnings: list[str], extra: Sequence[str] = ()
+) -> str:
+    """Every table of the report (`extra`: more sections, after the report's own), with a
+    line on what the runs were and what is missing."""
     parts = [
         _header(manifest, arms),
         "Outcome and organization (95% Clopper-Pearson intervals; ITT and CACE against the "
@@ -36,6 +40,7 @@ def render_text(manifest: Manifest, arms: list[ArmSummary], warnings: list[str])
         "Resources per run (means)\n" + _resources(arms),
         "Tokens and time per agent (means per run: tokens, model s, tool s)\n" + _agents(arms),
         "How runs ended (shares)\n" + _ends(arms),
+        *extra,
     ]
     missing = sum(max(0, a.expected - len(a.rows)) for a in arms)
     if missing:

@@ -64,9 +64,11 @@ def _can_wait(request: ModelRequest) -> bool:
 
 def _assembler(request: ModelRequest, quiet: bool) -> object:
     done = [m for m in request.messages if m.role == "tool"]
-    if quiet or len(done) >= 2 and set(re.findall(r"part done by (w\d)", _text(request))) >= {
-        *WORKERS
-    }:
+    if (
+        quiet
+        or len(done) >= 2
+        and set(re.findall(r"part done by (w\d)", _text(request))) >= {*WORKERS}
+    ):
         return tool_call("submit", summary="assembled")
     if not done:
         return tool_call("create_thread", name="plan", participants=list(WORKERS))
@@ -109,7 +111,9 @@ def test_the_listening_factor_moves_where_mentions_arrive(tmp_path: Path) -> Non
             factors=Factors(listening="passive")),
     ])  # fmt: skip
     blocking, passive = rows["blocking"][0], rows["passive"][0]
-    waits = [e for e in _events(passive.run_dir, "tool_executed") if e["tool"] == "wait_for_mention"]
+    waits = [
+        e for e in _events(passive.run_dir, "tool_executed") if e["tool"] == "wait_for_mention"
+    ]
     assert waits == []  # passive: no step is spent waiting
     assert {e["mode"] for e in _events(passive.run_dir, "mention_delivered")} == {"passive"}
     blocked = _events(blocking.run_dir, "mention_delivered")
