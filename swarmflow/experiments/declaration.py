@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.team import Team
+from swarmflow.experiments.bestof import BestOf
 from swarmflow.experiments.factors import Factors, apply_factors, check_agents
 from swarmflow.experiments.graders import Grader
 from swarmflow.runtime.flow import Flow
@@ -75,6 +76,8 @@ class Arm(BaseModel):
     factors: Factors = Factors()
     """The mechanisms this arm sets on the flow's team and runs (listening, workspace, context,
     feedback, experience, goals, instances, harness); each is checked from the run's events."""
+    best_of: BestOf | None = None
+    """k independent runs per task, one result chosen (AgentRadio's B1); all k paid for."""
 
     @field_validator("flow")
     @classmethod

@@ -101,7 +101,11 @@ async def run_experiment(
     tasks = _tasks(experiment, layout)[:first_tasks]
     bases = {t.id: await base_commit(Path(t.repo), t.base) for t in tasks if t.repo}
     models = {arm.name: _model(arm, model, demo) for arm in experiment.arms}
-    total = len(experiment.arms) * len(tasks) * experiment.repeats
+    total = (
+        sum(a.best_of.k if a.best_of else 1 for a in experiment.arms)
+        * len(tasks)
+        * experiment.repeats
+    )
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
         plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
@@ -214,11 +218,17 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "context": None if a.context is None else list(a.context),
         "limits": experiment.run_limits(arm),
         "factors": factor_record(arm.factors, arm.flow),
+        "best_of": None if arm.best_of is None else arm.best_of.record(),
     }  # fmt: skip
 
 
 async def _arm(plan: _Plan, arm: Arm, model: Any, results: dict[str, Any]) -> None:
     """The arm's batch, then the grade of every finished run without one."""
+    if arm.best_of is not None:  # k candidate batches, then the choice (`bestof`)
+        from swarmflow.experiments.bestof import run_best_of
+
+        await run_best_of(plan, arm, model, results, _arm)
+        return
     experiment, layout = plan.experiment, plan.layout
     flow = arm.variant()
     keys = [RunKey(arm.name, t.id, r) for t in plan.tasks for r in range(1, experiment.repeats + 1)]

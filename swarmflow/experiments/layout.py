@@ -48,6 +48,8 @@ class ArmRecord(BaseModel):
     limits: dict[str, float] = Field(default_factory=dict)
     factors: dict[str, Any] = Field(default_factory=dict)
     """The factors the arm set (`swarmflow.experiments.factors.factor_record`)."""
+    best_of: dict[str, Any] | None = None
+    """`{"k": ..., "rule": ...}` for a best-of-k arm (`swarmflow.experiments.bestof`)."""
 
 
 class Manifest(BaseModel):

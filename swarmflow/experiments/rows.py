@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from swarmflow.experiments.bestof import candidate_runs, chosen_run, with_all_spend
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, read_manifest
 from swarmflow.experiments.runread import AXES, AssignedAxes, RunFacts, read_run
@@ -87,14 +88,20 @@ def collect(root: Path, warnings: list[str]) -> tuple[Manifest, list[Row]]:
         if grade is None:
             continue
         run_dir = layout.run_dir(key, index)
+        if arm.best_of:  # the chosen candidate's run (`bestof`)
+            run_dir = chosen_run(layout, arm, key, index) or run_dir
         try:
             facts = read_run(run_dir, assigned_of(arm))
+            row = row_of(grade, facts, run_dir)
+            if arm.best_of:
+                candidates = candidate_runs(layout, arm, key, index)
+                row = with_all_spend(row, candidates, lambda d: read_run(d, AssignedAxes()))
         except LogError as exc:
             warnings.append(f"{key.text}: graded, but its run cannot be read: {exc}")
             continue
         if facts.note:
             warnings.append(f"{key.text}: {facts.note}")
-        rows.append(row_of(grade, facts, run_dir))
+        rows.append(row)
     return manifest, rows
 
 

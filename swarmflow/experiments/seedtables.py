@@ -91,8 +91,10 @@ def _accuracy(manifest: Manifest, arms: list[ArmSummary]) -> str:
     ]  # fmt: skip
     for a in arms:
         weighted, macro = rates(a.rows, manifest)
+        best = a.record.best_of
+        name = f"{a.name} (best of {best['k']}, {best['rule']})" if best else a.name
         lines.append((
-            a.name, str(len(a.rows)), _pct(a.passed.value if a.rows else None),
+            name, str(len(a.rows)), _pct(a.passed.value if a.rows else None),
             _pct(a.rubric_rate), _pct(weighted), _pct(macro), _cost_per_task(a.rows),
             f"{a.mean('tokens'):,.0f}" if a.rows else "-", _cache(a), _factors(a.rows),
         ))  # fmt: skip

@@ -1,0 +1,89 @@
+"""Best of k (B1): k independent runs per task, one chosen by a named rule, all k paid for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from swarmflow import Agent, Team, agent, flow
+from swarmflow.core.messages import ModelRequest
+from swarmflow.experiments import Arm, Experiment, FunctionGrader, read_experiment, run_experiment
+from swarmflow.experiments.bestof import BestOf
+from swarmflow.testing import FunctionModel
+from tests.experiments.conftest import write_tasks
+
+
+@flow(team=Team([Agent("solver")]))
+async def solve(question: str) -> str:
+    return (await agent("solver", question)).text
+
+
+def _guesser() -> FunctionModel:
+    """Right on the third try of each question, wrong before (scripted: a stand-in for a
+    model whose independent samples differ)."""
+    tries: dict[str, int] = {}
+
+    def policy(request: ModelRequest) -> str:
+        tries[request.prompt] = tries.get(request.prompt, 0) + 1
+        return "right" if tries[request.prompt] == 3 else f"wrong {tries[request.prompt]}"
+
+    return FunctionModel(policy, name="guesser-scripted")
+
+
+def _run(tmp_path: Path, best_of: BestOf) -> Any:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [
+        {"id": "q1", "inputs": {"question": "q1"}}, {"id": "q2", "inputs": {"question": "q2"}},
+    ])  # fmt: skip
+    experiment = Experiment(
+        name="b1", tasks=tasks, concurrency=1,
+        grader=FunctionGrader(fn=lambda task, result: result.output == "right"),
+        arms=[Arm(name="B0", flow=solve, reference=True, demo=_guesser),
+              Arm(name="B1", flow=solve, demo=_guesser, best_of=best_of)],
+    )  # fmt: skip
+    out = tmp_path / "out"
+    result = anyio.run(lambda: run_experiment(experiment, out=out, demo=True))
+    assert (result.total, result.finished) == (8, 4)  # 2 + 2x3 runs; 4 rows
+    return out, read_experiment(out)
+
+
+def test_the_oracle_keeps_the_resolved_candidate_and_every_candidate_is_paid(
+    tmp_path: Path,
+) -> None:
+    out, report = _run(tmp_path, BestOf(k=3))
+    arms = {a.name: a for a in report.arms}
+    assert arms["B0"].passed.k == 0 and arms["B1"].passed.k == 2
+    assert json.loads((out / "arms/B1/chosen.json").read_text()) == {"B1/q1/r1": 3, "B1/q2/r1": 3}
+    one, b1 = arms["B0"].rows[0], arms["B1"].rows[0]
+    assert b1.calls == 3 * one.calls == 3  # all k counted
+    spent = 0
+    for c in (1, 2, 3):
+        log = (out / f"arms/B1.c{c}/runs/task-000001/events.jsonl").read_text().splitlines()
+        calls = [e for e in map(json.loads, log) if e["type"] == "model_called"]
+        spent += sum(e["tokens_in"] + e["tokens_out"] for e in calls)
+    assert b1.tokens == spent > 2 * one.tokens
+    assert b1.run_dir.endswith("arms/B1.c3/runs/task-000001")
+    grades = [json.loads(line) for line in (out / "grades.jsonl").read_text().splitlines()]
+    chosen = next(g for g in grades if g["arm"] == "B1" and g["task"] == "q1")
+    assert chosen["note"].startswith("best of 3 by oracle (the grader): candidate 3")
+    assert report.json()["arms"][1]["name"] == "B1"
+    assert "B1" in report.text() and "oracle" in (out / "experiment.json").read_text()
+
+
+def test_a_judge_function_chooses_by_what_it_sees(tmp_path: Path) -> None:
+    def first_answer(task: Any, outcomes: list[Any]) -> int:
+        return 0  # always the first candidate: the oracle's pick is not taken
+
+    out, report = _run(tmp_path, BestOf(k=3, choose=first_answer))
+    arms = {a.name: a for a in report.arms}
+    assert arms["B1"].passed.k == 0
+    assert json.loads((out / "arms/B1/chosen.json").read_text()) == {"B1/q1/r1": 1, "B1/q2/r1": 1}
+    assert "judge first_answer" in (out / "experiment.json").read_text()
+
+
+def test_best_of_needs_two_or_more() -> None:
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        BestOf(k=1)
