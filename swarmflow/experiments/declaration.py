@@ -171,6 +171,8 @@ class Experiment(BaseModel):
     in those factors alone (`swarmflow.experiments.sweeps`)."""
     grid: Literal["full"] | list[dict[str, Any]] = "full"
     """Which combinations of a sweep's levels become arms: every one, or those listed."""
+    sweep_from: str | None = None
+    """The arm a sweep varies (None: the reference)."""
     ladder: tuple[str, ...] = ()
     """Arms in order: each step is compared with the one before it, paired by task."""
 

@@ -2,7 +2,8 @@
 
 A sweep names factors and their levels; each combination (every one, `grid="full"`, or those
 listed, `grid=[{...}, ...]`) becomes an arm: the reference arm with those factors set and
-nothing else changed, so each arm is a controlled difference from the reference. A key is a
+nothing else changed, so each arm is a controlled difference from the reference (or from the
+arm `sweep_from=` names). A key is a
 factor of `Factors` (`listening`, `workspace`, `context`, `feedback`, `experience`, `goals`,
 `harness`) or names an agent of the reference's flow, plural allowed (`coders` for the agent
 `coder`): then its levels are how many instances of that agent the team has.
@@ -29,9 +30,11 @@ def expand_sweep(data: dict[str, Any]) -> dict[str, Any]:
     from swarmflow.experiments.declaration import Arm
 
     arms = [a if isinstance(a, Arm) else Arm.model_validate(a) for a in data.get("arms", ())]
-    reference = next((a for a in arms if a.reference), None)
+    base = data.get("sweep_from")
+    reference = next((a for a in arms if (a.name == base if base else a.reference)), None)
     if reference is None:
-        raise ValueError("a sweep needs the reference arm it varies (reference=True)")
+        wanted = f"the arm {base!r}" if base else "the reference arm (reference=True)"
+        raise ValueError(f"a sweep varies {wanted}, which is not declared")
     keys = {key: _factor_key(key, reference) for key in sweep}
     combos = _combinations(sweep, data.get("grid", "full"))
     swept = [_arm(reference, keys, combo) for combo in combos]

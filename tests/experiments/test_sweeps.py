@@ -11,6 +11,7 @@ import pytest
 
 from swarmflow import Agent, Team, flow, team
 from swarmflow.experiments import Arm, Experiment, FunctionGrader, run_experiment
+from swarmflow.experiments.factors import Factors
 from swarmflow.testing import FunctionModel, tool_call
 from tests.experiments.conftest import write_tasks
 
@@ -94,3 +95,17 @@ def test_a_swept_arms_runs_start_with_its_team_and_record_its_factors(tmp_path: 
     recorded = json.loads((out / "experiment.json").read_text())["arms"]
     assert recorded[1]["factors"] == {"instances": {"coder": ["coder", "coder_2", "coder_3"]}}
     assert recorded[0]["factors"] == {}
+
+
+def test_a_sweep_can_vary_another_arm_than_the_reference() -> None:
+    experiment = Experiment(
+        name="sweep", tasks="tasks.jsonl", grader=GRADER, sweep_from="team",
+        factors={"coders": [4]},
+        arms=[Arm(name="solo", flow=crew, reference=True, demo=_lead),
+              Arm(name="team", flow=crew, demo=_lead, factors=Factors(listening="passive"))],
+    )  # fmt: skip
+    swept = experiment.arms[-1]
+    assert swept.name == "coders-4" and not swept.reference
+    assert (swept.factors.listening, swept.factors.instances) == ("passive", {"coder": 4})
+    with pytest.raises(ValueError, match="a sweep varies the arm 'crew', which is not declared"):
+        _sweep(factors={"coders": [2]}, sweep_from="crew")
