@@ -101,14 +101,12 @@ async def run_experiment(
     tasks = _tasks(experiment, layout)[:first_tasks]
     bases = {t.id: await base_commit(Path(t.repo), t.base) for t in tasks if t.repo}
     models = {arm.name: _model(arm, model, demo) for arm in experiment.arms}
-    total = (
-        sum(a.best_of.k if a.best_of else 1 for a in experiment.arms)
-        * len(tasks)
-        * experiment.repeats
-    )
+    total = len(experiment.arms) * len(tasks) * experiment.repeats
+    runs = sum(a.best_of.k if a.best_of else 1 for a in experiment.arms)  # best-of: k each
+    progress = ExperimentProgress(runs * len(tasks) * experiment.repeats)
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
-        plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
+        plan = _Plan(experiment, layout, tasks, bases, progress, on_progress,
                      _judge_model(experiment, model, demo),
                      {"on": on, "workers": workers, "budget": _share(budget, experiment),
                       "run_budget": dict(run_budget or {})})  # fmt: skip

@@ -46,7 +46,7 @@ def _run(tmp_path: Path, best_of: BestOf) -> Any:
     )  # fmt: skip
     out = tmp_path / "out"
     result = anyio.run(lambda: run_experiment(experiment, out=out, demo=True))
-    assert (result.total, result.finished) == (8, 4)  # 2 + 2x3 runs; 4 rows
+    assert (result.total, result.finished) == (4, 4)  # 2 + 2x3 runs make 4 rows
     return out, read_experiment(out)
 
 

@@ -133,7 +133,7 @@ FILES = ("read_file", "write_file", "edit", "list_files")
 @flow(team=Team([Agent(n, tools=FILES, workspace="local", sandbox="none") for n in "AB"]))
 async def pair(task: str) -> str:
     a, b = await parallel(agent("A", task), agent("B", task))
-    return f"{a.text} / {b.text}"
+    return f"{a.value.text} / {b.value.text}"
 
 
 def _pair() -> FunctionModel:
@@ -170,6 +170,7 @@ def test_the_workspace_factor_shares_one_workspace_with_stale_write_refusals(
         Arm(name="shared", flow=pair, demo=_pair, factors=Factors(workspace="shared")),
     ], repo=True)  # fmt: skip
     shared, worktree = rows["shared"][0], rows["worktree"][0]
+    assert shared.status == worktree.status == "ok" and shared.resolved
     (start,) = _events(shared.run_dir, "run_started")
     assert {r["workspace"] for r in start["roles"].values()} == {"shared"}
     writes = {e["agent"]: e for e in _events(shared.run_dir, "tool_executed")
