@@ -114,7 +114,9 @@ def interface_suite(folder: Path) -> Path:
             "id": f"{package}-{method}",
             "inputs": {"issue": f"Add `{method}()` to the `{base}` interface in "
                                 f"{package}/base.py and implement it in every module of "
-                                f"{package}/: " + ", ".join(f"{package}/{n}.py" for n in impls)},
+                                f"{package}/ as specified: "
+                                + "; ".join(f"{package}/{n}.py: {body}"
+                                            for n, (body, _) in impls.items())},
             "repo": str(repo), "data": {"tests": 2 * len(impls), "package": package,
                                         "method": method, "base": base,
                                         "bodies": {n: b for n, (b, _) in impls.items()}},

@@ -29,7 +29,7 @@ from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.checkouts import base_commit, checkout
 from swarmflow.experiments.declaration import Arm, Experiment
-from swarmflow.experiments.factors import factor_record, run_options
+from swarmflow.experiments.factors import factor_record, instance_map, run_options
 from swarmflow.experiments.grades import Grade, append_grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run
 from swarmflow.experiments.layout import Layout, RunKey, write_manifest
@@ -253,6 +253,8 @@ async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, An
     line: dict[str, Any] = {**task.inputs, **arm.inputs}
     if "repeat" in flow.signature.parameters:
         line["repeat"] = key.repeat
+    if "instances" in flow.signature.parameters:  # the `instances` factor, for the flow's code
+        line["instances"] = instance_map(arm.flow, arm.factors)
     if task.repo:
         where = await checkout(Path(task.repo), plan.bases[task.id], plan.layout.checkout(key))
         line["repo"] = str(where)

@@ -148,6 +148,13 @@ def instance_names(name: str, count: int) -> list[str]:
     return [name, *(f"{name}_{i}" for i in range(2, count + 1))]
 
 
+def instance_map(flow: Flow[..., Any], factors: Factors) -> dict[str, list[str]]:
+    """Every declared agent -> the names of its instances in the arm's team (a flow with an
+    `instances` parameter is given this, so its code can fan out over them)."""
+    return {a.name: instance_names(a.name, factors.instances.get(a.name, 1))
+            for a in flow.team.agents}  # fmt: skip
+
+
 def _instances(
     agents: list[Agent], edges: tuple[tuple[str, str], ...], counts: Mapping[str, int]
 ) -> tuple[list[Agent], list[tuple[str, str]]]:
