@@ -138,6 +138,10 @@ CALC = {
     "    assert mean([1, 2, 3]) == 2\n\n\ndef test_spread():\n    assert spread([1, 4]) == 3\n",
     "tests/test_text.py": "from calc.text import shout\n\n\ndef test_shout():\n"
     "    assert shout('hi') == 'HI'\n",
+    "data/project.log": "".join(
+        f"{i:05d} INFO calc: request {i} served in {i % 97} ms by worker {i % 7}\n"
+        for i in range(600)
+    ),
 }
 CODING = [
     # id, issue, file, old, new, category, duration

@@ -268,7 +268,7 @@ def test_goal_evaluators_run_and_are_read_back(tmp_path: Path) -> None:
 
 
 def test_context_levels_and_instances_are_what_the_run_started_with(tmp_path: Path) -> None:
-    levels = {"processors": ["offload_observations"], "high": 0.8, "low": 0.4}
+    levels = {"processors": ["offload"], "high": 0.8, "low": 0.4}
     rows = _experiment(tmp_path, [
         Arm(name="one", flow=assemble, reference=True, demo=lambda: _board(quiet=True)),
         Arm(name="three", flow=assemble, demo=lambda: _board(quiet=True),
@@ -279,7 +279,7 @@ def test_context_levels_and_instances_are_what_the_run_started_with(tmp_path: Pa
     assert start["agents"] == ["assembler", "w1", "w1_2", "w1_3", "w2"]
     assert ["assembler", "w1_3"] in start["edges"] and ["w1_2", "assembler"] in start["edges"]
     assert {tuple(r["context"]) for r in start["roles"].values()} == {
-        ("offload_observations", "cut_observations")
+        ("offload", "cut_observations")
     }
     assert three.factors == {"context": True, "instances": True}
 
