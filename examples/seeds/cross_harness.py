@@ -45,7 +45,9 @@ async def base(issue: str) -> str:
 async def duo(issue: str) -> str:
     """The coder, then a reviewer who reads its work in the same checkout and fixes a slip."""
     done = await agent("coder", issue)
-    return (await agent("reviewer", f"Review the fix of: {issue}\nThe coder said: {done.text}")).text
+    return (
+        await agent("reviewer", f"Review the fix of: {issue}\nThe coder said: {done.text}")
+    ).text
 
 
 HAS_MINI = importlib.util.find_spec("minisweagent") is not None

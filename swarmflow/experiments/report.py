@@ -33,8 +33,10 @@ class ExperimentReport:
 
     def html(self) -> str:
         from swarmflow.experiments.html import render_html
+        from swarmflow.experiments.seedtables import seed_figures
 
-        return render_html(self.manifest.name, self.text(), self.arms)
+        extra = seed_figures(self.manifest, self.arms)
+        return render_html(self.manifest.name, self.text(), self.arms, extra)
 
 
 def read_experiment(root: str | Path) -> ExperimentReport:

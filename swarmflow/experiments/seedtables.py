@@ -216,3 +216,13 @@ def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
             "order_holds": [held, repeats],
         },  # fmt: skip
     }
+
+
+def seed_figures(manifest: Manifest, arms: list[ArmSummary]) -> list[tuple[str, str, str]]:
+    """The seeds' figures that apply, as (id, caption, SVG): the churn of a ladder."""
+    if not manifest.ladder:
+        return []
+    from swarmflow.experiments.seedfigures import CHURN_CAPTION, churn
+
+    steps = ladder_steps([r for a in arms for r in a.rows], manifest.ladder)
+    return [("churn", CHURN_CAPTION, churn(steps))]
