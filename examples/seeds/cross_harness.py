@@ -67,7 +67,7 @@ else:
 EXPERIMENT = Experiment(
     name="cross-harness",
     tasks=coding_suite,
-    limits={"seconds": 300},
+    limits={"seconds": 900},  # mini-swe-agent's own start-up takes a while on a busy machine
     grader=FunctionGrader(fn=count_tests, threshold=1.0),
     arms=ARMS,
 )
