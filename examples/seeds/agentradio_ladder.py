@@ -34,9 +34,7 @@ from seed_grading import scripted_judge  # noqa: E402
 from seed_suites import qa_suite  # noqa: E402
 
 from swarmflow import Agent, Team, agent, flow, parallel  # noqa: E402
-from swarmflow.experiments import Arm, Experiment, RubricGrader  # noqa: E402
-from swarmflow.experiments.bestof import BestOf  # noqa: E402
-from swarmflow.experiments.factors import Factors  # noqa: E402
+from swarmflow.experiments import Arm, BestOf, Experiment, Factors, RubricGrader  # noqa: E402
 
 READ = ("list_files", "search", "read_file")
 MEMBERS = ("agent2", "agent3", "agent4")

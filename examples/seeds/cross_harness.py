@@ -26,8 +26,7 @@ from seed_grading import count_tests
 from seed_suites import coding_suite
 
 from swarmflow import Agent, Team, agent, flow
-from swarmflow.experiments import Arm, Experiment, FunctionGrader
-from swarmflow.experiments.factors import Factors
+from swarmflow.experiments import Arm, Experiment, Factors, FunctionGrader
 from swarmflow.harnesses import mini_swe_agent
 
 CODE = ("read_file", "edit", "list_files")

@@ -20,8 +20,7 @@ from seed_suites import coding_suite
 
 from swarmflow import Agent, Team, agent, flow
 from swarmflow.core.context_policy import DETERMINISTIC_LEVELS
-from swarmflow.experiments import Arm, Experiment, FunctionGrader
-from swarmflow.experiments.factors import Factors
+from swarmflow.experiments import Arm, Experiment, Factors, FunctionGrader
 
 
 @flow(team=Team([Agent("coder", tools=("read_file", "edit", "list_files"), workspace="local",

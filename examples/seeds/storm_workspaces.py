@@ -22,8 +22,7 @@ from seed_suites import interface_suite
 from storm_scripted import coder_model
 
 from swarmflow import Agent, Team, agent, flow, parallel
-from swarmflow.experiments import Arm, Experiment, FunctionGrader
-from swarmflow.experiments.factors import Factors
+from swarmflow.experiments import Arm, Experiment, Factors, FunctionGrader
 
 FILES = ("read_file", "write_file", "list_files")
 CODER = Agent("coder", tools=FILES, workspace="local", max_steps=30, sandbox="none",

@@ -11,8 +11,14 @@ import pytest
 
 from swarmflow import Agent, Team, agent, flow
 from swarmflow.core.messages import ModelRequest
-from swarmflow.experiments import Arm, Experiment, FunctionGrader, read_experiment, run_experiment
-from swarmflow.experiments.bestof import BestOf
+from swarmflow.experiments import (
+    Arm,
+    BestOf,
+    Experiment,
+    FunctionGrader,
+    read_experiment,
+    run_experiment,
+)
 from swarmflow.testing import FunctionModel
 from tests.experiments.conftest import write_tasks
 

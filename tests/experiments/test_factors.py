@@ -17,8 +17,14 @@ import pytest
 
 from swarmflow import Agent, Team, agent, flow, parallel, team
 from swarmflow.core.messages import ModelRequest
-from swarmflow.experiments import Arm, Experiment, FunctionGrader, read_experiment, run_experiment
-from swarmflow.experiments.factors import Factors
+from swarmflow.experiments import (
+    Arm,
+    Experiment,
+    Factors,
+    FunctionGrader,
+    read_experiment,
+    run_experiment,
+)
 from swarmflow.harnesses import Harness
 from swarmflow.rails import GoalView
 from swarmflow.testing import FunctionModel, tool_call

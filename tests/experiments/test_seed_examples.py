@@ -51,7 +51,10 @@ def test_the_ladder_prints_accuracy_rubric_rate_mcnemar_churn_cost_and_noise(
         assert part in text, part
     seeds = json.loads(_report(ran["agentradio_ladder"], capsys, "--json"))["seeds"]
     assert [(s["from"], s["to"]) for s in seeds["ladder"]] == [
-        ("B0", "B1"), ("B1", "L1"), ("L1", "L2"), ("L2", "L3")
+        ("B0", "B1"),
+        ("B1", "L1"),
+        ("L1", "L2"),
+        ("L2", "L3"),
     ]
     l2, l3 = (ran["agentradio_ladder"] / f"arms/{arm}/runs" for arm in ("L2", "L3"))
     waits = [sum('"tool":"wait_for_mention"' in line.replace(" ", "")

@@ -10,8 +10,7 @@ import anyio
 import pytest
 
 from swarmflow import Agent, Team, flow, team
-from swarmflow.experiments import Arm, Experiment, FunctionGrader, run_experiment
-from swarmflow.experiments.factors import Factors
+from swarmflow.experiments import Arm, Experiment, Factors, FunctionGrader, run_experiment
 from swarmflow.testing import FunctionModel, tool_call
 from tests.experiments.conftest import write_tasks
 
