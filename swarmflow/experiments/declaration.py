@@ -19,6 +19,7 @@ from swarmflow.core.team import Team
 from swarmflow.experiments.bestof import BestOf
 from swarmflow.experiments.factors import Factors, apply_factors, check_agents
 from swarmflow.experiments.graders import Grader
+from swarmflow.experiments.sweeps import expand_sweep
 from swarmflow.runtime.flow import Flow
 
 Delegation = Literal["required", "offered", "none"]
@@ -179,9 +180,7 @@ class Experiment(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _sweep(cls, data: Any) -> Any:
-        from swarmflow.experiments.sweeps import expand_sweep
-
-        return expand_sweep(data) if isinstance(data, dict) else data
+        return expand_sweep(data, Arm) if isinstance(data, dict) else data
 
     @field_validator("tasks")
     @classmethod

@@ -20,16 +20,16 @@ SWEPT = tuple(n for n in FACTOR_NAMES if n != "instances")
 """The factors a sweep key names directly (a count of instances is keyed by its agent)."""
 
 
-def expand_sweep(data: dict[str, Any]) -> dict[str, Any]:
-    """The experiment's declaration with its sweep's arms added after the declared ones."""
+def expand_sweep(data: dict[str, Any], arm_type: type[Any]) -> dict[str, Any]:
+    """The experiment's declaration with its sweep's arms added after the declared ones
+    (`arm_type`: the `Arm` model, which a declared arm given as a mapping is read as)."""
     sweep = data.get("factors")
     if not sweep:
         return data
     if not isinstance(sweep, dict):
         raise ValueError("factors is a mapping: factor -> its levels")
-    from swarmflow.experiments.declaration import Arm
-
-    arms = [a if isinstance(a, Arm) else Arm.model_validate(a) for a in data.get("arms", ())]
+    arms = [a if isinstance(a, arm_type) else arm_type.model_validate(a)
+            for a in data.get("arms", ())]  # fmt: skip
     base = data.get("sweep_from")
     reference = next((a for a in arms if (a.name == base if base else a.reference)), None)
     if reference is None:
