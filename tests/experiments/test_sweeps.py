@@ -108,3 +108,25 @@ def test_a_sweep_can_vary_another_arm_than_the_reference() -> None:
     assert (swept.factors.listening, swept.factors.instances) == ("passive", {"coder": 4})
     with pytest.raises(ValueError, match="a sweep varies the arm 'crew', which is not declared"):
         _sweep(factors={"coders": [2]}, sweep_from="crew")
+
+
+def test_a_bad_sweep_in_a_declaration_file_is_one_line_naming_the_mistake(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarmflow.cli import main
+
+    declared = tmp_path / "declared.py"
+    declared.write_text(
+        "from swarmflow import Agent, Team, agent, flow\n"
+        "from swarmflow.experiments import Arm, Experiment, FunctionGrader\n"
+        "@flow(team=Team([Agent('coder')]))\nasync def f(task: str) -> str:\n"
+        "    return (await agent('coder', task)).text\n"
+        "EXPERIMENT = Experiment(name='x', tasks='t.jsonl', grader=FunctionGrader(fn=len),\n"
+        "    arms=[Arm(name='a', flow=f, reference=True)], factors={'reviewers': [1, 2]})\n"
+    )
+    capsys.readouterr()
+    argv = ["experiment", "run", f"{declared}:EXPERIMENT", "--demo", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "sweep factor 'reviewers' is no factor" in err and "its agents: coder" in err
