@@ -168,14 +168,17 @@ def candidate_runs(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> l
 
 
 def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> Any:
-    """The chosen run's row with the spend of every candidate run: tokens, cost, calls and
-    wall clock are what all k cost (`read` folds a run, as the rows do)."""
+    """The chosen run's row with the spend of every candidate run: tokens (per agent too),
+    cost, calls and wall clock are what all k cost (`read` folds a run, as the rows do)."""
     from dataclasses import replace
 
-    totals = {"tokens": 0, "tokens_in": 0, "tokens_out": 0, "cached_tokens": 0, "cost": 0.0,
-              "calls": 0, "wall": 0.0}  # fmt: skip
+    totals: dict[str, Any] = {"tokens": 0, "tokens_in": 0, "tokens_out": 0, "cached_tokens": 0,
+                              "cost": 0.0, "calls": 0, "wall": 0.0}  # fmt: skip
+    by_agent: dict[str, int] = {}
     for run_dir in runs:
         digest = read(run_dir).digest
+        for agent, spent in digest.by_agent().items():
+            by_agent[agent] = by_agent.get(agent, 0) + spent.tokens_in + spent.tokens_out
         total = digest.total()
         totals["tokens"] += total.tokens_in + total.tokens_out
         totals["tokens_in"] += total.tokens_in
@@ -184,4 +187,4 @@ def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> A
         totals["cost"] += total.cost
         totals["calls"] += total.calls
         totals["wall"] += digest.seconds
-    return replace(row, **totals)
+    return replace(row, **totals, tokens_by_agent=by_agent)

@@ -101,10 +101,15 @@ def _accuracy(manifest: Manifest, arms: list[ArmSummary]) -> str:
     return table(lines, right=tuple(range(1, 9)))
 
 
+def cost_per_task(rows: list[Row]) -> float | None:
+    """What one attempt at a task cost, on average over the arm's runs (a best-of-k arm's
+    row holds the spend of all k runs, so its attempt is the k runs)."""
+    return sum(r.cost for r in rows) / len(rows) if rows else None
+
+
 def _cost_per_task(rows: list[Row]) -> str:
-    """All the arm's spend over its tasks (a best-of-k arm's row holds all k runs' spend)."""
-    tasks = {r.task for r in rows}
-    return f"{sum(r.cost for r in rows) / len(tasks):.4f}" if tasks else "-"
+    cost = cost_per_task(rows)
+    return "-" if cost is None else f"{cost:.4f}"
 
 
 def _cache(arm: ArmSummary) -> str:
@@ -180,11 +185,10 @@ def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
     per_arm = {}
     for a in arms:
         weighted, macro = rates(a.rows, manifest)
-        tasks = {r.task for r in a.rows}
         per_arm[a.name] = {
             "task_accuracy": a.passed.value if a.rows else None, "rubric_rate": a.rubric_rate,
             "weighted_rate": weighted, "macro_rate": macro,
-            "cost_per_task": sum(r.cost for r in a.rows) / len(tasks) if tasks else None,
+            "cost_per_task": cost_per_task(a.rows),
             "cache_hit": a.cache_share if any(r.cached_tokens for r in a.rows) else None,
         }  # fmt: skip
     steps = ladder_steps(rows, manifest.ladder) if manifest.ladder else []

@@ -50,7 +50,7 @@ def _run(tmp_path: Path, best_of: BestOf) -> Any:
         arms=[Arm(name="B0", flow=solve, reference=True, demo=_guesser),
               Arm(name="B1", flow=solve, demo=_guesser, best_of=best_of)],
     )  # fmt: skip
-    out = tmp_path / "out"
+    out = tmp_path / "out"  # the same folder again: the experiment goes on where it was
     result = anyio.run(lambda: run_experiment(experiment, out=out, demo=True))
     assert (result.total, result.finished) == (4, 4)  # 2 + 2x3 runs make 4 rows
     return out, read_experiment(out)
@@ -93,3 +93,20 @@ def test_a_judge_function_chooses_by_what_it_sees(tmp_path: Path) -> None:
 def test_best_of_needs_two_or_more() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 2"):
         BestOf(k=1)
+
+
+def test_a_second_run_of_a_best_of_arm_pays_for_nothing_and_keeps_its_choice(
+    tmp_path: Path,
+) -> None:
+    out, first = _run(tmp_path, BestOf(k=3))
+    logs = {p: p.stat().st_size for p in out.glob("arms/*/runs/*/events.jsonl")}
+    grades = (out / "grades.jsonl").read_text()
+    chosen = (out / "arms/B1/chosen.json").read_text()
+    _, again = _run(tmp_path, BestOf(k=3))
+    assert {p: p.stat().st_size for p in out.glob("arms/*/runs/*/events.jsonl")} == logs
+    assert (out / "grades.jsonl").read_text() == grades
+    assert (out / "arms/B1/chosen.json").read_text() == chosen
+    b1 = next(a for a in again.arms if a.name == "B1")
+    assert b1.rows[0].tokens_by_agent["solver"] == b1.rows[0].tokens  # all k, per agent too
+    seeds = again.json()["seeds"]["arms"]
+    assert seeds["B1"]["cost_per_task"] == pytest.approx(sum(r.cost for r in b1.rows) / 2)

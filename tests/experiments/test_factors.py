@@ -316,3 +316,31 @@ def test_the_harness_factor_sends_the_agents_calls_through_the_endpoint(tmp_path
 def test_a_factor_naming_an_unknown_agent_is_refused() -> None:
     with pytest.raises(ValueError, match="factors name coderr, which the flow 'fix' does not"):
         Arm(name="x", flow=fix, factors=Factors(instances={"coderr": 2}))
+
+
+def test_a_factor_unshown_in_a_cut_run_is_unverified_and_one_unshown_in_a_finished_run_is_not(
+    tmp_path: Path,
+) -> None:
+    """A passive arm whose lead ran out of steps before any mention: not adherent, but
+    unverified (cut short before the mechanism could show); the same, finished: a deviation."""
+    capped = Team([Agent("assembler", tools=[*BOARD, "submit"], max_steps=1),
+                   *(Agent(w, tools=BOARD) for w in WORKERS)], edges=assemble.team.edges)  # fmt: skip
+
+    @flow(team=capped)
+    async def cut(task: str) -> str:
+        return (await team(task, lead="assembler")).answer
+
+    def stalls() -> FunctionModel:
+        return FunctionModel(lambda r: tool_call("create_thread", name="plan",
+                                                 participants=list(WORKERS)), name="stall-s")  # fmt: skip
+
+    rows = _experiment(tmp_path, [
+        Arm(name="finished", flow=assemble, reference=True, demo=lambda: _board(quiet=True),
+            factors=Factors(listening="passive")),
+        Arm(name="cut", flow=cut, demo=stalls, factors=Factors(listening="passive")),
+    ])  # fmt: skip
+    finished, stopped = rows["finished"][0], rows["cut"][0]
+    assert finished.factors == stopped.factors == {"listening": False}
+    assert stopped.end_reason != "completed"
+    assert (finished.adherent, finished.unverified) == (False, False)
+    assert (stopped.adherent, stopped.unverified) == (False, True)
