@@ -14,6 +14,7 @@ candidate each run took.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Awaitable, Callable
@@ -35,9 +36,10 @@ class BestOf(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     k: int = Field(ge=2, le=64)
-    choose: Literal["oracle"] | Callable[[Any, list[RunOutcome]], int] = "oracle"
-    """`"oracle"`: the grader picks (reported as an oracle); or a judge function given the
-    task and the k candidates' `RunOutcome`s that returns the index of the one to keep."""
+    choose: Literal["oracle"] | Callable[[Any, list[RunOutcome]], Any] = "oracle"
+    """`"oracle"`: the grader picks (reported as an oracle); or a judge function (or coroutine
+    function: one that asks a model, say) given the task and the k candidates' `RunOutcome`s,
+    that returns the index of the one to keep."""
 
     @property
     def rule(self) -> str:
@@ -103,7 +105,8 @@ async def _choose(
         best = max(range(k), key=lambda i: (graded[i].resolved, graded[i].score, -i))
     else:
         outcomes = [_outcome(plan, arm.name, task, repeat, c) for c in range(1, k + 1)]
-        best = int(arm.best_of.choose(task, outcomes))
+        picked = arm.best_of.choose(task, outcomes)
+        best = int(await picked if inspect.isawaitable(picked) else picked)
         if not 0 <= best < k:
             raise ValueError(f"the judge of arm {arm.name!r} chose {best}, not 0..{k - 1}")
     pick = graded[best]

@@ -119,12 +119,17 @@ def _cache(arm: ArmSummary) -> str:
     return _pct(arm.cache_share)
 
 
-def _factors(rows: list[Row]) -> str:
+def _realized(rows: list[Row]) -> dict[str, float]:
+    """Factor -> the share of the arm's runs that showed it."""
     held: dict[str, list[bool]] = defaultdict(list)
     for r in rows:
         for name, ok in r.factors.items():
             held[name].append(ok)
-    return ", ".join(f"{n} {_pct(fmean(v))}%" for n, v in held.items()) or "-"
+    return {name: fmean(values) for name, values in held.items()}
+
+
+def _factors(rows: list[Row]) -> str:
+    return ", ".join(f"{n} {_pct(v)}%" for n, v in _realized(rows).items()) or "-"
 
 
 def _ladder(steps: list[Step], arms: list[ArmSummary]) -> str:
@@ -189,6 +194,8 @@ def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
             "task_accuracy": a.passed.value if a.rows else None, "rubric_rate": a.rubric_rate,
             "weighted_rate": weighted, "macro_rate": macro,
             "cost_per_task": cost_per_task(a.rows),
+            "factors_realized": _realized(a.rows),
+            "best_of": a.record.best_of,
             "cache_hit": a.cache_share if any(r.cached_tokens for r in a.rows) else None,
         }  # fmt: skip
     steps = ladder_steps(rows, manifest.ladder) if manifest.ladder else []

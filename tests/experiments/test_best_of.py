@@ -80,7 +80,8 @@ def test_the_oracle_keeps_the_resolved_candidate_and_every_candidate_is_paid(
 
 
 def test_a_judge_function_chooses_by_what_it_sees(tmp_path: Path) -> None:
-    def first_answer(task: Any, outcomes: list[Any]) -> int:
+    async def first_answer(task: Any, outcomes: list[Any]) -> int:
+        assert [o.output for o in outcomes] == ["wrong 1", "wrong 2", "right"]
         return 0  # always the first candidate: the oracle's pick is not taken
 
     out, report = _run(tmp_path, BestOf(k=3, choose=first_answer))
