@@ -77,7 +77,7 @@ def render_seed_tables(manifest: Manifest, arms: list[ArmSummary]) -> list[str]:
         )
         parts.append("Churn: the tasks each step gains (+) and loses (-)\n" + _churn(steps))
     for key, buckets in sorted(tag_groups(manifest.tags).items()):
-        parts.append(f"Task accuracy by {key} (resolved/runs, %)\n"
+        parts.append(f"Task accuracy by {key} (resolved/runs, %; rubric pass rate %)\n"
                      + _buckets(rows, buckets, arms))  # fmt: skip
     if manifest.repeats > 1:
         parts.append("Run-to-run noise: task accuracy % per repeat\n" + _noise(rows, arms))
@@ -162,9 +162,16 @@ def _buckets(rows: list[Row], buckets: dict[str, list[str]], arms: list[ArmSumma
         cells = []
         for a in arms:
             k, n = bucket_passes(rows, a.name, tasks)
-            cells.append(f"{k}/{n} ({_pct(k / n)})" if n else "-")
+            rubric = _rubric_rate([r for r in rows if r.arm == a.name and r.task in tasks])
+            shown = f"{k}/{n} ({_pct(k / n)})" if n else "-"
+            cells.append(shown + (f" rubric {_pct(rubric)}" if n and rubric is not None else ""))
         lines.append((bucket, str(len(tasks)), *cells))
     return table(lines, right=(1,))
+
+
+def _rubric_rate(rows: list[Row]) -> float | None:
+    items = sum(r.rubric_items for r in rows)
+    return sum(r.rubric_passed for r in rows) / items if items else None
 
 
 def _noise(rows: list[Row], arms: list[ArmSummary]) -> str:
