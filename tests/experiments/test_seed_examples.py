@@ -140,3 +140,29 @@ def test_the_html_report_in_a_real_browser(ran: dict[str, Path], name: str, tmp_
         browser.close()
     assert errors == []
     assert requests == [page_path.as_uri()]
+
+
+def test_an_example_runs_on_a_named_model_and_reports_the_servers_cache_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.chat_server import ChatServer, completion
+
+    usage = {"prompt_tokens": 100, "completion_tokens": 10,
+             "prompt_tokens_details": {"cached_tokens": 40}}  # fmt: skip
+    with ChatServer() as server:
+        server.responder = lambda body: completion("I will leave it as it is.", usage=usage)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-experiment-0123456789")
+        monkeypatch.setenv("SWARMFLOW_BLOCK_MODEL_CALLS", "0")
+        out = tmp_path / "exp"
+        declared = f"{ROOT}/examples/seeds/storm_workspaces.py:EXPERIMENT"
+        argv = ["experiment", "run", declared, "--model", "gpt-endpoint", "--out", str(out),
+                "--tasks", "1"]  # fmt: skip
+        assert main(argv) == 0
+    assert not server.errors
+    seeds = json.loads(_report(out, capsys, "--json"))["seeds"]["arms"]
+    assert len(seeds) == 5
+    for arm in seeds.values():
+        assert arm["cache_hit"] == pytest.approx(0.4)  # 40 of every 100 prompt tokens
+        assert arm["weighted_rate"] == 0.0  # nothing was changed
+    assert "40.0" in _report(out, capsys)
