@@ -1,7 +1,8 @@
 """What the seeds' examples grade with: a count of tests passed, and a scripted rubric judge.
 
 `count_tests` is a function grader (`FunctionGrader(fn=count_tests)`): it applies the run's
-product to a fresh copy of the task's repository and runs the task's tests there, and its
+product to a fresh copy of the task's repository and runs the task's tests there (in the
+sandbox the `tests` grader uses, where bubblewrap works), and its
 score is the share of the task's `data.tests` that pass, so the report's weighted and macro
 rates count tests (STORM's). The product is the run's patch when its output holds one (a list
 of patches is applied one by one, in order, and a patch that no longer applies is dropped: the
@@ -14,8 +15,8 @@ holds the item's first word. It is a script, not a model, and its runs say so.
 from __future__ import annotations
 
 import json
-import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 
 from swarmflow.core.messages import ModelRequest
 from swarmflow.testing import FunctionModel
+from swarmflow.tools.sandbox import ShellPolicy, bwrap_argv, bwrap_problem
 
 GIT = ["git", "-c", "user.name=seed", "-c", "user.email=seed@example.invalid"]
 
@@ -37,7 +39,12 @@ def count_tests(task: Any, outcome: Any) -> float:
         where = Path(scratch) / "repo"
         patches = _patches(outcome.output)
         if patches is None:
-            shutil.copytree(outcome.checkout, where, ignore=shutil.ignore_patterns(".git"))
+            shutil.copytree(
+                outcome.checkout,
+                where,
+                symlinks=True,  # links stay links
+                ignore=shutil.ignore_patterns(".git"),
+            )
         else:
             subprocess.run([*GIT, "clone", "-q", task.repo, str(where)], check=True,
                            capture_output=True)  # fmt: skip
@@ -57,11 +64,22 @@ def _patches(output: Any) -> list[str] | None:
 
 
 def _passed(repo: Path, select: list[str]) -> int:
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *select],
-        cwd=repo, capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+    """How many of the selected tests pass, run as the `tests` grader runs them: under
+    bubblewrap where it works (the copy read-write, the system read-only, no network, a
+    cleared environment; killed with everything it started after two minutes), else on the
+    host."""
+    command = " ".join(["PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1",
+                        shlex.quote(sys.executable), "-m pytest -q -p no:cacheprovider",
+                        *(shlex.quote(s) for s in select)])  # fmt: skip
+    if bwrap_problem() is None:
+        argv = bwrap_argv(repo, command, ShellPolicy())
+    else:
+        argv = ["/bin/sh", "-c", command]
+    try:
+        done = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=120,
+                              check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return 0
     found = re.search(r"(\d+) passed", done.stdout)
     return int(found.group(1)) if found else 0
 
