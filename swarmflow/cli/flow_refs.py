@@ -199,5 +199,12 @@ def described(value: Any) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and type(exc).__name__ == "ValidationError":  # a declaration's mistake
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{getattr(exc, 'title', 'declaration')}: {where + ': ' if where else ''}" + str(
+            first.get("msg", "")
+        )
     lines = str(exc).strip().splitlines()
     return type(exc).__name__ + (f": {lines[0]}" if lines else "")

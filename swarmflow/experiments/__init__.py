@@ -1,7 +1,8 @@
 """Controlled experiments: arms x tasks x repeats, graded, with adherence-adjusted effects.
 
-Declare an `Experiment` of `Arm`s (each a flow plus what differs, and its `Assigned`
-organization), a task set and a grader (`TestsGrader`, `FunctionGrader`, `RubricGrader`);
+Declare an `Experiment` of `Arm`s (each a flow plus what differs: its `Factors`, its
+`Assigned` organization, `BestOf` k runs), a task set and a grader (`TestsGrader`,
+`FunctionGrader`, `RubricGrader`);
 `run_experiment` (`swarmflow experiment run`) runs it through the batch engine and
 `read_experiment` (`swarmflow experiment report`) reads it back; `regrade_experiment`
 (`swarmflow experiment grade`) grades it again from its record. docs/experiments.md.
@@ -12,11 +13,16 @@ from typing import TYPE_CHECKING
 from swarmflow.core.lazy import export_lazily
 
 if TYPE_CHECKING:
+    from swarmflow.experiments.bestof import BestOf as BestOf
+    from swarmflow.experiments.breakdowns import macro_rate as macro_rate
+    from swarmflow.experiments.breakdowns import mcnemar_exact as mcnemar_exact
+    from swarmflow.experiments.breakdowns import weighted_rate as weighted_rate
     from swarmflow.experiments.declaration import Arm as Arm
     from swarmflow.experiments.declaration import Assigned as Assigned
     from swarmflow.experiments.declaration import Experiment as Experiment
     from swarmflow.experiments.execution import ExperimentResult as ExperimentResult
     from swarmflow.experiments.execution import run_experiment as run_experiment
+    from swarmflow.experiments.factors import Factors as Factors
     from swarmflow.experiments.graders import FunctionGrader as FunctionGrader
     from swarmflow.experiments.graders import RubricGrader as RubricGrader
     from swarmflow.experiments.graders import TestsGrader as TestsGrader

@@ -15,8 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from swarmflow.core.budget import Limits
 from swarmflow.core.team import Team
+from swarmflow.experiments.bestof import BestOf
 from swarmflow.experiments.budgets import RunBudget
+from swarmflow.experiments.factors import Factors, apply_factors, check_agents
 from swarmflow.experiments.graders import Grader
+from swarmflow.experiments.sweeps import expand_sweep
 from swarmflow.runtime.flow import Flow
 
 Delegation = Literal["required", "offered", "none"]
@@ -73,6 +76,11 @@ class Arm(BaseModel):
     debris: tuple[str, ...] = ()
     """More build-debris patterns (gitignore-style) left out of this arm's products, beside
     the default list and the task's (docs/experiments.md)."""
+    factors: Factors = Factors()
+    """The mechanisms this arm sets on the flow's team and runs (listening, workspace, context,
+    feedback, experience, goals, instances, harness); each is checked from the run's events."""
+    best_of: BestOf | None = None
+    """k independent runs per task, one result chosen (AgentRadio's B1); all k paid for."""
 
     @field_validator("flow")
     @classmethod
@@ -92,11 +100,17 @@ class Arm(BaseModel):
                     f"{self.flow.name!r} does not declare (its agents: "
                     f"{', '.join(sorted(declared))})"
                 )
+        check_agents(self.factors, self.flow, self.name)
+        apply_factors(self.flow, self.factors)  # a team the factors break is refused here
         return self
 
     def variant(self) -> Flow[..., Any]:
         """The arm's flow with its cards and tool sets put in: the same code, the same team
-        otherwise (a Flow of its own, so the run's `run_started` records what this arm ran)."""
+        otherwise (a Flow of its own, so the run's `run_started` records what this arm ran),
+        with the arm's factors written into its team."""
+        return apply_factors(self._carded(), self.factors)
+
+    def _carded(self) -> Flow[..., Any]:
         if not self.cards and not self.tools:
             return self.flow  # type: ignore[no-any-return]
         team = self.flow.team
@@ -143,6 +157,20 @@ class Experiment(BaseModel):
     """The model of a `rubric` grader's judge (None: the command's model)."""
     judge_demo: Callable[[], Any] | None = None
     """Makes the judge's scripted policy for `--demo`."""
+    factors: dict[str, Any] | None = None
+    """A sweep: factor -> its levels; expanded into arms that differ from the reference arm
+    in those factors alone (`swarmflow.experiments.sweeps`)."""
+    grid: Literal["full"] | list[dict[str, Any]] = "full"
+    """Which combinations of a sweep's levels become arms: every one, or those listed."""
+    sweep_from: str | None = None
+    """The arm a sweep varies (None: the reference)."""
+    ladder: tuple[str, ...] = ()
+    """Arms in order: each step is compared with the one before it, paired by task."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sweep(cls, data: Any) -> Any:
+        return expand_sweep(data, Arm) if isinstance(data, dict) else data
 
     @field_validator("tasks")
     @classmethod
@@ -163,6 +191,9 @@ class Experiment(BaseModel):
         if len(references) != 1:
             found = ", ".join(references) or "none"
             raise ValueError(f"exactly one arm must be the reference (reference=True); {found}")
+        unknown = sorted(set(self.ladder) - set(names))
+        if unknown:
+            raise ValueError(f"the ladder names {', '.join(unknown)}, which is no arm")
         return self
 
     @property

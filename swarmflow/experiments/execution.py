@@ -7,11 +7,14 @@ rebuilds the line of a run that ended before it was written; nothing finished is
 Every run gets its own checkout of its task's repository (its `repo=`, given through its
 task line). The arms' batches run as one group: one pool of workers (here or on Ray) serves
 them all, and their runs start in the seeded, interleaved order `experiment.json` records
-(`order.py`). Each run is graded as soon as its result line is written (a run an earlier
-call finished, once the batches are over) and its grade appended to `OUT/grades.jsonl` (a
-graded run is never graded again); before the first grading of the call, a grader that would
-run the products' code outside the sandbox says so once (`grading_notes.py`). Then
-`OUT/rows.csv` is written whole, from the run directories and the grades.
+(`order.py`). A best-of-k arm runs as its k candidates (`bestof.py`): each a batch of the
+group, their runs taking the arm's place in the order one after another. Each run is graded
+as soon as its result line is written (a run an earlier call finished, once the batches are
+over) and its grade appended to `OUT/grades.jsonl` (a graded run is never graded again), and
+a best-of arm's choice is made once its k candidates of a task and repeat are graded; before
+the first grading of the call, a grader that would run the products' code outside the
+sandbox says so once (`grading_notes.py`). Then `OUT/rows.csv` is written whole, from the run
+directories and the grades.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import as_tasks, task_id
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
+from swarmflow.experiments.bestof import candidate_name, candidates, choose, record_choice
 from swarmflow.experiments.checkouts import base_commit, checkout
 from swarmflow.experiments.declaration import Arm, Experiment
+from swarmflow.experiments.factors import factor_record, instance_map, run_options
 from swarmflow.experiments.graders import TestsGrader
 from swarmflow.experiments.grades import Grade, append_grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run
@@ -49,7 +54,12 @@ from swarmflow.experiments.order import run_order
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.run_ids import check_derived_ids
-from swarmflow.experiments.tasks import ExperimentTask, read_task_set, write_graded_tasks
+from swarmflow.experiments.tasks import (
+    ExperimentTask,
+    item_counts,
+    read_task_set,
+    write_graded_tasks,
+)
 
 SUITE = "suite"
 """The folder a generated task set is written into (`Experiment(tasks=function)`)."""
@@ -84,11 +94,16 @@ class _Plan:
     on: str
     workers: int | None
     budget: Limits
-    """Each arm's share of the call's budget."""
+    """Each batch's share of the call's budget (`_share`)."""
     run_budget: Limits
     """The call's cap on every run, over the declaration's."""
     order: list[RunKey]
     """The order in which the runs start, as `experiment.json` records it."""
+    batches: list[Arm]
+    """The arms that run as batches, in the group's order: every arm, a best-of arm as its
+    k candidates (`<arm>.c1` ...)."""
+    parents: dict[str, Arm]
+    """A batch's name -> the declared arm it runs for (itself, or a candidate's arm)."""
     said: set[str] = field(default_factory=set)
     """What this call has said once already (grading outside the sandbox)."""
 
@@ -110,7 +125,8 @@ async def run_experiment(
 
     `model` is the model of every arm that names none; `demo=True` gives each arm its
     scripted offline policy instead. `budget` (tokens, cost) is the whole call's, split
-    evenly between the arms, so that no arm can spend what another is owed; `run_budget`
+    evenly between the batches (an arm, or one of a best-of arm's k candidates), so that no
+    arm can spend what another is owed and the call never spends more; `run_budget`
     caps each run (over the declaration's limits). `first_tasks` runs only the first tasks
     of the set (a pilot; its folder is another experiment's than the whole set's).
 
@@ -127,17 +143,20 @@ async def run_experiment(
     check_derived_ids(_all_keys(experiment, tasks))
     await anyio.to_thread.run_sync(refuse_unsandboxed, experiment.grader)
     total = len(experiment.arms) * len(tasks) * experiment.repeats
+    batches = _batches(experiment)
+    parents = {b.name: a for a in experiment.arms for b in _batches_of(a)}
+    progress = ExperimentProgress(len(batches) * len(tasks) * experiment.repeats)
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
         write_graded_tasks(layout, tasks, bases)
-        plan = _Plan(experiment, layout, tasks, bases, ExperimentProgress(total), on_progress,
+        plan = _Plan(experiment, layout, tasks, bases, progress, on_progress,
                      _judge_model(experiment, model, demo), on, workers,
-                     _share(budget, experiment), Limits.coerce(run_budget),
-                     _order(experiment, tasks, layout))  # fmt: skip
+                     _share(budget, len(batches)), Limits.coerce(run_budget),
+                     _order(experiment, tasks, layout), batches, parents)  # fmt: skip
         earlier = read_grades(layout.grades, plan.progress.warnings)
         plan.progress.graded = sum(
-            RunKey(arm.name, t.id, r) in earlier
-            for arm in experiment.arms for t in tasks for r in range(1, experiment.repeats + 1)
+            RunKey(b.name, t.id, r) in earlier
+            for b in batches for t in tasks for r in range(1, experiment.repeats + 1)
         )  # fmt: skip
         results = await _all_arms(plan, models)
         finished = write_rows(layout, plan.progress.warnings)
@@ -149,11 +168,13 @@ async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResul
     """Every arm's batch in one group, runs started in the recorded order, each finished run
     graded as its line is written (and those finished before, after). A mistake in one arm (a
     `ConfigError`) stops them all, as itself."""
-    arms = plan.experiment.arms
+    arms = plan.batches
     try:
         async with anyio.create_task_group() as group:
             grading = _Grading(plan, group, read_grades(plan.layout.grades, plan.progress.warnings))
-            specs = [await _spec(plan, arm, models[arm.name], grading) for arm in arms]
+            specs = [
+                await _spec(plan, arm, models[plan.parents[arm.name].name], grading) for arm in arms
+            ]
             done = await run_batches(
                 specs,
                 concurrency=plan.experiment.concurrency,
@@ -176,26 +197,32 @@ async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResul
 
 
 class _Grading:
-    """Grades each finished run once, `concurrency` at once, beside the runs still going."""
+    """Grades each finished run once, `concurrency` at once, beside the runs still going; and
+    makes a best-of arm's choice once the k candidates of a task and repeat are graded."""
 
-    def __init__(self, plan: _Plan, group: anyio.abc.TaskGroup, graded: Mapping[RunKey, Any]):
+    def __init__(self, plan: _Plan, group: anyio.abc.TaskGroup, graded: Mapping[RunKey, Grade]):
         self.plan = plan
         self.group = group
         self.taken = set(graded)
+        """The runs graded or being graded (and the best-of choices made or being made)."""
+        self.grades = dict(graded)
+        """Every grade known to this call: the earlier ones and those it gave."""
         self.limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
         self.tasks = {t.id: t for t in plan.tasks}
         self.keys = {
             arm.name: {task_id(i): key for i, key in enumerate(_keys(plan, arm.name))}
-            for arm in plan.experiment.arms
+            for arm in plan.batches
         }
-        """Arm -> the batch's task id -> the run's key."""
+        """Batch -> its task id -> the run's key."""
         self.saying = anyio.Lock()
         """Held while the first grading says whether it runs outside the sandbox."""
 
     def grade(self, arm: str, line: TaskResult) -> None:
-        """Grade the run of `arm` whose result line this is, unless it has a grade."""
+        """Grade the run of the batch `arm` whose result line this is, unless it has a grade
+        (then, for a candidate graded before, its arm's choice may be due)."""
         key = self.keys[arm][line.task]
         if key in self.taken:
+            self._choose_if_due(key)
             return
         self.taken.add(key)
         task = self.tasks[key.task]
@@ -209,7 +236,44 @@ class _Grading:
         """Grade one run, once this call has said whether grading is outside the sandbox."""
         async with self.saying:
             await _say_if_unsandboxed(self.plan)
-        await _grade_one(self.plan, self.limiter, task, outcome)
+        self.grades[outcome.key] = await _grade_one(self.plan, self.limiter, task, outcome)
+        self._choose_if_due(outcome.key)
+
+    def _choose_if_due(self, key: RunKey) -> None:
+        """When `key` is a candidate's run and every candidate of its task and repeat is
+        graded, make its arm's choice (once)."""
+        arm = self.plan.parents[key.arm]
+        if arm.best_of is None:
+            return
+        chosen = RunKey(arm.name, key.task, key.repeat)
+        if chosen in self.taken:
+            return
+        found = [self.grades.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
+                 for c in range(1, arm.best_of.k + 1)]  # fmt: skip
+        graded = [g for g in found if g is not None]
+        if len(graded) < len(found):
+            return  # a candidate not graded yet: its grade (or a later call) makes the choice
+        self.taken.add(chosen)
+        self.group.start_soon(self._choose, arm, chosen, graded)
+
+    async def _choose(self, arm: Arm, key: RunKey, graded: list[Grade]) -> None:
+        """The choice of a best-of arm for one task and repeat: recorded in its `chosen.json`,
+        then its grade appended (a kill between the two makes it again, the same)."""
+        task = self.tasks[key.task]
+        try:
+            async with self.limiter:
+                candidate, grade = await choose(self.plan, arm, task, key.repeat, graded)
+        except ConfigError:
+            raise
+        except Exception as exc:  # the arm's judge function: one line
+            raise ConfigError(
+                f"choosing the best of {arm.name!r} for {key.text} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        record_choice(self.plan.layout, arm.name, key, candidate)
+        append_grade(self.plan.layout.grades, grade)
+        if self.plan.on_progress is not None:
+            self.plan.on_progress(self.plan.progress)
 
 
 def _keys(plan: _Plan, arm: str) -> list[RunKey]:
@@ -220,7 +284,7 @@ def _keys(plan: _Plan, arm: str) -> list[RunKey]:
 
 def _batch_order(plan: _Plan) -> list[tuple[int, str]]:
     """The order of the runs, as (arm's batch, task id in that batch)."""
-    arms = {arm.name: index for index, arm in enumerate(plan.experiment.arms)}
+    arms = {arm.name: index for index, arm in enumerate(plan.batches)}
     tasks = {t.id: index for index, t in enumerate(plan.tasks)}
     repeats = plan.experiment.repeats
     return [
@@ -230,26 +294,50 @@ def _batch_order(plan: _Plan) -> list[tuple[int, str]]:
 
 
 def _order(experiment: Experiment, tasks: list[ExperimentTask], layout: Layout) -> list[RunKey]:
-    """The order `experiment.json` records (one recorded before orders were, its seed's)."""
+    """The order `experiment.json` records (one recorded before orders were, its seed's);
+    `ConfigError` when it is not an order of this declaration's runs (a best-of arm's k
+    changed, say)."""
     recorded = read_manifest(layout.root).order
+    seeded = _seeded_order(experiment, tasks)
     if not recorded:
-        return _seeded_order(experiment, tasks)
+        return seeded
     keys = []
     for text in recorded:
         arm, task, repeat = text.rsplit("/", 2)
         keys.append(RunKey(arm, task, int(repeat.removeprefix("r"))))
+    if sorted(k.text for k in keys) != sorted(k.text for k in seeded):
+        raise ConfigError(
+            f"{layout.manifest} records another experiment (its runs differ); "
+            "use a new --out folder for a changed declaration"
+        )
     return keys
 
 
 def _seeded_order(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
+    """The seed's order of the declared arms' runs (`order.py`), a best-of arm's place in
+    each block taken by its k candidates, one after another, in candidate order."""
     arms = [arm.name for arm in experiment.arms]
-    return run_order(arms, [t.id for t in tasks], experiment.repeats, experiment.seed)
+    drawn = run_order(arms, [t.id for t in tasks], experiment.repeats, experiment.seed)
+    batches = {arm.name: [b.name for b in _batches_of(arm)] for arm in experiment.arms}
+    return [RunKey(name, key.task, key.repeat) for key in drawn for name in batches[key.arm]]
+
+
+def _batches_of(arm: Arm) -> list[Arm]:
+    """The batches `arm` runs as: itself, or its k candidates (`bestof.candidates`)."""
+    return candidates(arm) if arm.best_of is not None else [arm]
+
+
+def _batches(experiment: Experiment) -> list[Arm]:
+    return [batch for arm in experiment.arms for batch in _batches_of(arm)]
 
 
 def _all_keys(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKey]:
-    """Every run of the experiment, arm by arm (the ids derived from them are checked)."""
+    """Every run of the experiment, arm by arm, a best-of arm's candidates' runs and its
+    chosen ones (the ids derived from them are checked)."""
     repeats = range(1, experiment.repeats + 1)
-    return [RunKey(arm.name, t.id, r) for arm in experiment.arms for t in tasks for r in repeats]
+    names = [arm.name for arm in experiment.arms if arm.best_of is not None]
+    names += [b.name for b in _batches(experiment)]
+    return [RunKey(name, t.id, r) for name in names for t in tasks for r in repeats]
 
 
 def _first(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -290,10 +378,11 @@ def _judge_model(experiment: Experiment, model: Any, demo: bool) -> Any:
     return experiment.judge_model if experiment.judge_model is not None else model
 
 
-def _share(budget: Limits | Mapping[str, float] | None, experiment: Experiment) -> Limits:
-    """Each arm's even share of the call's budget."""
+def _share(budget: Limits | Mapping[str, float] | None, arms: int) -> Limits:
+    """Each batch's even share of the call's budget (`arms`: the batches; a best-of arm's k
+    candidates are k of them, so it can finish as many tasks as the others and the shares
+    never add up to more than the whole)."""
     whole = Limits.coerce(budget)
-    arms = len(experiment.arms)
     return Limits(
         tokens=None if whole.tokens is None else math.floor(whole.tokens / arms),
         cost=None if whole.cost is None else whole.cost / arms,
@@ -319,6 +408,9 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
         "pin_modes": experiment.pin_modes,
         "seed": experiment.seed,
         "order": [key.text for key in _seeded_order(experiment, tasks)],
+        "tags": {t.id: list(t.tags) for t in tasks if t.tags},
+        "ladder": list(experiment.ladder),
+        "items": item_counts(tasks),
     }
 
 
@@ -330,11 +422,14 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
         "limits": experiment.run_limits(arm).given(), "debris": list(arm.debris),
+        "factors": factor_record(arm.factors, arm.flow),
+        "best_of": None if arm.best_of is None else arm.best_of.record(),
     }  # fmt: skip
 
 
 async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSpec:
-    """The arm's batch: its flow over its runs' task lines, into `OUT/arms/<arm>/`."""
+    """The arm's batch (or a best-of candidate's): its flow, its factors written in, over its
+    runs' task lines, into `OUT/arms/<arm>/`, with the run options its factors need."""
     flow = arm.variant()
     keys = _keys(plan, arm.name)
     lines = [await _inputs(plan, arm, key, flow) for key in keys]
@@ -349,6 +444,7 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
     limits = plan.run_budget.over(plan.experiment.run_limits(arm))
     options = {"model": model, "pin_modes": plan.experiment.pin_modes}
+    options.update(run_options(arm.factors, plan.layout.root, arm.name))
     return BatchSpec(
         flow,
         tasks,
@@ -367,6 +463,8 @@ async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, An
     line: dict[str, Any] = {**task.inputs, **arm.inputs}
     if "repeat" in flow.signature.parameters:
         line["repeat"] = key.repeat
+    if "instances" in flow.signature.parameters:  # the `instances` factor, for the flow's code
+        line["instances"] = instance_map(arm.flow, arm.factors)
     if task.repo:
         where = await checkout(Path(task.repo), plan.bases[task.id], plan.layout.checkout(key))
         line["repo"] = str(where)
@@ -390,7 +488,7 @@ async def _say_if_unsandboxed(plan: _Plan) -> None:
 
 async def _grade_one(
     plan: _Plan, limiter: anyio.CapacityLimiter, task: ExperimentTask, outcome: RunOutcome
-) -> None:
+) -> Grade:
     """Grade one run and append its line at once (one write: a kill leaves it whole)."""
     async with limiter:
         grade = await _graded(plan, task, outcome)
@@ -398,12 +496,13 @@ async def _grade_one(
     plan.progress.graded += 1
     if plan.on_progress is not None:
         plan.on_progress(plan.progress)
+    return grade
 
 
 async def _graded(plan: _Plan, task: ExperimentTask, outcome: RunOutcome) -> Grade:
     try:
         base = plan.bases.get(task.id, "")
-        arm = next(a for a in plan.experiment.arms if a.name == outcome.key.arm)
+        arm = plan.parents[outcome.key.arm]
         return await grade_run(plan.experiment.grader, task, outcome, plan.layout, base=base,
                                judge_model=plan.judge_model, debris=arm.debris)  # fmt: skip
     except ConfigError:

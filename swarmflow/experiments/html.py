@@ -7,6 +7,7 @@ the page loads nothing from anywhere and runs no script.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from swarmflow.experiments.figures import FIGURES
 from swarmflow.experiments.summary import ArmSummary
@@ -19,13 +20,17 @@ svg { max-width: 100%; height: auto; }
 """
 
 
-def render_html(name: str, text: str, arms: list[ArmSummary]) -> str:
-    """The page: a title, the text tables, then every figure with its caption."""
+def render_html(
+    name: str, text: str, arms: list[ArmSummary], extra: Sequence[tuple[str, str, str]] = ()
+) -> str:
+    """The page: a title, the text tables, then every figure with its caption (`extra`:
+    more figures, as (id, caption, SVG), after the report's own)."""
     title = html.escape(f"Experiment {name}")
+    drawn = [(key, caption, draw(arms)) for key, caption, draw in FIGURES]
     figures = "\n".join(
         f'<figure id="{key}" data-figure="{key}"><figcaption>{html.escape(caption)}</figcaption>'
-        f"{draw(arms)}</figure>"
-        for key, caption, draw in FIGURES
+        f"{svg}</figure>"
+        for key, caption, svg in (*drawn, *extra)
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

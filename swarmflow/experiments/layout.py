@@ -51,6 +51,10 @@ class ArmRecord(BaseModel):
     limits: dict[str, float] = Field(default_factory=dict)
     debris: list[str] = Field(default_factory=list)
     """The arm's own build-debris patterns."""
+    factors: dict[str, Any] = Field(default_factory=dict)
+    """The factors the arm set (`swarmflow.experiments.factors.factor_record`)."""
+    best_of: dict[str, Any] | None = None
+    """`{"k": ..., "rule": ...}` for a best-of-k arm (`swarmflow.experiments.bestof`)."""
 
 
 class Manifest(BaseModel):
@@ -73,6 +77,13 @@ class Manifest(BaseModel):
     """The seed of the order in which the runs start (None: recorded before there was one)."""
     order: list[str] = Field(default_factory=list)
     """Every run (`arm/task/rN`), in the order the runs start."""
+    tags: dict[str, list[str]] = Field(default_factory=dict)
+    """Task id -> its tags, where it has some (the per-category breakdown)."""
+    ladder: list[str] = Field(default_factory=list)
+    """Arms in the order of a ladder: each step is compared with the one before it."""
+    items: dict[str, int] = Field(default_factory=dict)
+    """Task id -> the items it is graded by, where it is graded by a count (its rubric
+    items, or its `data.tests`): the weighted and macro rates weigh its score by them."""
 
     def runs(self) -> list[tuple[ArmRecord, int, RunKey]]:
         """Every run: its arm, its batch index and its key."""

@@ -10,6 +10,7 @@ from swarmflow.experiments.grades import read_grades
 from swarmflow.experiments.grading_notes import Grading, read_grading
 from swarmflow.experiments.layout import Layout, Manifest
 from swarmflow.experiments.rows import Row, collect
+from swarmflow.experiments.seedtables import render_seed_tables, seed_json
 from swarmflow.experiments.summary import ArmSummary, summarize
 from swarmflow.experiments.text import render_text, report_json
 
@@ -27,15 +28,19 @@ class ExperimentReport:
     """Which graders gave the grades, and whether they ran outside the sandbox."""
 
     def text(self) -> str:
-        return render_text(self.manifest, self.arms, self.warnings, self.grading)
+        seeds = render_seed_tables(self.manifest, self.arms)
+        return render_text(self.manifest, self.arms, self.warnings, self.grading, extra=seeds)
 
     def json(self) -> dict[str, Any]:
-        return report_json(self.manifest, self.arms, self.warnings, self.grading)
+        found = report_json(self.manifest, self.arms, self.warnings, self.grading)
+        return {**found, "seeds": seed_json(self.manifest, self.arms)}
 
     def html(self) -> str:
         from swarmflow.experiments.html import render_html
+        from swarmflow.experiments.seedtables import seed_figures
 
-        return render_html(self.manifest.name, self.text(), self.arms)
+        extra = seed_figures(self.manifest, self.arms)
+        return render_html(self.manifest.name, self.text(), self.arms, extra)
 
 
 def read_experiment(root: str | Path) -> ExperimentReport:

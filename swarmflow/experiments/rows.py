@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from swarmflow.experiments.bestof import candidate_runs, chosen_run, with_all_spend
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, read_manifest
 from swarmflow.experiments.runread import AXES, AssignedAxes, RunFacts, read_run
@@ -70,6 +71,8 @@ class Row:
     output_modes: str = ""
     """The forms the run's model calls asked of their servers ("json_schema", "json_object",
     "prompt", joined with "+"; empty when none did): the protocol it was measured on."""
+    factors: dict[str, bool] = field(default_factory=dict)
+    """Factor -> whether the run shows it (the arm's factors only)."""
     shares: dict[str, list[float]] = field(default_factory=dict)
     """Each agent's share of the tokens per tenth of the run (the figure; not in the CSV)."""
 
@@ -78,7 +81,7 @@ CSV_FIELDS = tuple(f.name for f in fields(Row) if f.name != "shares")
 
 
 def assigned_of(arm: ArmRecord) -> AssignedAxes:
-    return AssignedAxes(arm.delegation, arm.tools, arm.context)
+    return AssignedAxes(arm.delegation, arm.tools, arm.context, arm.factors or None)
 
 
 def collect(root: Path, warnings: list[str]) -> tuple[Manifest, list[Row]]:
@@ -92,14 +95,20 @@ def collect(root: Path, warnings: list[str]) -> tuple[Manifest, list[Row]]:
         if grade is None:
             continue
         run_dir = layout.run_dir(key, index)
+        if arm.best_of:  # the chosen candidate's run (`bestof`)
+            run_dir = chosen_run(layout, arm, key, index) or run_dir
         try:
             facts = read_run(run_dir, assigned_of(arm))
+            row = row_of(grade, facts, run_dir)
+            if arm.best_of:
+                candidates = candidate_runs(layout, arm, key, index)
+                row = with_all_spend(row, candidates, lambda d: read_run(d, AssignedAxes()))
         except LogError as exc:
             warnings.append(f"{key.text}: graded, but its run cannot be read: {exc}")
             continue
         if facts.note:
             warnings.append(f"{key.text}: {facts.note}")
-        rows.append(row_of(grade, facts, run_dir))
+        rows.append(row)
     return manifest, rows
 
 
@@ -123,7 +132,7 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         model_seconds_by_agent=dict(facts.timing.model),
         tool_seconds_by_agent=dict(facts.timing.tool), run_dir=str(run_dir),
         tests_edited=grade.tests_edited, grade_error=grade.grade_error,
-        output_modes=facts.output_modes, shares=facts.shares,
+        output_modes=facts.output_modes, factors=dict(facts.factors), shares=facts.shares,
     )  # fmt: skip
 
 

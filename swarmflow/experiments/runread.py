@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmflow.core.states import BUDGET_REASONS, EndReason
+from swarmflow.experiments.realized import EVIDENCE_FACTORS, FactorFold
 from swarmflow.record.events import EventBase, ModelCalled, RunStarted, TeamEnded, ToolExecuted
 from swarmflow.report.adherence import Adherence, AdherenceFold
 from swarmflow.report.digest import Digest
@@ -45,6 +46,8 @@ class AssignedAxes:
     delegation: str = "none"
     tools: dict[str, list[str]] | None = None
     context: list[str] | None = None
+    factors: dict[str, Any] | None = None
+    """The factors the arm set, as recorded (`swarmflow.experiments.factors`)."""
 
     def applies(self, axis: str) -> bool:
         return axis != "delegation" or self.delegation != "none"
@@ -102,10 +105,13 @@ class RunFacts:
     """What a truncated log left out ('' for a whole log)."""
     output_modes: str = ""
     """The forms its model calls asked of their servers, joined with "+" (`OutputModes`)."""
+    factors: dict[str, bool] = field(default_factory=dict)
+    """Factor -> whether the run shows it (`swarmflow.experiments.realized`)."""
 
     @property
     def adherent(self) -> bool:
-        return all(self.adherence.axis(a).ok for a in self.applied)
+        held = all(self.adherence.axis(a).ok for a in self.applied)
+        return held and all(self.factors.values())
 
     def axis_ok(self, axis: str) -> bool | None:
         """Whether the axis held; None when the arm was not assigned it."""
@@ -133,7 +139,9 @@ class RunFacts:
         if self.adherent:
             return False
         failing = {a for a in self.applied if not self.adherence.axis(a).ok}
-        return failing <= ORGANIZATION_AXES and self.end_reason != "completed"
+        unshown = {f for f, ok in self.factors.items() if not ok}
+        cut = self.end_reason != "completed"
+        return failing <= ORGANIZATION_AXES and unshown <= EVIDENCE_FACTORS and cut
 
     @property
     def engine_seconds(self) -> float:
@@ -152,6 +160,7 @@ def read_run(run_dir: Path, assigned: AssignedAxes) -> RunFacts:
     stream = read_log(run_dir).stream()
     digest, fold = Digest(), AdherenceFold(assigned.context)
     timing, shares, modes = Timing(), TokenShares(), OutputModes()
+    factors = FactorFold(assigned.factors or {})
     start: RunStarted | None = None
     lead = ""
     for read in stream:
@@ -166,12 +175,13 @@ def read_run(run_dir: Path, assigned: AssignedAxes) -> RunFacts:
         timing.add(event)
         shares.add(event)
         modes.add(event)
+        factors.add(read)
     if start is None:
         raise LogError(f"{run_dir}: the log has no run_started event")
     applied = tuple(a for a in AXES if assigned.applies(a))
     return RunFacts(digest, fold.result(), applied, timing, shares.shares(),
                     _allowance(start), _seconds(start), lead or _entry(start),
-                    stream.note(), modes.text())  # fmt: skip
+                    stream.note(), modes.text(), factors.result())  # fmt: skip
 
 
 def _with_assigned_tools(start: RunStarted, tools: dict[str, list[str]] | None) -> RunStarted:

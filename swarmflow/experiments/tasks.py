@@ -55,6 +55,9 @@ class ExperimentTask(BaseModel):
     """Rubric items (`rubric` grader), each judged pass or fail."""
     data: dict[str, Any] = Field(default_factory=dict)
     """Anything else a `function` grader wants."""
+    tags: tuple[str, ...] = ()
+    """Categories or buckets the report breaks results down by (`category:debugging`,
+    `duration:short`): a tag `key:value` is a bucket of the breakdown named `key`."""
 
 
 def read_task_set(path: Path) -> list[ExperimentTask]:
@@ -106,3 +109,16 @@ def write_graded_tasks(layout: Layout, tasks: list[ExperimentTask], bases: dict[
     temporary = layout.graded_tasks.with_name(f".{layout.graded_tasks.name}.{os.getpid()}.tmp")
     temporary.write_text(data, encoding="utf-8")
     temporary.replace(layout.graded_tasks)
+
+
+def item_counts(tasks: list[ExperimentTask]) -> dict[str, int]:
+    """Task id -> the items it is graded by: its rubric items, or its `data.tests` (a whole
+    number of tests a function grader's score is the passed share of)."""
+    out: dict[str, int] = {}
+    for t in tasks:
+        tests = t.data.get("tests")
+        if t.rubric:
+            out[t.id] = len(t.rubric)
+        elif isinstance(tests, int) and not isinstance(tests, bool) and tests > 0:
+            out[t.id] = tests
+    return out

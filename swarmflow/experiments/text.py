@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from swarmflow.experiments.grading_notes import Grading
@@ -25,9 +26,14 @@ def _ci(share: Share) -> str:
 
 
 def render_text(
-    manifest: Manifest, arms: list[ArmSummary], warnings: list[str], grading: Grading | None = None
+    manifest: Manifest,
+    arms: list[ArmSummary],
+    warnings: list[str],
+    grading: Grading | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
-    """Every table of the report, with a line on what the runs were and what is missing."""
+    """Every table of the report (`extra`: more sections, after the report's own), with a
+    line on what the runs were and what is missing."""
     grading = grading or Grading()
     parts = [
         _header(manifest, arms, grading),
@@ -43,6 +49,7 @@ def render_text(
     ]
     if any(a.output_modes() for a in arms):
         parts.append("Output modes the servers were asked for (runs)\n" + _modes(arms))
+    parts.extend(extra)
     missing = sum(max(0, a.expected - len(a.rows)) for a in arms)
     if missing:
         parts.append(f"{missing} run(s) not finished yet: run the experiment again to go on")

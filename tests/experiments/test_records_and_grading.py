@@ -73,4 +73,9 @@ def test_records_grading_and_rows_of_one_experiment(tmp_path: Path, repo: Path) 
 
     with (out / "rows.csv").open(newline="") as rows:
         header = next(csv.reader(rows))
-    assert header[header.index("run_dir") + 1 :] == ["tests_edited", "grade_error", "output_modes"]
+    assert header[header.index("run_dir") + 1 :] == [
+        "tests_edited",
+        "grade_error",
+        "output_modes",
+        "factors",
+    ]
