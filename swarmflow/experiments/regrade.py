@@ -7,7 +7,9 @@ graded (`OUT/graded-tasks.jsonl`, base commits resolved), by the grader given or
 one recorded (a `tests` grader is rebuilt from `experiment.json`). The new grades replace
 `grades.jsonl` whole (the old file is kept as `grades.previous.jsonl`), each naming the grader
 that gave it, and `rows.csv` is written again. No arm's model is called; a `rubric` grader's
-judge is, in runs of its own.
+judge is, in runs of its own. A best-of arm's candidates are graded again, and its choice
+made again from their new grades where the grader chose (an oracle); a judge function's
+recorded choice (`chosen.json`) is kept, with the chosen candidate's new grade.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from swarmflow.batches.results import ResultsFile, TaskResult
 from swarmflow.batches.tasks import task_id
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
+from swarmflow.experiments.bestof import (
+    candidate_name,
+    chosen_grade,
+    oracle_pick,
+    read_chosen,
+    record_choice,
+)
 from swarmflow.experiments.graders import Grader, TestsGrader
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.grading import RunOutcome, grade_run, grader_identity
@@ -49,8 +58,9 @@ class RegradeResult:
     grader: str
     """The identity of the grader that gave the new grades."""
     graded: int
+    """Runs graded (a best-of arm's candidates' runs, not its choices)."""
     changed: int
-    """Runs whose `resolved` differs from their previous grade."""
+    """Runs (and best-of choices) whose `resolved` differs from their previous grade."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -92,12 +102,13 @@ async def regrade_experiment(
         reason = await anyio.to_thread.run_sync(unsandboxed_reason, chosen)
         if reason is not None and work:
             announce_unsandboxed(layout.root, manifest.name, reason, warnings)
-        grades = await _grade_all(job, work)
+        graded = await _grade_all(job, work)
+        grades = graded + _choices(layout, manifest, graded)
         _replace_grades(layout, grades)
         write_rows(layout, warnings)
     changed = sum(g.resolved != before[g.key].resolved for g in grades if g.key in before)
     identity = grader_identity(chosen, judge_model)
-    return RegradeResult(layout.root, identity, len(grades), changed, warnings)
+    return RegradeResult(layout.root, identity, len(graded), changed, warnings)
 
 
 def _recorded(manifest: Manifest, layout: Layout) -> Grader:
@@ -124,12 +135,54 @@ def _finished_runs(
     """Every run of the manifest that has a result line, with its arm and its line."""
     redactor = environment_redactor()
     lines: dict[str, dict[str, TaskResult]] = {}
-    for arm in manifest.arms:
+    for arm in {batch.name: batch for batch, _, _ in _batch_runs(manifest)}.values():
         results = ResultsFile(layout.arm(arm.name), redactor)
         lines[arm.name] = results.read()
         warnings.extend(f"{arm.name}: {w}" for w in results.warnings)
-    found = [(arm, key, lines[arm.name].get(task_id(index))) for arm, index, key in manifest.runs()]
+    found = [(arm, key, lines[arm.name].get(task_id(index)))
+             for arm, index, key in _batch_runs(manifest)]  # fmt: skip
     return [(arm, key, line) for arm, key, line in found if line is not None]
+
+
+def _batch_runs(manifest: Manifest) -> list[tuple[ArmRecord, int, RunKey]]:
+    """Every run that has a batch: the manifest's, a best-of arm's as its candidates'."""
+    runs: list[tuple[ArmRecord, int, RunKey]] = []
+    for arm, index, key in manifest.runs():
+        k = int(arm.best_of.get("k", 0)) if arm.best_of else 0
+        if not k:
+            runs.append((arm, index, key))
+            continue
+        for c in range(1, k + 1):
+            name = candidate_name(arm.name, c)
+            candidate = arm.model_copy(update={"name": name, "best_of": None})
+            runs.append((candidate, index, RunKey(name, key.task, key.repeat)))
+    return runs
+
+
+def _choices(layout: Layout, manifest: Manifest, grades: list[Grade]) -> list[Grade]:
+    """Each best-of arm's grade of every task and repeat whose k candidates are graded: the
+    oracle's choice made again, a judge's recorded one kept."""
+    found = {g.key: g for g in grades}
+    chosen: list[Grade] = []
+    for arm, _, key in manifest.runs():
+        if not arm.best_of:
+            continue
+        k, rule = int(arm.best_of.get("k", 0)), str(arm.best_of.get("rule", ""))
+        graded = [found.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
+                  for c in range(1, k + 1)]  # fmt: skip
+        complete = [g for g in graded if g is not None]
+        if not k or len(complete) < k:
+            continue
+        if rule.startswith("oracle"):
+            candidate = oracle_pick(complete) + 1
+            record_choice(layout, arm.name, key, candidate)
+        else:
+            recorded = read_chosen(layout, arm.name).get(key.text)
+            if recorded is None or not 1 <= recorded <= k:
+                continue
+            candidate = recorded
+        chosen.append(chosen_grade(arm.name, rule, candidate, complete))
+    return chosen
 
 
 async def _grade_all(job: _Job, work: list[tuple[ArmRecord, RunKey, TaskResult]]) -> list[Grade]:

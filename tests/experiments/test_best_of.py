@@ -18,6 +18,7 @@ from swarmflow.experiments import (
     Experiment,
     FunctionGrader,
     read_experiment,
+    regrade_experiment,
     run_experiment,
 )
 from swarmflow.experiments.execution import _all_keys
@@ -172,3 +173,18 @@ def test_the_candidates_derived_ids_are_checked_too() -> None:
     task = ExperimentTask(id="q1", inputs={"question": "q1"})
     keys = {key.text for key in _all_keys(experiment, [task])}
     assert keys == {"B0/q1/r1", "B1/q1/r1", "B1.c1/q1/r1", "B1.c2/q1/r1"}
+
+
+def test_grading_again_grades_the_candidates_and_the_oracle_chooses_again(
+    tmp_path: Path,
+) -> None:
+    out, _ = _run(tmp_path, BestOf(k=3))
+    first_wrong = FunctionGrader(fn=lambda task, result: result.output == "wrong 1")
+    again = anyio.run(lambda: regrade_experiment(out, grader=first_wrong))
+    assert again.graded == 2 + 2 * 3  # B0's runs and B1's candidates' runs
+    assert json.loads((out / "arms/B1/chosen.json").read_text()) == {"B1/q1/r1": 1, "B1/q2/r1": 1}
+    report = read_experiment(out)
+    assert {a.name: a.passed.k for a in report.arms} == {"B0": 2, "B1": 2}
+    b1 = next(a for a in report.arms if a.name == "B1")
+    assert all(r.run_dir.endswith(f"arms/B1.c1/runs/task-00000{i}") for i, r in
+               enumerate(b1.rows, 1))  # fmt: skip
