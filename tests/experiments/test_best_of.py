@@ -188,3 +188,21 @@ def test_grading_again_grades_the_candidates_and_the_oracle_chooses_again(
     b1 = next(a for a in report.arms if a.name == "B1")
     assert all(r.run_dir.endswith(f"arms/B1.c1/runs/task-00000{i}") for i, r in
                enumerate(b1.rows, 1))  # fmt: skip
+
+
+def test_the_view_follows_a_best_of_arm_through_its_candidates(tmp_path: Path) -> None:
+    from swarmflow.view.experimentstate import read_experiment_state
+    from swarmflow.view.runstate import StateCache
+
+    out, _ = _run(tmp_path, BestOf(k=3))
+    state = read_experiment_state(out, StateCache(), str)
+    b1 = next(p for p in state.progress if p.name == "B1")
+    assert (b1.finished, b1.graded, b1.resolved) == (2, 2, 2) and state.done
+    assert all("arms/B1.c3/runs/" in cell.view_key for cell in state.runs(arm="B1"))
+    lines = (out / "grades.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["arm"] != "B1"]
+    (out / "grades.jsonl").write_text("".join(f"{line}\n" for line in kept))
+    (out / "arms/B1/chosen.json").unlink()  # the candidates run, the choice not made yet
+    state = read_experiment_state(out, StateCache(), str)
+    b1 = next(p for p in state.progress if p.name == "B1")
+    assert (b1.started, b1.finished, b1.graded) == (2, 2, 0) and not state.done
