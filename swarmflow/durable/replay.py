@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from swarmflow.core.budget import Charge, Ledger, all_ledgers
+from swarmflow.calls.ledgers import charge_recorded, charged_ledgers
+from swarmflow.core.budget import Charge, Ledger
 from swarmflow.core.errors import ConfigError, ResumeDiverged
 from swarmflow.core.fingerprint import GivenText
 from swarmflow.core.ids import new_session_id
@@ -306,15 +307,10 @@ def _replay_turn(
 
 
 def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: Spend) -> None:
-    """Charge a replayed call's recorded spend to its ledgers (nothing new is spent), except
-    the run's own: that one was charged everything the earlier processes' log records
-    (`durable.run_dirs.resumed`)."""
-    heads: list[Ledger] = [scope.ledger]
-    allowance = run.state.agent_ledger(agent)
-    if allowance is not None:
-        heads.append(allowance)
-    root = run.state.ledger
-    spend([ledger for ledger in all_ledgers(heads) if ledger is not root], spent.charge)
+    """Charge a replayed call's recorded spend to the ledgers its calls charge (nothing new is
+    spent), except the run's own: that one was charged everything the earlier processes' log
+    records (`durable.run_dirs.resumed`)."""
+    charge_recorded(run, charged_ledgers(run, scope.ledger, agent), spent.charge)
 
 
 def spend(ledgers: Iterable[Ledger], charge: Charge) -> None:

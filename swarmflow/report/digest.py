@@ -248,7 +248,7 @@ def _on_model_called(d: Digest, e: ModelCalled) -> None:
     s = d.sessions.get(e.session or "")
     if s is None:
         return
-    if e.purpose:  # a summary's call: spend, but no step of the session's prompt
+    if e.purpose in ("summary", "reflection"):  # spend, but no step of the session's prompt
         s.spend.add(e, follows=False)
         return
     if s.spend.calls and e.prefix_tokens < s.last_prompt and not s.compacted and e.prompt_tokens:

@@ -14,6 +14,13 @@ person, a `message_agent` text). Three checks run on it:
   changes, quoting).
 
 A refusal sends nothing: it records an event and raises `TopologyError` naming the edge.
+
+Into a model's context, `gate` is the one check every text passes that joins what a model
+reads without being sent by the flow: tool results, evidence of every source (the board, a
+shared workspace's changes and command log, diagnostics), experience notes, summaries. A
+refused text is withheld (replaced by the refusal) and recorded. A harness's whole request
+(messages, tools with their descriptions, enums and schemas, `response_format`) goes through
+`check_outgoing` at the metering endpoint, answered 403 when refused.
 """
 
 from __future__ import annotations
@@ -81,17 +88,24 @@ _ROUTED_TOOLS = frozenset(
 along the edge it was asked on; the board delivers only along edges) or that echo nothing."""
 
 
+def gate(run: RunContext, agent: str, text: str, *, via: str) -> str:
+    """The handoff gate into `agent`'s context: `text` when it may read it, else the refusal
+    (recorded as `handoff_refused` via `via`), saying that what it replaces was withheld."""
+    try:
+        check_outgoing(run, agent, text, via=via, agent=agent)
+    except TopologyError as exc:
+        return f"{exc.message}; the {via} was withheld"
+    return text
+
+
 def screen_tool_result(run: RunContext, agent: str, observation: Message) -> Message:
     """`observation` as `agent`'s model may see it: a tool result holding another agent's
     product without an edge to `agent` (a tool of the flow's that hands it over, a file the
     flow wrote it to) is withheld, and the refusal recorded (via "tool result")."""
     if observation.name in _ROUTED_TOOLS or not observation.content:
         return observation
-    try:
-        check_outgoing(run, agent, observation.content, via="tool result", agent=agent)
-    except TopologyError as exc:
-        return replace(observation, content=f"{exc.message}; the result was withheld")
-    return observation
+    content = gate(run, agent, observation.content, via="tool result")
+    return observation if content is observation.content else replace(observation, content=content)
 
 
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
