@@ -275,8 +275,9 @@ class Journal:
         """The earliest unused settled model call with this key, or None (then it is paid).
 
         Any order matches: two branches that finish in another order still find their own
-        calls, since a key holds the branch and what was sent."""
-        if self.previous is None:
+        calls, since a key holds the branch and what was sent. Once the flow diverged from
+        its journal, every call runs, model calls too."""
+        if self.previous is None or self.diverged is not None:
             return None
         pool = self.previous.model_calls.get(key)
         if not pool:

@@ -162,10 +162,11 @@ async def test_an_answer_never_applies_to_a_payload_it_was_not_given_for(tmp_pat
     first = await run(ship, model=drafting([1], asked), human=DeferredHuman(), runs_root=tmp_path,
                       task="notes")  # fmt: skip
     assert first.pause_token
-    # The draft's journal record is lost (as when the run died before it was written): the
-    # drafter runs again and writes v2. The "yes" given for v1 must not ship v2.
+    # The draft's journal records (its call's and its model call's) are lost (as when the run
+    # died before they were written): the drafter runs again and writes v2. The "yes" given
+    # for v1 must not ship v2.
     journal = first.run_dir / JOURNAL_FILE
-    kept = [ln for ln in journal.read_text().splitlines() if '"call_finished"' not in ln]
+    kept = [ln for ln in journal.read_text().splitlines() if 'call_finished"' not in ln]
     journal.write_text("\n".join(kept) + "\n")
     again = await run(
         ship,
