@@ -42,7 +42,7 @@ from swarmflow.record.events import HandoffRefused, MessageRefused
 from swarmflow.runtime.context import RunContext, current_scope
 
 if TYPE_CHECKING:
-    from swarmflow.sessions.session import AgentSession
+    from swarmflow.sessions.parts import SessionParts
 
 _NOTHING: Any = object()
 _MAX_DEPTH = 12
@@ -133,7 +133,7 @@ def remember_output(run: RunContext, agent: str, out: AgentOutput, given: GivenT
         run.state.fingerprints.add(agent, out.patch.diff, given)
 
 
-def remember_message(run: RunContext, session: AgentSession, text: str) -> None:
+def remember_message(run: RunContext, session: SessionParts, text: str) -> None:
     """Fingerprint a `message_agent` text as its sender's product: what the sender relays of
     what it was given is then its own, as it would be in its answer."""
     run.state.fingerprints.add(session.agent.name, text, given_to(session))
@@ -144,17 +144,17 @@ class _Taken:
 
     __slots__ = ("given", "history", "read")
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionParts) -> None:
         self.given = GivenText.of(session.system or "")
         self.history: list[Message] = session.history
         self.read = 0
 
 
-_TAKEN: WeakKeyDictionary[AgentSession, _Taken] = WeakKeyDictionary()
+_TAKEN: WeakKeyDictionary[SessionParts, _Taken] = WeakKeyDictionary()
 """Per open session; an entry goes with its session."""
 
 
-def given_to(session: AgentSession) -> GivenText:
+def given_to(session: SessionParts) -> GivenText:
     """What the flow gave the agent (its card and the messages sent to it); tool results are
     not included: a file the agent wrote and read back is still its own product.
 

@@ -19,7 +19,7 @@ from swarmflow.record.events import AgentFinished
 from swarmflow.sessions.handoff import check_outgoing, shown_text
 
 if TYPE_CHECKING:
-    from swarmflow.sessions.session import AgentSession
+    from swarmflow.sessions.parts import SessionParts
 
 
 class OutsideTurn:
@@ -27,7 +27,7 @@ class OutsideTurn:
 
     __slots__ = ("_session", "caller", "estimator", "max_output_tokens", "model", "model_name")
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionParts) -> None:
         self._session = session
         self.caller: Caller = replace(session.caller, purpose="harness")
         self.model: Model = session.model
@@ -77,7 +77,7 @@ def shown(request: ModelRequest) -> str:
     return "\n".join(parts)
 
 
-def begin_outside(session: AgentSession) -> OutsideTurn:
+def begin_outside(session: SessionParts) -> OutsideTurn:
     """Start a turn whose work an outside program does: the session is calling its model
     until `end_outside`; each of the program's model calls is metered as the turn's."""
     if session.state.is_end:
@@ -89,7 +89,7 @@ def begin_outside(session: AgentSession) -> OutsideTurn:
 
 
 def end_outside(
-    session: AgentSession,
+    session: SessionParts,
     reason: EndReason,
     detail: str,
     text: str,

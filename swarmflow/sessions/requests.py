@@ -24,8 +24,8 @@ from swarmflow.sessions.handoff import gate
 from swarmflow.sessions.layout import notes_block, offered, split_card, task_of, with_branch_part
 
 if TYPE_CHECKING:
+    from swarmflow.sessions.parts import SessionParts
     from swarmflow.sessions.profile import AgentProfile
-    from swarmflow.sessions.session import AgentSession
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """The context budget (whole request) when the run sets none."""
@@ -53,7 +53,7 @@ class Requests:
         card = message_units(self.system_message) if self.system_message else 0
         self.fixed_units = self.spec_units + card
 
-    async def build(self, session: AgentSession) -> ModelRequest:
+    async def build(self, session: SessionParts) -> ModelRequest:
         """The next request: laid out, compacted when pressed, as it is sent."""
         run, profile = session.run, session.profile
         budget = run.deps.context_tokens or DEFAULT_CONTEXT_TOKENS
@@ -75,7 +75,7 @@ class Requests:
             estimated_prompt_tokens=estimator.tokens(self.sent_units, profile.model_name),
         )
 
-    async def _lay_out_first(self, session: AgentSession) -> None:
+    async def _lay_out_first(self, session: SessionParts) -> None:
         """The first request: experience notes join the shared card, and the card's
         session-specific part follows the task (`sessions.layout`). A resumed session whose
         replayed turns hold them already is left as it is."""
@@ -88,7 +88,7 @@ class Requests:
             session.history = with_branch_part(session.history, branch)
             session.history_units = sum(message_units(m) for m in session.history)
 
-    async def _offer_notes(self, session: AgentSession) -> None:
+    async def _offer_notes(self, session: SessionParts) -> None:
         experience, name = session.run.deps.experience, session.agent.name
         task = task_of(session.history)
         try:
@@ -105,7 +105,7 @@ class Requests:
             self._fix()
         session.emit(ExperienceRetrieved, query=task[:300], notes=[n.brief() for n in notes])
 
-    async def _compact(self, session: AgentSession, budget: int) -> None:
+    async def _compact(self, session: SessionParts, budget: int) -> None:
         """Fit the history into what the budget leaves after the role card and tool schemas:
         the agent's context policy fires its levels (docs/context.md)."""
         profile = session.profile
@@ -126,7 +126,7 @@ class Requests:
         session.cost += compacted.cost
 
 
-def _gated(session: AgentSession, message: Message) -> Message:
+def _gated(session: SessionParts, message: Message) -> Message:
     """A summary the compaction wrote, through the handoff gate (its summariser read only
     this session's history, but what it wrote is checked as any text the model reads)."""
     if not is_summary(message) or not message.content:
@@ -135,7 +135,7 @@ def _gated(session: AgentSession, message: Message) -> Message:
     return replace(message, content=text)
 
 
-def surroundings(session: AgentSession) -> Surroundings:
+def surroundings(session: SessionParts) -> Surroundings:
     """What the context levels work with: where to offload, who pays for a summary."""
     profile, run = session.profile, session.run
     extra = profile.summary_ledger
@@ -162,7 +162,7 @@ def surroundings(session: AgentSession) -> Surroundings:
     )
 
 
-def drain_inbox(session: AgentSession) -> None:
+def drain_inbox(session: SessionParts) -> None:
     """Passive awareness: the evidence that arrived since the last step (mentions,
     diagnostics, workspace changes) joins the context at this step boundary, as one
     message (no step and no model call of their own; `sessions.inbox`). Each item passes

@@ -165,7 +165,7 @@ class AgentSession:
         self._prefix = PrefixMeter(profile.specs, profile.spec_units, profile.first_request)
         self.requests = Requests(profile, system)
         """How its requests are laid out and kept within the context budget."""
-        self._tools = tool_runner(self, collaborators)
+        self._tools = tool_runner(self, collaborators.messenger, collaborators.board)
         self.emit(SessionStarted, model=self.profile.model_name, tools=profile.tools)
         run.state.sessions.add(self)
 

@@ -13,12 +13,13 @@ from swarmflow.sessions.inbox import SessionInbox, board_source
 from swarmflow.sessions.toolrun import RailGate, ToolRunner
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
-    from swarmflow.sessions.session import AgentSession, Collaborators
+    from swarmflow.core.ports import BoardPort
+    from swarmflow.sessions.parts import SessionParts
 
 
-def open_inbox(session: AgentSession, hear: Callable[[], str] | None) -> SessionInbox:
+def open_inbox(session: SessionParts, hear: Callable[[], str] | None) -> SessionInbox:
     """The inbox, with the board's mentions as a source and the workspace subscribed."""
     inbox = SessionInbox(session.agent.name, session.id, session.emit)
     if hear is not None:
@@ -28,11 +29,15 @@ def open_inbox(session: AgentSession, hear: Callable[[], str] | None) -> Session
     return inbox
 
 
-def tool_runner(session: AgentSession, collaborators: Collaborators) -> ToolRunner:
-    """The runner of the session's tool calls, with the context its tools see."""
+def tool_runner(
+    session: SessionParts,
+    messenger: Callable[..., Awaitable[str]] | None,
+    board: BoardPort | None,
+) -> ToolRunner:
+    """The runner of the session's tool calls, with the context its tools see (`messenger`
+    is behind `message_agent`, called with the session, the recipient and the text)."""
     run, rails = session.run, bool(session.run.deps.rails)
     emit = session.emit  # one bound method for the runner and its context
-    messenger = collaborators.messenger
     context = ToolContext(
         agent=session.agent.name,
         session=session.id,
@@ -41,7 +46,7 @@ def tool_runner(session: AgentSession, collaborators: Collaborators) -> ToolRunn
         message_agent=None if messenger is None else partial(messenger, session),
         declaration=session.agent,
         budget=session.scope.ledger.snapshot,
-        board=collaborators.board,
+        board=board,
         run_dir=run.deps.run_dir,
     )
     return ToolRunner(
@@ -55,7 +60,7 @@ def tool_runner(session: AgentSession, collaborators: Collaborators) -> ToolRunn
     )
 
 
-def _rails_of(session: AgentSession) -> RailGate:
+def _rails_of(session: SessionParts) -> RailGate:
     """The tool calls' rails, run as the session's agent at its current step."""
 
     async def gate(hook: Hook, payload: Any) -> Verdict:
@@ -64,7 +69,7 @@ def _rails_of(session: AgentSession) -> RailGate:
     return gate
 
 
-def _edit_watch(session: AgentSession) -> EditWatch | None:
+def _edit_watch(session: SessionParts) -> EditWatch | None:
     """Language-server feedback on the session's edits, when its agent asks for it."""
     feedback = session.run.deps.feedback
     if feedback is None or session.workspace is None or session.agent.feedback is None:
