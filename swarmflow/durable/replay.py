@@ -288,19 +288,33 @@ def _replay_turn(
     session: AgentSession, key: CallKey, record: Record, output: type[BaseModel] | None
 ) -> BaseModel | None:
     data = record.data
-    session.adopt_turn(
-        list(data.messages or ()),
-        replace=data.replace_history,
-        text=data.text,
-        usage=data.usage,
-        cost=data.spend.cost,
-        steps=data.spend.calls,
-        submitted=data.reason == EndReason.SUBMITTED.value,
-    )
+    _adopt_turn(session, data)
     charge_spent(session.run, session.scope, session.agent, data.spend)
     _emit_replayed(session.run, key, session.id, data)
     value = recorded_value(data, output)
     return value if isinstance(value, BaseModel) else None
+
+
+def _adopt_turn(session: AgentSession, data: CallFinished) -> None:
+    """The session takes over a turn replayed from the journal (no model is called); a turn
+    that ended in `submit` ends so again (a Team run's lead reads it)."""
+    session.told.clear()  # the recorded turn carried them
+    if data.replace_history:
+        session.history, session.history_units = [], 0
+    for message in data.messages or ():
+        session.append(message)
+    session.last_text = data.text
+    session.steps += data.spend.calls
+    session.usage += data.usage
+    session.cost += data.spend.cost
+    # The recorded turn went precheck -> calling model -> done; the replay walks the same
+    # legal path so the session's state is what it would have been.
+    if session.state.is_end:
+        session.to(SessionState.IDLE)
+    session.to(SessionState.PRECHECK)
+    session.to(SessionState.CALLING_MODEL)
+    submitted = data.reason == EndReason.SUBMITTED.value
+    session.end(EndReason.SUBMITTED if submitted else EndReason.COMPLETED)
 
 
 # -- spend, workspaces, values ----------------------------------------------------------------

@@ -50,8 +50,9 @@ from swarmflow.sessions.handoff import (
 )
 from swarmflow.sessions.messaging import messenger_for
 from swarmflow.sessions.prompts import render_prompt
-from swarmflow.sessions.session import AgentSession, Collaborators, Messenger
+from swarmflow.sessions.session import AgentSession, Messenger
 from swarmflow.sessions.structured import ask_structured
+from swarmflow.sessions.wiring import Collaborators
 
 BOARD_TOOLS = frozenset({"create_thread", "send_message", "wait_for_mention"})
 """A session whose agent has any of these tools is given the run's board."""

@@ -1,8 +1,9 @@
 """One agent's conversation: a checked state machine running the inner and outer loops.
 
-Inner loop, one step per model call: precheck limits, build the context, price and reserve the
-call, call the model, settle the actual usage, run the tool calls, record the observations.
-It ends at a final answer, at `submit`, or at a limit. The outer loop asks the agent's goal
+Inner loop, one step per model call: precheck the step limit, drain the inbox and build the
+request (`sessions.requests`), make the metered call (`calls.metered`: reserve, rails, write
+barrier, journal, model, settle), run the tool calls, record the observations. It ends at a
+final answer, at `submit`, or at a limit. The outer loop asks the agent's goal
 evaluators whether a finished round completes the task, needs another round, or is blocked.
 Rails run at seven hooks; `swarmflow.runtime.rails` says what a veto and an amend do
 at each.
@@ -20,7 +21,7 @@ from swarmflow.calls.ledgers import charged_ledgers
 from swarmflow.calls.metered import Caller, metered_call, over_step_limit, rails_at, session_purpose
 from swarmflow.core.ids import new_session_id
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from swarmflow.core.ports import BoardPort, Workspace
+from swarmflow.core.ports import Workspace
 from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
@@ -38,7 +39,7 @@ from swarmflow.sessions.goals import GoalView, evaluate_goals
 from swarmflow.sessions.prefix import PrefixMeter
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.requests import Requests, drain_inbox
-from swarmflow.sessions.wiring import open_inbox, posting, tool_runner
+from swarmflow.sessions.wiring import ALONE, Collaborators, open_inbox, posting, tool_runner
 
 TOLD_PREVIEW = 1000
 """How much of a told message its `session_told` event shows."""
@@ -46,27 +47,6 @@ TOLD_PREVIEW = 1000
 
 Messenger = Callable[["AgentSession", str, str], Awaitable[str]]
 """Delivers a `message_agent` call (sender, recipient, text) and returns the answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Collaborators:
-    """What a session works with besides its agent's profile, given when it is built."""
-
-    workspace: Workspace | None = None
-    messenger: Messenger | None = None
-    """Behind the `message_agent` tool: a fresh call of the recipient, or a Team's routing."""
-    board: BoardPort | None = None
-    """The board its tools use (an agent with board tools is given the run's)."""
-    screen: Callable[[RunContext, str, Message], Message] | None = None
-    """The handoff check on what its tools return, called with the run and this agent's
-    name: a result that holds another agent's product without an edge to it is withheld."""
-    hear: Callable[[], str] | None = None
-    """Passive awareness (a Team run gives it): what teammates said since the last step, as
-    text for the model, or "" when nothing; read at each step boundary."""
-
-
-ALONE = Collaborators()
-"""A session with no workspace, board, messenger or screen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,36 +204,6 @@ class AgentSession:
         self._tools.context.workspace = workspace
         if (new := posting(workspace)) is not None:
             new.subscribe(self.inbox)
-
-    def adopt_turn(
-        self,
-        messages: list[Message],
-        *,
-        replace: bool,
-        text: str,
-        usage: Usage,
-        cost: float,
-        steps: int,
-        submitted: bool = False,
-    ) -> None:
-        """Take over a turn a resumed run replays from its journal (no model is called); a
-        turn that ended in `submit` ends so again (a Team run's lead reads it)."""
-        self.told.clear()  # the recorded turn carried them
-        if replace:
-            self.history, self.history_units = [], 0
-        for message in messages:
-            self.append(message)
-        self.last_text = text
-        self.steps += steps
-        self.usage += usage
-        self.cost += cost
-        # The recorded turn went precheck -> calling model -> done; the replay walks the same
-        # legal path so the session's state is what it would have been.
-        if self.state.is_end:
-            self.to(SessionState.IDLE)
-        self.to(SessionState.PRECHECK)
-        self.to(SessionState.CALLING_MODEL)
-        self.end(EndReason.SUBMITTED if submitted else EndReason.COMPLETED)
 
     # -- a turn -----------------------------------------------------------------------------
 

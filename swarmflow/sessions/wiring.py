@@ -3,20 +3,43 @@ evidence, its tool runner and the context its tools see."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from swarmflow.calls.metered import rails_at
-from swarmflow.core.ports import EditWatch, PostsEvidence, ToolContext, Workspace
+from swarmflow.core.messages import Message
+from swarmflow.core.ports import BoardPort, EditWatch, PostsEvidence, ToolContext, Workspace
+from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.inbox import SessionInbox, board_source
 from swarmflow.sessions.toolrun import RailGate, ToolRunner
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from swarmflow.core.ports import BoardPort
     from swarmflow.sessions.parts import SessionParts
+
+
+@dataclass(frozen=True, slots=True)
+class Collaborators:
+    """What a session works with besides its agent's profile, given when it is built."""
+
+    workspace: Workspace | None = None
+    messenger: Callable[..., Awaitable[str]] | None = None
+    """Behind the `message_agent` tool (called with the session, the recipient and the text):
+    a fresh call of the recipient, or a Team's routing."""
+    board: BoardPort | None = None
+    """The board its tools use (an agent with board tools is given the run's)."""
+    screen: Callable[[RunContext, str, Message], Message] | None = None
+    """The handoff check on what its tools return, called with the run and this agent's
+    name: a result that holds another agent's product without an edge to it is withheld."""
+    hear: Callable[[], str] | None = None
+    """Passive awareness (a Team run gives it): what teammates said since the last step, as
+    text for the model, or "" when nothing; read at each step boundary."""
+
+
+ALONE = Collaborators()
+"""A session with no workspace, board, messenger or screen."""
 
 
 def open_inbox(session: SessionParts, hear: Callable[[], str] | None) -> SessionInbox:
