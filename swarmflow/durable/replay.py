@@ -57,9 +57,13 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
     if record is None and journal.diverged is key:
         where = key.where()
         run.deps.log.emit(
-            ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.place,
-            digest=key.digest, strict=journal.strict,
-        )  # fmt: skip
+            ResumeDivergedAt,
+            agent=key.agent,
+            branch=key.branch,
+            index=key.place,
+            digest=key.digest,
+            strict=journal.strict,
+        )
         if journal.strict:
             raise ResumeDiverged(
                 f"the flow no longer matches its journal at {where}: what is sent there "
@@ -125,22 +129,25 @@ def record_call(
     """Journal a call that returned, with everything a resumed run needs to replay it."""
     assert run.deps.journal is not None
     usage = out.usage
-    run.deps.journal.write(CallFinished, {
-        "key": key.as_dict(),
-        "session": out.session,
-        "event_seq": run.deps.log.count,
-        "text": str.__str__(out.text),  # a plain str serialises fastest
-        "given": given,
-        "value": out.value,
-        "patch": out.patch,
-        "usage": usage_fields(usage),
-        "spend": spend_fields(usage, session.cost, session.steps),
-        "state": out.state,
-        "reason": out.reason,
-        "detail": out.detail,
-        "provenance": list(out.provenance),
-        "workspace": None if session.workspace is None else workspace_info(session.workspace),
-    })  # fmt: skip
+    run.deps.journal.write(
+        CallFinished,
+        {
+            "key": key.as_dict(),
+            "session": out.session,
+            "event_seq": run.deps.log.count,
+            "text": str.__str__(out.text),  # a plain str serialises fastest
+            "given": given,
+            "value": out.value,
+            "patch": out.patch,
+            "usage": usage_fields(usage),
+            "spend": spend_fields(usage, session.cost, session.steps),
+            "state": out.state,
+            "reason": out.reason,
+            "detail": out.detail,
+            "provenance": list(out.provenance),
+            "workspace": None if session.workspace is None else workspace_info(session.workspace),
+        },
+    )
 
 
 async def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
@@ -150,12 +157,15 @@ async def record_started(run: RunContext, key: CallKey, session: AgentSession) -
     if info is None or run.deps.journal is None:
         return
     head = getattr(session.workspace, "head", None)  # a worktree of swarmflow's own has it
-    run.deps.journal.write(CallStarted, {
-        "key": key.as_dict(),
-        "session": session.id,
-        "workspace": info,
-        "head": await head() if callable(head) else "",
-    })  # fmt: skip
+    run.deps.journal.write(
+        CallStarted,
+        {
+            "key": key.as_dict(),
+            "session": session.id,
+            "workspace": info,
+            "head": await head() if callable(head) else "",
+        },
+    )
 
 
 async def adopted_workspace(
@@ -222,21 +232,29 @@ async def journaled_turn(
     if session.state is SessionState.DONE:
         compacted = session.history is not before
         now = session.usage
-        spent = Usage(now.input - usage.input, now.output - usage.output,
-                      now.cached_input - usage.cached_input)  # fmt: skip
-        journal.write(CallFinished, {
-            "key": key.as_dict(),
-            "session": session.id,
-            "event_seq": run.deps.log.count,
-            "text": session.last_text,
-            "reason": (session.reason or EndReason.COMPLETED).value,
-            "value": value,
-            "messages": [message_fields(m) for m in session.history[0 if compacted else count :]],
-            "replace_history": compacted,
-            "usage": usage_fields(spent),
-            "spend": spend_fields(spent, session.cost - cost, session.steps - steps),
-            "workspace": workspace_info(session.workspace),
-        })  # fmt: skip
+        spent = Usage(
+            now.input - usage.input,
+            now.output - usage.output,
+            now.cached_input - usage.cached_input,
+        )
+        journal.write(
+            CallFinished,
+            {
+                "key": key.as_dict(),
+                "session": session.id,
+                "event_seq": run.deps.log.count,
+                "text": session.last_text,
+                "reason": (session.reason or EndReason.COMPLETED).value,
+                "value": value,
+                "messages": [
+                    message_fields(m) for m in session.history[0 if compacted else count :]
+                ],
+                "replace_history": compacted,
+                "usage": usage_fields(spent),
+                "spend": spend_fields(spent, session.cost - cost, session.steps - steps),
+                "workspace": workspace_info(session.workspace),
+            },
+        )
     return value
 
 
@@ -368,9 +386,14 @@ async def reattach(run: RunContext, agent: Agent, session: str, info: WorktreeAt
 
 def _emit_replayed(run: RunContext, key: CallKey, session: str, data: CallFinished) -> None:
     run.deps.log.emit(
-        CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.place,
-        digest=key.digest, recorded_session=data.session,
-    )  # fmt: skip
+        CallReplayed,
+        agent=key.agent,
+        session=session,
+        branch=key.branch,
+        index=key.place,
+        digest=key.digest,
+        recorded_session=data.session,
+    )
 
 
 def recorded_value(data: CallFinished, output: Any) -> Any:

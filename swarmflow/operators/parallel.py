@@ -189,9 +189,15 @@ async def _fan_out(
         ledger_for = branch_ledgers(scope.ledger, split, branches.count)
         async with anyio.create_task_group() as tg:
             fan = BranchSet(
-                run, scope, "parallel", branches, ledger_for, lambda o: done(o, tg), tg,
+                run,
+                scope,
+                "parallel",
+                branches,
+                ledger_for,
+                lambda o: done(o, tg),
+                tg,
                 shared=split == "shared",
-            )  # fmt: skip
+            )
             if limit is None:
                 fan.start_all()
             else:

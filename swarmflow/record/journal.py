@@ -76,8 +76,12 @@ class CallKey(NamedTuple):
     digest: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"branch": self.branch, "index": self.place, "agent": self.agent,
-                "digest": self.digest}  # fmt: skip
+        return {
+            "branch": self.branch,
+            "index": self.place,
+            "agent": self.agent,
+            "digest": self.digest,
+        }
 
     def where(self) -> str:
         return f"call {self.place} of branch {self.branch or '(root)'} (agent {self.agent!r})"

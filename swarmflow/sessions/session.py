@@ -138,9 +138,16 @@ class AgentSession:
         self._lock: anyio.Lock | None = None  # made on first use; one-shot calls never lock
         self._rails = bool(run.deps.rails)
         self.caller = Caller(
-            run, agent.name, self.id, scope.branch, charged_ledgers(run, scope.ledger, agent),
-            profile.price, self.emit, session_purpose.get(), agent.max_steps,
-        )  # fmt: skip
+            run,
+            agent.name,
+            self.id,
+            scope.branch,
+            charged_ledgers(run, scope.ledger, agent),
+            profile.price,
+            self.emit,
+            session_purpose.get(),
+            agent.max_steps,
+        )
         """Who this session's model calls are made as (`calls.metered`)."""
         self._prefix = PrefixMeter(profile.specs, profile.spec_units, profile.first_request)
         self.requests = Requests(profile, system)
@@ -349,9 +356,13 @@ class AgentSession:
     async def _call_model(self, request: ModelRequest) -> ModelResponse | None:
         """One metered model call (`calls.metered`); None when the session ended on the way."""
         called = await metered_call(
-            self.caller, self.model, request, steps=self.steps,
-            sent_units=self.requests.sent_units, measure=self._prefix.measure,
-        )  # fmt: skip
+            self.caller,
+            self.model,
+            request,
+            steps=self.steps,
+            sent_units=self.requests.sent_units,
+            measure=self._prefix.measure,
+        )
         self.steps += called.calls
         self.usage += called.usage
         self.cost += called.cost
