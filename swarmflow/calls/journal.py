@@ -9,29 +9,71 @@ else (a tool that answered differently, a call the earlier process never finishe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Iterable, Sequence
 
-from swarmflow.core.messages import ModelRequest, ModelResponse, ToolCall
-from swarmflow.record.journal import Journal, ModelKeyTuple, digest_of
+from swarmflow.core.history import HistoryView
+from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
 
-
-def model_key(branch: str, agent: str, purpose: str, request: ModelRequest) -> ModelKeyTuple:
-    """The key of a model call sending `request`."""
-    return (branch, agent, purpose, digest_of(*_sent(request)))
+_DIGEST_BYTES = 16
 
 
-def _sent(request: ModelRequest) -> Iterator[str]:
-    """What the model reads of `request`, as text, part by part."""
-    yield request.model or ""
-    yield request.tool_choice
-    yield repr(request.output)
-    for spec in request.tools:
-        yield repr(spec)
-    for m in request.messages:
-        yield f"{m.role}\x01{m.content or ''}\x01{m.tool_call_id or ''}\x01{m.name or ''}"
-        for call in m.tool_calls:
-            yield f"{call.id}\x01{call.name}\x01{call.arguments}"
+class SentDigest:
+    """The digest of what one caller sends, carried from one request to the next.
+
+    A session's requests only grow (each a view of one history list that is appended to), so
+    each is hashed from where the last one ended: a long session pays for its new messages,
+    not for its whole history at every call. Anything else is hashed whole.
+    """
+
+    __slots__ = ("_messages", "_state", "_tools", "_tools_bytes")
+
+    def __init__(self) -> None:
+        self._messages: Sequence[Message] = ()
+        self._state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+        self._tools: Sequence[ToolSpec] | None = None
+        self._tools_bytes = b""
+
+    def of(self, request: ModelRequest) -> str:
+        """The digest of what `request` shows the model (not its `max_tokens`)."""
+        messages = request.messages
+        start = _shared(messages, self._messages)
+        state = self._state.copy() if start else hashlib.blake2b(digest_size=_DIGEST_BYTES)
+        for message in messages[start:]:
+            state.update(_message_bytes(message))
+        self._messages, self._state = messages, state.copy()
+        if request.tools is not self._tools:
+            self._tools, self._tools_bytes = request.tools, _text(map(repr, request.tools))
+        state.update(self._tools_bytes)
+        state.update(_text((request.model or "", request.tool_choice, repr(request.output))))
+        return state.hexdigest()
+
+
+def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
+    """How many messages of `before` lead `messages` unchanged (0 when not known cheaply)."""
+    if not before or not isinstance(messages, HistoryView):
+        return 0
+    shared = messages.shared_prefix(before)
+    return shared if shared == len(before) else 0
+
+
+def _message_bytes(m: Message) -> bytes:
+    calls = [f"{c.id}\x01{c.name}\x01{c.arguments}" for c in m.tool_calls]
+    return _text((m.role, m.content or "", m.tool_call_id or "", m.name or "", *calls))
+
+
+def _text(parts: Iterable[str]) -> bytes:
+    """Parts as bytes, each ended by a NUL (so ("ab", "c") differs from ("a", "bc"))."""
+    return "".join(f"{part}\x00" for part in parts).encode("utf-8", "surrogatepass")
+
+
+def model_key(
+    branch: str, agent: str, purpose: str, request: ModelRequest, sent: SentDigest | None = None
+) -> ModelKeyTuple:
+    """The key of a model call sending `request` (`sent`: the caller's running digest)."""
+    return (branch, agent, purpose, (sent or SentDigest()).of(request))
 
 
 def _key_fields(key: ModelKeyTuple) -> dict[str, str]:

@@ -21,7 +21,13 @@ from typing import Any, Literal, NamedTuple
 
 import anyio
 
-from swarmflow.calls.journal import model_key, note_finished, note_started, recorded_response
+from swarmflow.calls.journal import (
+    SentDigest,
+    model_key,
+    note_finished,
+    note_started,
+    recorded_response,
+)
 from swarmflow.calls.ledgers import charge_recorded
 from swarmflow.core.budget import CallEstimate, Charge, Ledger, Reservation, reserve_call
 from swarmflow.core.errors import BudgetExhausted
@@ -63,6 +69,8 @@ class Caller:
     """The agent's step limit: past it no call is made."""
     expected_output: int | None = None
     """What to reserve for the output; None: what the estimator learned of this caller."""
+    sent: SentDigest = field(default_factory=SentDigest)
+    """The running digest of its requests, for their journal keys."""
 
 
 class Refusal(NamedTuple):
@@ -156,7 +164,7 @@ async def _answer(
     key = found = None
     payment: Payment = "paid"
     if journal is not None:
-        key = model_key(caller.branch, caller.agent, caller.purpose, request)
+        key = model_key(caller.branch, caller.agent, caller.purpose, request, caller.sent)
         found = journal.model_call(key)
         if found is None:
             payment = "repaid" if journal.was_in_flight(key) else "paid"
