@@ -28,13 +28,13 @@ class SentDigest:
     not for its whole history at every call. Anything else is hashed whole.
     """
 
-    __slots__ = ("_messages", "_state", "_tools", "_tools_bytes")
+    __slots__ = ("_fixed", "_fixed_bytes", "_messages", "_state")
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
         self._state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
-        self._tools: Sequence[ToolSpec] | None = None
-        self._tools_bytes = b""
+        self._fixed: tuple[object, ...] = ()
+        self._fixed_bytes = b""
 
     def of(self, request: ModelRequest) -> str:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
@@ -44,11 +44,20 @@ class SentDigest:
         for message in messages[start:]:
             state.update(_message_bytes(message))
         self._messages, self._state = messages, state.copy()
-        if request.tools is not self._tools:
-            self._tools, self._tools_bytes = request.tools, _text(map(repr, request.tools))
-        state.update(self._tools_bytes)
-        state.update(_text((request.model or "", request.tool_choice, repr(request.output))))
+        state.update(self._fixed_of(request))
         return state.hexdigest()
+
+    def _fixed_of(self, request: ModelRequest) -> bytes:
+        """The tools, the model, the tool choice and the output form, as bytes (kept while
+        they stay the same objects: a session sends the same ones every time)."""
+        fixed = (request.tools, request.model, request.tool_choice, request.output)
+        if len(self._fixed) != len(fixed) or any(
+            a is not b for a, b in zip(fixed, self._fixed, strict=True)
+        ):
+            tools: Sequence[ToolSpec] = request.tools
+            parts = [*map(repr, tools), request.model or "", request.tool_choice]
+            self._fixed, self._fixed_bytes = fixed, _text([*parts, repr(request.output)])
+        return self._fixed_bytes
 
 
 def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
@@ -60,8 +69,10 @@ def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
 
 
 def _message_bytes(m: Message) -> bytes:
-    calls = [f"{c.id}\x01{c.name}\x01{c.arguments}" for c in m.tool_calls]
-    return _text((m.role, m.content or "", m.tool_call_id or "", m.name or "", *calls))
+    text = f"{m.role}\x00{m.content or ''}\x00{m.tool_call_id or ''}\x00{m.name or ''}\x00"
+    for c in m.tool_calls:
+        text += f"{c.id}\x01{c.name}\x01{c.arguments}\x00"
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _text(parts: Iterable[str]) -> bytes:
