@@ -116,7 +116,7 @@ async def metered_call(
     steps: int = 0,
     sent_units: int | None = None,
     measure: Measure | None = None,
-    recorded: Mapping[str, Any] | None = None,
+    recorded: Mapping[str, object] | None = None,
     timeout: float | None = None,
 ) -> Called:
     """Make one model call, metered (see the module's docstring).
@@ -224,7 +224,7 @@ def _record(
     request: ModelRequest,
     called: Called,
     step: int,
-    extra: tuple[Measure | None, Mapping[str, Any] | None],
+    extra: tuple[Measure | None, Mapping[str, object] | None],
 ) -> None:
     """The call's one `model_called`: a replayed call records 0 tokens paid."""
     answer = called.response

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import Any
 
 import anyio
 
@@ -23,7 +22,7 @@ from swarmflow.core.messages import Message, ModelRequest
 from swarmflow.core.tokens import message_units
 from swarmflow.experience.run_notes import RunExperience
 from swarmflow.experience.store import KINDS, NewNote
-from swarmflow.record.events import ExperienceRefused, ExperienceWritten
+from swarmflow.record.events import EventBase, ExperienceRefused, ExperienceWritten
 from swarmflow.runtime.context import RunContext
 
 REFLECT_PROMPT = """\
@@ -150,7 +149,7 @@ async def _reflect(
     )
 
 
-def _emit_for(run: RunContext, agent: str, cls: Any, **fields: Any) -> None:
+def _emit_for(run: RunContext, agent: str, cls: type[EventBase], **fields: object) -> None:
     """Record a reflection's event under its agent (it belongs to no session)."""
     fields["agent"] = agent
     run.deps.log.record(cls, fields)

@@ -9,13 +9,13 @@ the step count, the handoff check on a whole request, and the counting of each c
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from swarmflow.calls.metered import Called, Caller
 from swarmflow.core.messages import Model, ModelRequest
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.tokens import TokenEstimator
-from swarmflow.record.events import AgentFinished
+from swarmflow.record.events import AgentFinished, EventBase
 from swarmflow.sessions.handoff import check_outgoing, shown_text
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class OutsideTurn:
         """The model calls the session has made."""
         return self._session.steps
 
-    def emit(self, cls: Any, **fields: Any) -> None:
+    def emit(self, cls: type[EventBase], **fields: object) -> None:
         """Record an event with the session's envelope."""
         self._session.emit(cls, **fields)
 

@@ -3,13 +3,14 @@ the handoff rule): a protocol, so that they need not import the session that use
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from swarmflow.calls.metered import Caller
 from swarmflow.core.messages import Message, Model, Usage
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
+from swarmflow.record.events import EventBase
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.sessions.inbox import SessionInbox
 from swarmflow.sessions.profile import AgentProfile
@@ -39,7 +40,7 @@ class SessionParts(Protocol):
     closed: bool
     detail: str
 
-    def emit(self, cls: Any, **fields: Any) -> None: ...
+    def emit(self, cls: type[EventBase], **fields: object) -> None: ...
 
     def append(self, message: Message) -> None: ...
 

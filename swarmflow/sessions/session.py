@@ -28,6 +28,7 @@ from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units
 from swarmflow.record.events import (
     AgentFinished,
+    EventBase,
     GoalEvaluated,
     SessionEnded,
     SessionStarted,
@@ -158,7 +159,7 @@ class AgentSession:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def emit(self, cls: Any, **fields: Any) -> None:
+    def emit(self, cls: type[EventBase], **fields: object) -> None:
         """Record an event with this session's envelope."""
         fields["agent"], fields["session"], fields["branch"] = self.envelope
         self.run.deps.log.record(cls, fields)
