@@ -9,7 +9,7 @@ from pathlib import Path
 from swarmflow import run_sync
 from swarmflow.context import SUMMARY_PROMPT
 from swarmflow.core.messages import ModelRequest
-from swarmflow.rails import Hook, RailContext, Veto, rail
+from swarmflow.rails import Hook, Veto, rail
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel
 from tests.durable import model_calls_kill_target as target

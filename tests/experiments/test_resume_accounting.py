@@ -76,9 +76,12 @@ def test_a_killed_and_resumed_runs_tokens_equal_an_uninterrupted_runs(tmp_path: 
     out = tmp_path / "out"
     killed = [out / "arms/killed/runs" / f"task-00000{n}" for n in (1, 2)]
     process = _start(tmp_path, out, stall=True)
-    # Killed inside the worker's agent call: its two model calls and the helper's have settled.
+    # Killed once the uninterrupted arm is graded and each killed run is inside the worker's
+    # agent call, its two model calls and the helper's settled.
     deadline = time.monotonic() + 60
-    while not all(_called(r) == 4 for r in killed):
+    grades = out / "grades.jsonl"
+    while not (grades.exists() and len(grades.read_text().splitlines()) == 2
+               and all(_called(r) == 4 for r in killed)):  # fmt: skip
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the experiment never got there"
         time.sleep(0.05)
