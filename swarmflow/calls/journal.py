@@ -54,10 +54,28 @@ class SentDigest:
         if len(self._fixed) != len(fixed) or any(
             a is not b for a, b in zip(fixed, self._fixed, strict=True)
         ):
-            tools: Sequence[ToolSpec] = request.tools
-            parts = [*map(repr, tools), request.model or "", request.tool_choice]
-            self._fixed, self._fixed_bytes = fixed, _text([*parts, repr(request.output)])
+            self._fixed, self._fixed_bytes = fixed, _fixed_bytes(request)
         return self._fixed_bytes
+
+
+_FIXED: dict[tuple[int, int, str | None, str], tuple[object, object, bytes]] = {}
+"""The bytes of the tools and output forms in use, by identity: every session of an agent
+sends its profile's one tuple of tool schemas, which need not be rendered per session."""
+_FIXED_MOST = 256
+
+
+def _fixed_bytes(request: ModelRequest) -> bytes:
+    key = (id(request.tools), id(request.output), request.model, request.tool_choice)
+    found = _FIXED.get(key)
+    if found is not None and found[0] is request.tools and found[1] is request.output:
+        return found[2]
+    tools: Sequence[ToolSpec] = request.tools
+    parts = [*map(repr, tools), request.model or "", request.tool_choice, repr(request.output)]
+    if len(_FIXED) >= _FIXED_MOST:
+        _FIXED.clear()
+    data = _text(parts)
+    _FIXED[key] = (request.tools, request.output, data)
+    return data
 
 
 def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
