@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from swarmflow import run_sync
+from swarmflow.durable.run_dirs import read_log as scan_log
 from swarmflow.core.messages import ModelRequest
 from swarmflow.record.events import ModelCalled
 from swarmflow.report.log import read_log
@@ -75,5 +76,8 @@ def test_a_resumed_agent_call_pays_only_from_its_first_unfinished_model_call(
     assert _paid(again[:k]) == 0  # the first k cost nothing
     assert sum(c.recorded_tokens for c in again[:k]) == _paid(settled)
     assert [c.payment for c in again[k:]] == ["repaid"] + ["paid"] * (n - k - 1)
-    # What the run paid, both processes together, is what the uninterrupted run paid.
+    # What the run paid, both processes together, is what the uninterrupted run paid: so a
+    # later resume's ledger starts from the same tokens and calls.
     assert _paid(settled) + _paid(again) == _paid(_calls(whole.events))
+    spent = scan_log(run_dir).spent
+    assert (spent.tokens, spent.calls) == (_paid(_calls(whole.events)), n)
