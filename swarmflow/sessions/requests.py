@@ -8,7 +8,8 @@ request, a summary a compaction wrote.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -17,7 +18,7 @@ from swarmflow.context.history import is_summary
 from swarmflow.context.surroundings import Surroundings
 from swarmflow.core.errors import ConfigError, SwarmflowError
 from swarmflow.core.history import HistoryView
-from swarmflow.core.messages import Message, ModelRequest
+from swarmflow.core.messages import Message, ModelRequest, OutputSpec
 from swarmflow.core.tokens import message_units
 from swarmflow.record.events import ExperienceRefused, ExperienceRetrieved
 from swarmflow.sessions.handoff import gate
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """The context budget (whole request) when the run sets none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """A structured ask in progress (`sessions.structured`): which session asks, for what."""
+
+    session: object
+    spec: OutputSpec
+
+
+# Set for the duration of one ask. A ContextVar rather than state on the session: a concurrent
+# plain turn of the same session (another task) does not see it, and a session that a tool of
+# this turn opens (`message_agent`) is told apart by its identity.
+asking: ContextVar[Asking | None] = ContextVar("swarmflow_structured_ask", default=None)
 
 
 class Requests:
@@ -73,6 +88,7 @@ class Requests:
             model=profile.model_name,
             max_tokens=session.agent.max_output_tokens,
             estimated_prompt_tokens=estimator.tokens(self.sent_units, profile.model_name),
+            output=_wanted(session),
         )
 
     async def _lay_out_first(self, session: SessionParts) -> None:
@@ -124,6 +140,12 @@ class Requests:
         session.history_units = sum(message_units(m) for m in history)
         session.usage += compacted.usage  # a summary's calls are this session's spend
         session.cost += compacted.cost
+
+
+def _wanted(session: SessionParts) -> OutputSpec | None:
+    """The output a structured ask of this session wants (None for a plain turn)."""
+    ask = asking.get()
+    return ask.spec if ask is not None and ask.session is session else None
 
 
 def _gated(session: SessionParts, message: Message) -> Message:
