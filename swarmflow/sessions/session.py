@@ -113,7 +113,7 @@ class AgentSession:
         self.scope = scope
         self.workspace = collaborators.workspace
         self.profile = profile
-        self.model = profile.model  # a structured ask wraps it for this session alone
+        self.model = profile.model
         """What every session of its agent shares in the run: model, price, tool schemas."""
         self.envelope = (agent.name, self.id, scope.branch)
         self.state = SessionState.IDLE
