@@ -179,8 +179,8 @@ async def session(
     return Measured(
         requests=list(model.requests),
         events=list(result.events),
-        prompt_tokens=sum(e.prompt_tokens for e in calls if not e.purpose),
-        summary_tokens=sum(e.tokens_in + e.tokens_out for e in calls if e.purpose),
+        prompt_tokens=sum(e.prompt_tokens for e in calls if e.purpose == "turn"),
+        summary_tokens=sum(e.tokens_in + e.tokens_out for e in calls if e.purpose == "summary"),
         reuse=100.0 * (spend.prefix_share or 0.0),
         compactions=len([e for e in result.events if isinstance(e, ContextCompacted)]),
         passes=passes(result.events),
@@ -195,7 +195,7 @@ def passes(events: list[Any]) -> int:
     for e in events:
         if isinstance(e, ContextCompacted) and not inside:
             count, inside = count + 1, True
-        elif isinstance(e, ModelCalled) and not e.purpose:
+        elif isinstance(e, ModelCalled) and e.purpose == "turn":
             inside = False
     return count
 

@@ -74,10 +74,16 @@ async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunC
         let_go(path)
         raise
     run_id = state.run_id or path.name
-    log = EventLog(run_id, [JsonlSink(path / EVENTS_FILE)], secrets=secret_values(),
-                   start_seq=state.next_seq, start_t=state.clock)  # fmt: skip
-    journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
-                      scrub=log.redactor.scrub_bytes)  # fmt: skip
+    log = EventLog(
+        run_id,
+        [JsonlSink(path / EVENTS_FILE)],
+        secrets=secret_values(),
+        start_seq=state.next_seq,
+        start_t=state.clock,
+    )
+    journal = Journal(
+        run_id, path / JOURNAL_FILE, previous=recorded, scrub=log.redactor.scrub_bytes
+    )
     deps = compose(run_id=run_id, run_dir=path, team=team, log=log, journal=journal)
     ctx = RunContext(deps, RunState(Ledger("run", Limits())))
     _know_products(ctx, recorded)

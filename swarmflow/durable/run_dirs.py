@@ -226,7 +226,7 @@ class _LogScan:
         elif kind == "model_called":
             self.tokens += _count(event, "tokens_in") + _count(event, "tokens_out")
             self.cost += _amount(event, "cost")
-            self.calls += 1
+            self.calls += event.get("payment") != "replayed"  # counted where it was paid
 
 
 def _count(event: dict[str, Any], name: str, default: int = 0) -> int:

@@ -43,6 +43,12 @@ class Row:
     information_flow: bool | None
     context_policy: bool | None
     tokens: int
+    """Every token the run paid: each settled model call once, in whichever process."""
+    tokens_replayed: int
+    """Tokens of model calls a resume replayed from the journal at 0 (paid before, not again)."""
+    tokens_repaid: int
+    """Of `tokens`, those of calls sent again because their process died while they were in
+    flight (their first payment went unrecorded)."""
     tokens_in: int
     tokens_out: int
     cached_tokens: int
@@ -112,6 +118,8 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         score=grade.score, rubric_passed=grade.rubric_passed, rubric_items=grade.rubric_items,
         adherent=facts.adherent, unverified=facts.unverified, **axes,
         tokens=total.tokens_in + total.tokens_out, tokens_in=total.tokens_in,
+        tokens_replayed=d.tokens_by_payment.get("replayed", 0),
+        tokens_repaid=d.tokens_by_payment.get("repaid", 0),
         tokens_out=total.tokens_out, cached_tokens=total.tokens_cached, cost=total.cost,
         calls=total.calls, wall=d.seconds, model_seconds=sum(facts.timing.model.values()),
         tool_seconds=sum(facts.timing.tool.values()), engine_seconds=facts.engine_seconds,

@@ -60,10 +60,21 @@ class ProgressSink:
     """An event sink that shows the run as it happens."""
 
     event_types = frozenset(
-        {"run_started", "run_finished", "session_started", "model_called", "tool_executed",
-         "agent_finished", "session_ended", "outcomes_compacted", "workspace_changed",
-         "human_requested", "human_answered", "handoff_refused"}
-    )  # fmt: skip
+        {
+            "run_started",
+            "run_finished",
+            "session_started",
+            "model_called",
+            "tool_executed",
+            "agent_finished",
+            "session_ended",
+            "outcomes_compacted",
+            "workspace_changed",
+            "human_requested",
+            "human_answered",
+            "handoff_refused",
+        }
+    )
     """The events it reads; the event log may skip building the others as objects."""
 
     def __init__(

@@ -39,6 +39,7 @@ from swarmflow.harnesses.meter import Meter
 from swarmflow.harnesses.process import Exited, run_program
 from swarmflow.harnesses.relay import relay_unix_to_tcp
 from swarmflow.record.events import HarnessEnded, HarnessStarted, SandboxUnavailable
+from swarmflow.sessions.outside import begin_outside, end_outside
 from swarmflow.sessions.session import AgentSession
 from swarmflow.teams.http import agent_token, serving_board
 from swarmflow.tools.sandbox import bwrap_problem
@@ -67,11 +68,11 @@ class _Ending:
 
 async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> None:
     """Run the program for one agent call and end `session` with its outcome."""
-    ledgers = session.begin_outside()
+    turn = begin_outside(session)
     ending = _Ending()
     key = f"sfk-{secrets.token_hex(24)}"
     session.run.deps.log.redactor.add(key)  # never in the record, whatever the program prints
-    meter = Meter(session, harness, ledgers, key, ending.stop)
+    meter = Meter(turn, harness, key, ending.stop)
     started = perf_counter()
     exited: Exited | None = None
     try:
@@ -84,16 +85,16 @@ async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> N
             reason, detail, text = _outcome(harness, private, exited, ending)
         finally:
             shutil.rmtree(private.root, ignore_errors=True)
-        session.end_outside(reason, detail, text)
+        end_outside(session, reason, detail, text)
     except anyio.get_cancelled_exc_class():
-        session.end_outside(EndReason.CANCELLED, "cancelled from outside the session", "")
+        end_outside(session, EndReason.CANCELLED, "cancelled from outside the session", "")
         _ended(session, harness, meter, exited, started)
         raise
     except HarnessError as exc:
-        session.end_outside(EndReason.ERROR, str(exc), "", exc)
+        end_outside(session, EndReason.ERROR, str(exc), "", exc)
     except OSError as exc:  # a socket that cannot be bound, a program that cannot start
         failed = HarnessError(f"{harness.name} could not be started: {exc}")
-        session.end_outside(EndReason.ERROR, str(failed), "", failed)
+        end_outside(session, EndReason.ERROR, str(failed), "", failed)
     _ended(session, harness, meter, exited, started)
 
 
@@ -271,7 +272,7 @@ def _field(harness: Harness, text: str) -> str:
 def _ended(
     session: AgentSession, harness: Harness, meter: Meter, exited: Exited | None, started: float
 ) -> None:
-    meter.steps.ended(session)
+    meter.steps.ended(meter.turn.emit)
     session.emit(
         HarnessEnded,
         harness=harness.name,

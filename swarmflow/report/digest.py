@@ -190,6 +190,10 @@ class Digest:
     dropped: list[str] = field(default_factory=list)
     """What `compact` dropped, and why."""
     resumes: list[Resume] = field(default_factory=list)
+    tokens_by_payment: dict[str, int] = field(default_factory=dict)
+    """Tokens of every model call by how it was paid: "paid", "replayed" (its first payment,
+    in an earlier process: not paid again), "repaid" (paid again: it was in flight when its
+    process died)."""
     last_t: float = 0.0
     count: int = 0
 
@@ -245,10 +249,12 @@ def _on_session_started(d: Digest, e: SessionStarted) -> None:
 
 
 def _on_model_called(d: Digest, e: ModelCalled) -> None:
+    tokens = e.recorded_tokens if e.payment == "replayed" else e.tokens_in + e.tokens_out
+    d.tokens_by_payment[e.payment] = d.tokens_by_payment.get(e.payment, 0) + tokens
     s = d.sessions.get(e.session or "")
     if s is None:
         return
-    if e.purpose:  # a summary's call: spend, but no step of the session's prompt
+    if e.purpose in ("summary", "reflection"):  # spend, but no step of the session's prompt
         s.spend.add(e, follows=False)
         return
     if s.spend.calls and e.prefix_tokens < s.last_prompt and not s.compacted and e.prompt_tokens:

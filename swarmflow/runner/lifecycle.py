@@ -164,9 +164,13 @@ async def run(
         )
         write_manifest(run_dir, flow, inputs, repo=repo, model=model)
         journal = open_journal(
-            run_dir, run_id, interrupted, durability=durability, strict=strict,
+            run_dir,
+            run_id,
+            interrupted,
+            durability=durability,
+            strict=strict,
             scrub=log.redactor.scrub_bytes,
-        )  # fmt: skip
+        )
         deps = run_deps(
             run_id=run_id,
             run_dir=run_dir,

@@ -97,7 +97,7 @@ async def test_a_summary_the_budget_cannot_pay_for_is_refused_and_the_request_st
     assert reason in refused[0].reason
     levels = {e.level for e in m.events if isinstance(e, ContextCompacted)}
     assert "summarise" not in levels and "drop_oldest" in levels
-    assert not [e for e in m.events if isinstance(e, ModelCalled) and e.purpose]
+    assert not [e for e in m.events if isinstance(e, ModelCalled) and e.purpose == "summary"]
 
 
 async def test_a_summariser_that_ignores_its_limit_cannot_outgrow_the_budget(

@@ -10,6 +10,8 @@ Modes:
 - `board ALLOWED OTHER`: opens a thread with each and mentions each through the board
   commands, printing what each command answered;
 - `leak FILE`: sends FILE's text to its model and prints the status it got;
+- `leak_in_tool FILE WHERE`: sends FILE's text inside a tool it offers its model (WHERE:
+  `description`, `parameter` (a parameter's description) or `enum`); prints the status;
 - `stream SCHEMA`: a streamed request with one tool of that JSON schema; prints the tool calls;
 - `hostile MARKER`: a 10 MB request, 500 connections at once, then never exits;
 - `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
@@ -95,6 +97,21 @@ def board(allowed: str, other: str) -> None:
 
 def leak(path: str) -> None:
     status, answer = _ask([{"role": "user", "content": f"review: {Path(path).read_text()}"}])
+    print(f"status {status}: {answer.get('error', {}).get('message', '')}")
+
+
+def leak_in_tool(path: str, where: str) -> None:
+    text = Path(path).read_text()
+    parameter: dict[str, Any] = {"type": "string", "description": "which file"}
+    if where == "parameter":
+        parameter["description"] = text
+    if where == "enum":
+        parameter["enum"] = ["a.txt", text]
+    described = text if where == "description" else "reads a file"
+    schema = {"type": "object", "properties": {"path": parameter}}
+    tool = {"type": "function",
+            "function": {"name": "read", "description": described, "parameters": schema}}
+    status, answer = _ask([{"role": "user", "content": "go"}], tools=[tool])
     print(f"status {status}: {answer.get('error', {}).get('message', '')}")
 
 
