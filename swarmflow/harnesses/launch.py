@@ -9,9 +9,9 @@ Unix sockets in a private folder (mode 0700) that is bound into the sandbox at
 those two endpoints and nothing else: no other host port, no outside network.
 
 Without bubblewrap (`sandbox="none"`, or `"auto"` where it is missing, said once per run) the
-endpoints listen on the host's 127.0.0.1 and the program runs on the host, under `subreaper`
-so that the processes it starts die with it, with a scrubbed environment: it can reach what
-your user can, the network included.
+endpoints listen on the host's 127.0.0.1 and the program runs on the host, under the
+supervisor (`tools.supervisor`) so that the processes it starts die with it, with a scrubbed
+environment: it can reach what your user can, the network included.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from pathlib import Path
 
 from swarmflow.core.harness_spec import Harness
 from swarmflow.core.team import Agent
-from swarmflow.tools import subreaper
 from swarmflow.tools.paths import private_dirs
 from swarmflow.tools.sandbox import ShellPolicy, bwrap_argv, sandbox_env
 from swarmflow.tools.shell import scrubbed_env
@@ -173,10 +172,11 @@ def sandboxed_launch(
 def host_launch(
     agent: Agent, root: Path, private: Private, argv: list[str], env: dict[str, str]
 ) -> Launch:
-    """The program on the host under the subreaper, its environment scrubbed of secrets."""
+    """The program on the host, its environment scrubbed of secrets (`process.py` starts it
+    under the supervisor)."""
     path = f"{private.root / 'bin'}:{os.environ.get('PATH', '')}"
     full_env = scrubbed_env() | {"PWD": str(root)} | env | dict(agent.env) | {"PATH": path}
-    return Launch(subreaper.command_line(argv[0], argv[1:]), full_env, root, sandboxed=False)
+    return Launch(argv, full_env, root, sandboxed=False)
 
 
 def limited(launch: Launch, harness: Harness) -> Launch:

@@ -37,6 +37,7 @@ from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
 from swarmflow.record.events import SandboxUnavailable
 from swarmflow.record.runs_root import RUNS_ENV
+from swarmflow.tools import supervisor
 from swarmflow.tools.base import ArgsModel, expect_args, private_of, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (
@@ -266,7 +267,7 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
-    """Run the launch in its own process group; kill everything it started when it ends."""
+    """Run the launch under the supervisor: everything it started is gone when it ends."""
     out = CappedOutput()
     argv, info = list(launch.argv), None
     if launch.sandboxed:
@@ -277,14 +278,13 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         # Around bwrap, not inside: the processes limit counts the user's tasks on the host.
         argv = limited_argv(launch.limits, argv)
     try:
-        process = await anyio.open_process(
+        process = await supervisor.start(
             argv,
             cwd=launch.cwd,
-            env=dict(launch.env),
+            env=launch.env,
             stdin=DEVNULL,
             stdout=PIPE,
             stderr=STDOUT,
-            start_new_session=True,
             pass_fds=(info_w,) if info is not None else (),
         )
     except OSError as exc:
@@ -297,14 +297,12 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         with anyio.move_on_after(seconds):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_pump, process.stdout, out)
-                await process.wait()
+                await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
-                kill_group(process.pid)
     finally:
-        kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-            if info is not None:
+        await supervisor.ended(process)
+        if info is not None:
+            with anyio.CancelScope(shield=True):
                 await end_sandbox(info)
     return ShellOutcome(out.text(), process.returncode if finished else None, not finished)
 

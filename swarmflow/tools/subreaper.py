@@ -12,6 +12,11 @@ The MCP stdio servers swarmflow starts run under it. It imports only the standar
 (it runs with `-I -S`, outside any environment). What it cannot stop: a descendant that a
 process outside the tree adopts (a service manager asked to start it), and SIGKILL of this
 process itself (its orphans then go to init).
+
+COMMAND runs in a process group of its own, not in this process's: a kill of COMMAND's group
+(by the command itself, or by whoever started us) never takes this process with it, so there
+is always someone left to reap what the group kill missed. Stop the whole tree by sending
+SIGTERM to this process alone (`tools.supervisor.stop`).
 """
 
 from __future__ import annotations
@@ -60,9 +65,13 @@ def _children() -> list[int]:
     return found
 
 
-def kill_descendants() -> None:
-    """SIGKILL every child and reap it, until there are none: a killed child's own children
-    are re-parented here, so they are the next round's children."""
+def kill_descendants(group: int = 0) -> None:
+    """SIGKILL COMMAND's process group (`group`, when given), then every child, and reap
+    them until there are none: a killed child's own children are re-parented here, so they
+    are the next round's children."""
+    if group > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
     while True:
         for pid in _children():
             with contextlib.suppress(ProcessLookupError):
@@ -78,6 +87,7 @@ def _spawn(argv: Sequence[str]) -> int:
     pid = os.fork()
     if pid == 0:
         try:
+            os.setpgid(0, 0)  # out of our group: a kill of its group leaves us to reap
             for number in _STOP_SIGNALS:
                 signal.signal(number, signal.SIG_DFL)
             os.execvp(argv[0], list(argv))
@@ -104,8 +114,12 @@ def _wait_for(child: int) -> int:
             return os.waitstatus_to_exitcode(status)
 
 
+_command = 0
+"""COMMAND's pid, which is also its process group's id (0 before it starts)."""
+
+
 def _stop(number: int, _frame: object) -> None:
-    kill_descendants()
+    kill_descendants(_command)
     os._exit(128 + number)
 
 
@@ -120,10 +134,11 @@ def main(argv: Sequence[str]) -> int:
         signal.signal(number, _stop)
     if os.getppid() != parent:  # the parent died before the death signal was armed
         return 128 + signal.SIGTERM
-    child = _spawn(argv)
+    global _command
+    child = _command = _spawn(argv)
     _release_pipes()
     code = _wait_for(child)
-    kill_descendants()
+    kill_descendants(child)
     return code if code >= 0 else 128 - code
 
 

@@ -13,6 +13,8 @@ Modes:
 - `stream SCHEMA`: a streamed request with one tool of that JSON schema; prints the tool calls;
 - `hostile MARKER`: a 10 MB request, 500 connections at once, then never exits;
 - `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
+- `detacher MARKER`: starts a detached child (`setsid`) that sleeps, asks its model once,
+  prints the answer and exits;
 - `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
   prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
@@ -147,6 +149,13 @@ def sleeper(marker: str) -> None:
                      start_new_session=True)  # fmt: skip
     status, answer = _ask([{"role": "user", "content": f"ready ({marker})"}])
     time.sleep(3600)
+
+
+def detacher(marker: str) -> None:
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker],
+                     start_new_session=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    status, answer = _ask([{"role": "user", "content": f"detached ({marker})"}])
+    print(f"{status}: {answer}", flush=True)
 
 
 def probe(host: str, port: str) -> None:
