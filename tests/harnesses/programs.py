@@ -15,6 +15,9 @@ Modes:
 - `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
 - `detacher MARKER`: starts a detached child (`setsid`) that sleeps, asks its model once,
   prints the answer and exits;
+- `forge TEXT ANSWER_FILE`: writes TEXT to an `owner` file beside its answer file (in its
+  private folder), asks its model once, then writes its answer file;
+- `link TARGET ANSWER_FILE`: makes its answer file a symbolic link to TARGET and exits;
 - `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
   prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
@@ -156,6 +159,16 @@ def detacher(marker: str) -> None:
                      start_new_session=True, stdout=subprocess.DEVNULL)  # fmt: skip
     status, answer = _ask([{"role": "user", "content": f"detached ({marker})"}])
     print(f"{status}: {answer}", flush=True)
+
+
+def forge(text: str, answer_file: str) -> None:
+    Path(answer_file).with_name("owner").write_text(text)
+    _ask([{"role": "user", "content": "forged"}])
+    Path(answer_file).write_text("forger done")
+
+
+def link(target: str, answer_file: str) -> None:
+    os.symlink(target, answer_file)
 
 
 def probe(host: str, port: str) -> None:
