@@ -41,13 +41,12 @@ from swarmflow.batches.files import (
     MAX_LINE,
     BadLine,
     Line,
-    check_regular,
     depth,
     json_value,
     lines,
-    open_regular,
 )
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import check_regular, open_regular
 from swarmflow.core.secrets import Redactor
 
 RESULTS = "results.jsonl"

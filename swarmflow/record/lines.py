@@ -9,8 +9,8 @@ every effect that started had the lines before it on disk. An optional `scrub` h
 each line as it is held (the run's secret redactor).
 
 Reading: a last line with no newline was torn by a crash mid-write (a power cut): it is cut
-off the file first. Each other line goes to the caller's parser; a line it refuses is one
-`ConfigError` naming the file and the line.
+off the file first. Each other line, read by the one reader (`core.reading`), goes to the
+caller's parser; a line it refuses is one `ConfigError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
 
@@ -72,27 +73,43 @@ def _write_all(fh: Any, data: bytes) -> None:
 
 def read_lines(path: Path, what: str, take: Callable[[bytes], None]) -> None:
     """Hand each line of `path` to `take`, in order, after cutting a torn last line off the
-    file. A line `take` refuses (a `ValueError`, pydantic's `ValidationError` included, a
-    `KeyError` or a `TypeError`) is a `ConfigError`: `PATH:LINE: not WHAT: why`."""
+    file; the file is read by the one reader (`core.reading.lines`: a regular file, lines of
+    at most `MAX_LINE` bytes). A line `take` refuses (a `ValueError`, pydantic's
+    `ValidationError` included, a `KeyError` or a `TypeError`) is a `ConfigError`:
+    `PATH:LINE: not WHAT: why`."""
     cut_torn_tail(path)
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                take(raw)
-            except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
-                raise ConfigError(f"{path}:{number}: not {what}: {_why(exc)}") from None
-            except ConfigError as exc:  # the caller's own refusal: located here
-                raise ConfigError(f"{path}:{number}: {exc.message}") from None
+    for number, raw in reading.lines(path, what):
+        try:
+            take(raw)
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
+            raise ConfigError(f"{path}:{number}: not {what}: {_why(exc)}") from None
+        except ConfigError as exc:  # the caller's own refusal: located here
+            raise ConfigError(f"{path}:{number}: {exc.message}") from None
 
 
 def cut_torn_tail(path: Path) -> None:
-    """Cut a last line that has no newline: it was torn by a crash mid-write."""
-    with path.open("rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)
+    """Cut a last line that has no newline: it was torn by a crash mid-write (a file that
+    is not a regular one is refused, never waited on)."""
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb+", buffering=0) as fh:
+        reading.check_regular(fh.fileno(), path, "a record file")
+        end = fh.seek(0, os.SEEK_END)
+        keep = end
+        while keep > 0:
+            start = max(0, keep - _TAIL_CHUNK)
+            fh.seek(start)
+            chunk = fh.read(keep - start)
+            if keep == end and chunk.endswith(b"\n"):
+                return  # whole
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            keep = start
+        fh.truncate(keep)
+
+
+_TAIL_CHUNK = 1 << 16
 
 
 def _why(exc: Exception) -> str:
