@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from swarmflow.core.reading import depth
+
 MAX_LINE = 16 * 1024 * 1024
 """The longest line (bytes) of a task list or `results.jsonl`: 16 MiB."""
 MAX_DEPTH = 100
@@ -84,17 +86,3 @@ def json_value(line: Line, limit: int = MAX_DEPTH) -> Any:
     if depth(value) > limit:
         raise BadLine(f"nested deeper than {limit} levels")
     return value
-
-
-def depth(value: Any) -> int:
-    """How deep lists and objects nest in `value` (a scalar is 0), counted without recursion."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list | tuple):
-            continue
-        deepest = max(deepest, level)
-        todo.extend((child, level + 1) for child in item)
-    return deepest

@@ -41,12 +41,11 @@ from swarmflow.batches.files import (
     MAX_LINE,
     BadLine,
     Line,
-    depth,
     json_value,
     lines,
 )
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.reading import check_regular, open_regular
+from swarmflow.core.reading import check_regular, depth, open_regular
 from swarmflow.core.secrets import Redactor
 
 RESULTS = "results.jsonl"

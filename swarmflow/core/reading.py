@@ -105,6 +105,20 @@ def json_value(raw: bytes | str) -> Any:
     return value
 
 
+def depth(value: Any) -> int:
+    """How deep lists and objects nest in `value` (a scalar is 0), counted without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list | tuple):
+            continue
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in item)
+    return deepest
+
+
 def read_json(path: Path, what: str, cap: int = MAX_FILE) -> Any:
     """The JSON value of the file `path` (`Unreadable`: `PATH: not WHAT: why`)."""
     data = read_bytes(path, what, cap)

@@ -18,6 +18,8 @@ Modes:
 - `forge TEXT ANSWER_FILE`: writes TEXT to an `owner` file beside its answer file (in its
   private folder), asks its model once, then writes its answer file;
 - `link TARGET ANSWER_FILE`: makes its answer file a symbolic link to TARGET and exits;
+- `malformed`: sends requests of wrong-typed fields and one nested 100,000 deep, printing
+  each status, then asks its model once and prints the answer;
 - `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
   prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
@@ -43,9 +45,13 @@ def command(mode: str, *args: str) -> list[str]:
     return [sys.executable, "-I", "-c", SOURCE, mode, *args]
 
 
-def _ask(messages: list[dict[str, Any]], **extra: Any) -> tuple[int, dict[str, Any]]:
-    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+def _ask(messages: Any, **extra: Any) -> tuple[int, dict[str, Any]]:
     body = json.dumps({"model": "swarmflow", "messages": messages, **extra}).encode()
+    return _post(body)
+
+
+def _post(body: bytes) -> tuple[int, dict[str, Any]]:
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}",
         "Content-Type": "application/json",
@@ -159,6 +165,18 @@ def detacher(marker: str) -> None:
                      start_new_session=True, stdout=subprocess.DEVNULL)  # fmt: skip
     status, answer = _ask([{"role": "user", "content": f"detached ({marker})"}])
     print(f"{status}: {answer}", flush=True)
+
+
+def malformed() -> None:
+    deep = b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    bodies = [
+        json.dumps({"messages": [{"role": ["user"], "content": "x"}]}).encode(),
+        json.dumps({"messages": [{"role": "user", "content": "x", "tool_calls": 5}]}).encode(),
+        deep,
+    ]
+    print(" ".join(str(_post(body)[0]) for body in bodies), flush=True)
+    status, answer = _ask([{"role": "user", "content": "still there?"}])
+    print(f"{status}: {_text(answer)}", flush=True)
 
 
 def forge(text: str, answer_file: str) -> None:

@@ -87,3 +87,21 @@ def test_a_forged_owner_file_neither_fails_nor_sweeps_another_call(forged: str) 
     result = run_sync(both, model=FunctionModel(policy), raise_on_failure=False)
     assert result.status == "ok", result.error
     assert str(result.output).startswith("forger done / ")
+
+
+def test_wrong_typed_or_deeply_nested_requests_get_400_and_the_run_goes_on() -> None:
+    """`"role": ["user"]`, `"tool_calls": 5` and a body nested 100,000 deep are each a 400
+    to the program, which then asks again and is answered: the run does not fail."""
+    sender = Agent("sender", workspace="local",
+                   harness=Harness(command=command("malformed"), task="stdin"))  # fmt: skip
+
+    @flow(team=Team([sender]))
+    async def send() -> str:
+        return (await agent("sender", "send")).text
+
+    result = run_sync(send, model=FunctionModel(lambda r: "answered"), raise_on_failure=False)
+    assert result.status == "ok", result.error
+    assert result.output == "400 400 400\n200: answered"
+    (ended,) = of_type(result, "harness_ended")
+    assert sum(ended.refusals.values()) == 3
+    assert {e.status for e in of_type(result, "harness_refused")} == {400}
