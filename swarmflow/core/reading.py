@@ -60,13 +60,10 @@ def open_regular(path: Path, what: str) -> Iterator[BinaryIO]:
     """`path` open for reading, refused at once unless it is a regular file.
 
     Raises:
-        FileNotFoundError: it is not there.
-        Unreadable: it cannot be opened, or it is a FIFO, a device, a folder.
+        Unreadable: it is not there, it cannot be opened, or it is a FIFO, a device, a folder.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise
     except OSError as exc:
         raise Unreadable(f"{path}: cannot read {what}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:

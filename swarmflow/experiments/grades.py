@@ -52,18 +52,15 @@ def read_grades(path: Path, warnings: list[str]) -> dict[RunKey, Grade]:
         warnings.append(f"{path}:{number}: not a grade; skipped (cut off mid-write), so its "
                         "run is graded again")  # fmt: skip
 
-    try:
-        for number, line in reading.lines(path, "a grades file", torn=torn):
-            try:
-                grade = Grade.model_validate(reading.json_value(line))
-            except (ValueError, ValidationError):
-                warnings.append(
-                    f"{path}:{number}: not a grade; skipped, so its run is graded again"
-                )
-                continue
-            grades.setdefault(grade.key, grade)
-    except FileNotFoundError:
-        return {}
+    if not path.exists():
+        return grades
+    for number, line in reading.lines(path, "a grades file", torn=torn):
+        try:
+            grade = Grade.model_validate(reading.json_value(line))
+        except (ValueError, ValidationError):
+            warnings.append(f"{path}:{number}: not a grade; skipped, so its run is graded again")
+            continue
+        grades.setdefault(grade.key, grade)
     return grades
 
 

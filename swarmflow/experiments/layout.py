@@ -155,10 +155,9 @@ def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST
     if not root.is_dir():
         raise ConfigError(f"{root} is not a folder: not an experiment directory")
-    try:
-        found = reading.read_json(path, "an experiment record")
-    except FileNotFoundError:
-        raise ConfigError(f"{root} holds no {MANIFEST}: not an experiment directory") from None
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{root} holds no {MANIFEST}: not an experiment directory")
+    found = reading.read_json(path, "an experiment record")
     if not isinstance(found, dict) or found.get("schema") != SCHEMA:
         raise ConfigError(f"{path} is not an experiment record of this swarmflow")
     try:

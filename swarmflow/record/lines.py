@@ -35,13 +35,14 @@ class LineWriter:
         *,
         fsync: bool = False,
         scrub: Callable[[bytes], bytes] | None = None,
+        what: str = "a record file",
     ) -> None:
         self.path = path
         self.fsync = fsync
         """Sync the file to disk at every flush that wrote something (`durability="fsync"`)."""
         self._scrub = scrub
         # Unbuffered: each flush is one write(2); what is held is held here, in `_held`.
-        self._fh = path.open("ab", buffering=0)
+        self._fh = _open_appending(path, what)
         self._held: list[bytes] = []
 
     def hold(self, line: bytes) -> None:
@@ -62,6 +63,19 @@ class LineWriter:
         if not self._fh.closed:
             self.flush()
             self._fh.close()
+
+
+def _open_appending(path: Path, what: str) -> Any:
+    """`path` open for appending, unbuffered; refused at once (`ConfigError`) unless it is a
+    regular file: opening a FIFO with no reader would wait forever."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        reading.check_regular(fd, path, what)
+    except ConfigError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "ab", buffering=0)
 
 
 def _write_all(fh: Any, data: bytes) -> None:

@@ -96,3 +96,23 @@ async def test_a_reflection_echoing_a_secret_is_stored_and_printed_redacted(
     assert main(["experience", "--store", str(store), "list"]) == 0
     listing = capsys.readouterr().out
     assert "[redacted]" in listing and SECRET not in listing
+
+
+def test_a_secret_already_in_a_store_is_never_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written before the redactor stood in front of it (or by hand) holds the secret
+    in clear: the command line's output passes the redactor all the same."""
+    monkeypatch.setenv("DEPLOY_TOKEN", SECRET)
+    store = tmp_path / "experience.db"
+    from swarmflow.experience.store import ExperienceStore
+
+    ExperienceStore(store)
+    with sqlite3.connect(store) as conn:
+        conn.execute("INSERT INTO notes (agent, kind, text, task, repository, run_id, created) "
+                     "VALUES ('coder', 'worked', ?, ?, '', 'r', 0)",
+                     (f"token {SECRET} worked", f"task {SECRET}"))  # fmt: skip
+    assert main(["experience", "--store", str(store), "list"]) == 0
+    assert main(["experience", "--store", str(store), "show", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert SECRET not in printed and printed.count("[redacted]") >= 3
