@@ -16,7 +16,7 @@ from swarmflow.batches.recovered import KEPT, live_elsewhere, rebuilt_result, re
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import ConfigError
-from swarmflow.durable.run_dirs import has_log
+from swarmflow.durable.run_log import has_log
 from swarmflow.runner.lifecycle import run
 from swarmflow.runtime.flow import Flow
 
