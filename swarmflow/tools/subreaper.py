@@ -21,12 +21,13 @@ SIGTERM to this process alone (`tools.supervisor.stop`).
 
 from __future__ import annotations
 
-import contextlib
+# `_signal` is the built-in module that `signal` wraps, and no `contextlib` or `typing`: they
+# would pull in `enum`, `collections` and `re`, several times this wrapper's own start-up
+# time, paid by every command swarmflow runs (`_signal` has no type stubs, hence the ignore).
+import _signal as signal  # type: ignore[import-not-found]
 import ctypes
 import os
-import signal
 import sys
-from collections.abc import Sequence
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -38,7 +39,7 @@ def supported() -> bool:
     return sys.platform == "linux"
 
 
-def command_line(command: str, args: Sequence[str]) -> list[str]:
+def command_line(command: str, args: list[str]) -> list[str]:
     """The argument vector that runs `command` under this subreaper."""
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), command, *args]
 
@@ -70,19 +71,25 @@ def kill_descendants(group: int = 0) -> None:
     them until there are none: a killed child's own children are re-parented here, so they
     are the next round's children."""
     if group > 0:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
+        _quietly(os.killpg, group)
     while True:
         for pid in _children():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            _quietly(os.kill, pid)
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
 
 
-def _spawn(argv: Sequence[str]) -> int:
+def _quietly(send: object, target: int) -> None:
+    """SIGKILL `target` with `send` (`os.kill`, `os.killpg`); one that is gone is fine."""
+    try:
+        send(target, signal.SIGKILL)  # type: ignore[operator]
+    except (ProcessLookupError, PermissionError):
+        return
+
+
+def _spawn(argv: list[str]) -> int:
     """Start `argv` as a child with our stdin, stdout and stderr; exit 127 if it cannot run."""
     pid = os.fork()
     if pid == 0:
@@ -123,7 +130,7 @@ def _stop(number: int, _frame: object) -> None:
     os._exit(128 + number)
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: list[str]) -> int:
     if not argv:
         os.write(2, b"usage: subreaper.py COMMAND [ARG...]\n")
         return 2
@@ -133,7 +140,7 @@ def main(argv: Sequence[str]) -> int:
     for number in _STOP_SIGNALS:
         signal.signal(number, _stop)
     if os.getppid() != parent:  # the parent died before the death signal was armed
-        return 128 + signal.SIGTERM
+        return 128 + int(signal.SIGTERM)
     global _command
     child = _command = _spawn(argv)
     _release_pipes()

@@ -41,7 +41,7 @@ def supervised(argv: Sequence[str]) -> list[str]:
     """`argv` as the supervisor starts it: under the subreaper (Linux), else as it is."""
     if not subreaper.supported():
         return list(argv)
-    return subreaper.command_line(argv[0], argv[1:])
+    return subreaper.command_line(argv[0], list(argv[1:]))
 
 
 async def start(
