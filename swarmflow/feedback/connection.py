@@ -26,7 +26,10 @@ from pygls.uris import to_fs_path
 
 from swarmflow.feedback.findings import Finding
 from swarmflow.feedback.servers import ServerSpec, ServerUnavailable
-from swarmflow.tools import supervisor
+from swarmflow.tools.supervisor import STOP_GRACE as TREE_GRACE
+from swarmflow.tools.supervisor import kill as kill_supervised
+from swarmflow.tools.supervisor import stop as stop_supervised
+from swarmflow.tools.supervisor import supervised
 
 STOP_GRACE = 3.0
 """Seconds a server has to exit after `shutdown` before it is killed."""
@@ -49,7 +52,7 @@ class _Client(LanguageClient):
 
     async def start_io(self, cmd: str, *args: Any, **kwargs: Any) -> None:
         server = await asyncio.create_subprocess_exec(
-            *supervisor.supervised([cmd, *args]),
+            *supervised([cmd, *args]),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -219,11 +222,11 @@ class Connection:
                 self.client.exit(None)
                 await server.wait()
         if server.returncode is None:
-            supervisor.stop(server.pid)
-            with anyio.move_on_after(supervisor.STOP_GRACE):
+            stop_supervised(server.pid)
+            with anyio.move_on_after(TREE_GRACE):
                 await server.wait()
         if server.returncode is None:
-            supervisor.kill(server.pid)
+            kill_supervised(server.pid)
         with anyio.move_on_after(STOP_GRACE), contextlib.suppress(Exception):
             await self.client.stop()  # type: ignore[no-untyped-call]
 

@@ -19,8 +19,9 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from swarmflow.harnesses.launch import Launch
-from swarmflow.tools import supervisor
 from swarmflow.tools.shell import CappedOutput, end_sandbox
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 
 STDOUT_CAP = 4 << 20
 STDERR_CAP = 8_000
@@ -46,7 +47,7 @@ async def run_program(launch: Launch, stdin: bytes | None, seconds: float) -> Ex
         at = argv.index("--unshare-all")
         argv[at:at] = ["--info-fd", str(info_w)]
     try:
-        process = await supervisor.start(
+        process = await start_supervised(
             argv,
             cwd=launch.cwd,
             env=launch.env,
@@ -69,7 +70,7 @@ async def run_program(launch: Launch, stdin: bytes | None, seconds: float) -> Ex
                 await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
     finally:
-        await supervisor.ended(process)
+        await end_supervised(process)
         if info is not None:
             with anyio.CancelScope(shield=True):
                 await end_sandbox(info)

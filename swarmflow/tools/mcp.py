@@ -30,8 +30,9 @@ from pydantic import BaseModel
 from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.toolcalls import ToolPolicy
-from swarmflow.tools import subreaper, supervisor
+from swarmflow.tools import subreaper
 from swarmflow.tools.mcp_schema import args_model, checked_schema, unusable_args
+from swarmflow.tools.supervisor import supervised
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def under_subreaper(params: Any) -> Any:
 
     env = get_default_environment() | (params.env or {})
     found = _executable(params.command, env.get("PATH"), params.cwd)
-    argv = supervisor.supervised([found, *params.args])
+    argv = supervised([found, *params.args])
     return params.model_copy(update={"command": argv[0], "args": argv[1:]})
 
 

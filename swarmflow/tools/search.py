@@ -20,12 +20,13 @@ from pydantic import BaseModel, Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
-from swarmflow.tools import supervisor
 from swarmflow.tools.access import kind_of
 from swarmflow.tools.base import ArgsModel, expect_args, private_of, resolve_path, root_of
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.paths import relative_name
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 from swarmflow.tools.walk import matches, walk_files
 
 MAX_ENTRIES = 500
@@ -141,7 +142,7 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
     """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
     command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
-        process = await supervisor.start(
+        process = await start_supervised(
             command, cwd=Path.cwd(), env=os.environ, stdin=PIPE, stdout=PIPE, stderr=DEVNULL
         )
     except OSError as exc:
@@ -158,7 +159,7 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
             await process.wait()
             finished = True
     finally:
-        await supervisor.ended(process)
+        await end_supervised(process)
     if finished and process.returncode != 0:
         raise ToolError(f"search failed (exit {process.returncode})")
     lines = out.decode("utf-8", errors="replace").split("\n")

@@ -37,7 +37,6 @@ from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
 from swarmflow.record.events import SandboxUnavailable
 from swarmflow.record.runs_root import RUNS_ENV
-from swarmflow.tools import supervisor
 from swarmflow.tools.base import ArgsModel, expect_args, private_of, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (
@@ -49,6 +48,8 @@ from swarmflow.tools.sandbox import (
     sandbox_env,
 )
 from swarmflow.tools.shell_limits import ShellLimits, exceeded, limited_argv, size_text
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
@@ -278,7 +279,7 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         # Around bwrap, not inside: the processes limit counts the user's tasks on the host.
         argv = limited_argv(launch.limits, argv)
     try:
-        process = await supervisor.start(
+        process = await start_supervised(
             argv,
             cwd=launch.cwd,
             env=launch.env,
@@ -300,7 +301,7 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
                 await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
     finally:
-        await supervisor.ended(process)
+        await end_supervised(process)
         if info is not None:
             with anyio.CancelScope(shield=True):
                 await end_sandbox(info)

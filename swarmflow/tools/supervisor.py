@@ -31,7 +31,7 @@ from typing import IO
 import anyio
 from anyio.abc import Process
 
-from swarmflow.tools import subreaper
+from swarmflow.tools.subreaper import command_line, supported
 
 STOP_GRACE = 5.0
 """Seconds a stopped subreaper has to kill its tree and exit before it is killed itself."""
@@ -39,9 +39,9 @@ STOP_GRACE = 5.0
 
 def supervised(argv: Sequence[str]) -> list[str]:
     """`argv` as the supervisor starts it: under the subreaper (Linux), else as it is."""
-    if not subreaper.supported():
+    if not supported():
         return list(argv)
-    return subreaper.command_line(argv[0], list(argv[1:]))
+    return command_line(argv[0], list(argv[1:]))
 
 
 async def start(
@@ -70,9 +70,9 @@ async def start(
 def stop(pid: int) -> None:
     """Ask the supervised process `pid` to end its whole tree (SIGTERM to the subreaper
     alone: a group kill would take the subreaper and leave nobody to reap)."""
-    number = signal.SIGTERM if subreaper.supported() else signal.SIGKILL
+    number = signal.SIGTERM if supported() else signal.SIGKILL
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        if subreaper.supported():
+        if supported():
             os.kill(pid, number)
         else:
             os.killpg(pid, number)
