@@ -10,11 +10,13 @@ ledgers it charges. It is bounded against the program it serves:
   send one request, is closed;
 - a malformed request is answered 400 and closed.
 
-A refusal that closes the connection closes it lingering: the answer is sent, the sending side
-shut, and what the program still sends (the rest of a body too large) is read and dropped,
-for at most `read_timeout` seconds and `LINGER_BYTES`, before the connection closes. Closing
-at once, with the body still coming, resets the connection (TCP) or breaks the sandbox's relay
-mid-copy, and the answer already sent is lost on the way to the program.
+A refusal that closes the connection closes it lingering: the answer is sent (it says
+`connection: close` and its length), and what the program still sends (the rest of a body too
+large) is read and dropped until the program closes its side, for at most `read_timeout`
+seconds and `LINGER_BYTES`. Closing at once, with the body still coming, resets the connection
+(TCP) or ends the sandbox's relay mid-copy, and the answer already sent is lost on the way to
+the program; so would shutting our side early, which the sandbox's relay takes for the end of
+the exchange.
 
 Each turn-away is reported to `on_refused(kind, reason, status)` (the endpoint records it).
 """
@@ -182,15 +184,15 @@ class HttpServer:
 
 
 async def _linger(stream: ByteStream, seconds: float) -> None:
-    """Shut our sending side and drop what the program still sends, until it stops, for at
-    most `seconds` and `LINGER_BYTES`: the answer sent reaches it before the close."""
+    """Drop what the program still sends until it closes its side, for at most `seconds` and
+    `LINGER_BYTES`: the answer sent reaches it before the close (our side is not shut
+    first: the sandbox's relay would take that for the end of the exchange)."""
     with (
         anyio.move_on_after(seconds),
         contextlib.suppress(
             anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
         ),
     ):
-        await stream.send_eof()
         dropped = 0
         while dropped < LINGER_BYTES:
             dropped += len(await stream.receive(65536))

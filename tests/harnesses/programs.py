@@ -15,6 +15,8 @@ Modes:
 - `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
 - `detacher MARKER`: starts a detached child (`setsid`) that sleeps, asks its model once,
   prints the answer and exits;
+- `oversize TRIES`: sends a 10 MB body TRIES times and prints the status each got (`lost`
+  when the connection broke before an answer came);
 - `forge TEXT ANSWER_FILE`: writes TEXT to an `owner` file beside its answer file (in its
   private folder), asks its model once, then writes its answer file;
 - `link TARGET ANSWER_FILE`: makes its answer file a symbolic link to TARGET and exits;
@@ -177,6 +179,18 @@ def malformed() -> None:
     print(" ".join(str(_post(body)[0]) for body in bodies), flush=True)
     status, answer = _ask([{"role": "user", "content": "still there?"}])
     print(f"{status}: {_text(answer)}", flush=True)
+
+
+def oversize(tries: str) -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * (10 << 20)}]}).encode()
+    statuses = []
+    for _ in range(int(tries)):
+        try:
+            statuses.append(str(_post(body)[0]))
+        except (OSError, urllib.error.URLError):
+            statuses.append("lost")
+
+    print(" ".join(statuses), flush=True)
 
 
 def forge(text: str, answer_file: str) -> None:

@@ -105,3 +105,18 @@ def test_wrong_typed_or_deeply_nested_requests_get_400_and_the_run_goes_on() -> 
     (ended,) = of_type(result, "harness_ended")
     assert sum(ended.refusals.values()) == 3
     assert {e.status for e in of_type(result, "harness_refused")} == {400}
+
+
+def test_every_oversized_body_gets_its_413() -> None:
+    """Ten 10 MB bodies: each is refused with a 413 that reaches the program (in the sandbox
+    the answer crosses the forwarder and the Unix socket; on the host, loopback TCP)."""
+    sender = Agent("sender", workspace="local",
+                   harness=Harness(command=command("oversize", "10"), task="stdin"))  # fmt: skip
+
+    @flow(team=Team([sender]))
+    async def send() -> str:
+        return (await agent("sender", "send")).text
+
+    result = run_sync(send, model=FunctionModel(lambda r: "unused"), raise_on_failure=False)
+    assert result.status == "ok", result.error
+    assert result.output == " ".join(["413"] * 10)
