@@ -30,7 +30,7 @@ def charged_ledgers(run: RunContext, branch: Ledger, agent: Agent) -> list[Ledge
 
 def charge_recorded(run: RunContext, ledgers: list[Ledger], charge: Charge) -> None:
     """Count a recorded call's spend on `ledgers` but the run's own (its count already holds
-    every call of the earlier processes, `durable.run_dirs.resumed`): nothing new is spent."""
+    every call of the earlier processes, `durable.interrupted.resumed`): nothing new is spent."""
     root = run.state.ledger
     for ledger in ledgers:
         if ledger is root:

@@ -19,8 +19,10 @@ from typing import Any
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import secret_values
-from swarmflow.durable.run_dirs import claim, live_pid, read_manifest, read_run, release
+from swarmflow.durable.claims import claim, live_pid, release
+from swarmflow.durable.manifest import read_manifest
 from swarmflow.durable.run_lock import hold_run, let_go
+from swarmflow.durable.run_log import read_run
 from swarmflow.record.eventlog import EventLog
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.record.journal import Journal, Recorded

@@ -4,7 +4,7 @@ A call's key is its branch, its index in that branch, the agent and a digest of 
 (the rendered role card, the prompt, the output schema). On resume a call whose key matches a
 finished record returns the recorded product at once: no model call, no tokens, the recorded
 spend charged back to the ledgers below the run's (the run's own counts every model call of
-the earlier processes from their log, `durable.run_dirs.resumed`), so that budgets continue
+the earlier processes from their log, `durable.interrupted.resumed`), so that budgets continue
 from what was spent.
 
 Records are written from their plain fields (`Journal.write`, the hot dataclasses through
@@ -341,7 +341,7 @@ def _adopt_turn(session: AgentSession, data: CallFinished) -> None:
 def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: Spend) -> None:
     """Charge a replayed call's recorded spend to the ledgers its calls charge (nothing new is
     spent), except the run's own: that one was charged everything the earlier processes' log
-    records (`durable.run_dirs.resumed`)."""
+    records (`durable.interrupted.resumed`)."""
     charge_recorded(run, charged_ledgers(run, scope.ledger, agent), spent.charge)
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, read_manifest
 from swarmflow.experiments.runread import AXES, AssignedAxes, RunFacts, read_run
@@ -142,8 +143,10 @@ def write_rows(layout: Layout, warnings: list[str]) -> int:
     with temporary.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
+        scrub = environment_redactor().scrub  # a sink like the event log: the one redactor
         for row in rows:
-            writer.writerow(_csv_values(row))
+            values = _csv_values(row).items()
+            writer.writerow({k: scrub(v) if isinstance(v, str) else v for k, v in values})
     temporary.replace(layout.rows)
     return len(rows)
 

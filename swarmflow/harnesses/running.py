@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 from contextlib import AsyncExitStack
 from pathlib import Path
 from time import perf_counter
@@ -21,6 +20,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketAttribute, SocketListener, TaskGroup
 
+from swarmflow.core import safe_paths
 from swarmflow.core.harness_spec import Harness
 from swarmflow.core.states import EndReason
 from swarmflow.harnesses.http_server import Bounds, HttpServer, serving
@@ -84,7 +84,7 @@ async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> N
             )
             reason, detail, text = _outcome(harness, private, exited, ending)
         finally:
-            shutil.rmtree(private.root, ignore_errors=True)
+            private.remove()
         end_outside(session, reason, detail, text)
     except anyio.get_cancelled_exc_class():
         end_outside(session, EndReason.CANCELLED, "cancelled from outside the session", "")
@@ -246,11 +246,15 @@ def read_answer(harness: Harness, private: Private, stdout: str) -> str:
     """The program's final answer: its stdout or its answer file, or a field of that JSON."""
     text = stdout
     if harness.answer == "file":
-        path = private.root / "answer"
-        if not path.is_file():
-            raise HarnessError(f"{harness.name} exited without writing its answer file")
-        with path.open("rb") as fh:
-            text = fh.read(ANSWER_CAP).decode("utf-8", errors="replace")
+        # The program writes its folder: read through the safe-path layer, so an answer
+        # file that is a link to a host file is refused, never followed.
+        try:
+            raw = safe_paths.read_bytes(private.root, "answer", ANSWER_CAP)
+        except FileNotFoundError:
+            raise HarnessError(f"{harness.name} exited without writing its answer file") from None
+        except OSError as exc:
+            raise HarnessError(f"{harness.name}'s answer file is refused: {exc}") from None
+        text = raw.decode("utf-8", errors="replace")
     if harness.answer_field is None:
         return text.strip()
     return _field(harness, text)

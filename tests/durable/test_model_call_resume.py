@@ -15,7 +15,7 @@ import pytest
 
 from swarmflow import run_sync
 from swarmflow.core.messages import ModelRequest
-from swarmflow.durable.run_dirs import read_log as scan_log
+from swarmflow.durable.run_log import read_log as scan_log
 from swarmflow.record.events import ModelCalled
 from swarmflow.report.log import read_log
 from swarmflow.testing import FunctionModel

@@ -229,3 +229,34 @@ def test_without_bubblewrap_a_harness_runs_on_the_host_and_the_run_says_so(
     assert [e.sandboxed for e in of_type(result, "harness_started")] == [False, False]
     (said,) = of_type(result, "sandbox_unavailable")  # once per run
     assert "Harness programs run on the host" in said.reason
+
+
+@pytest.mark.parametrize("ending", ["ok", "timeout", "allowance"])
+def test_a_host_harness_leaves_no_detached_child_however_its_call_ends(ending: str) -> None:
+    """On the host (no sandbox), a program's `setsid` grandchild is gone when the call ends:
+    the program exited, was stopped at its timeout, or at the agent's allowance."""
+    marker = f"detached-{ending}-{uuid.uuid4().hex}"
+    mode = "sleeper" if ending == "timeout" else "detacher"
+    harness = Harness(command=command(mode, marker), task="stdin",
+                      timeout=2 if ending == "timeout" else 60)  # fmt: skip
+    host = Agent("host", workspace="local", sandbox="none", harness=harness,
+                 allowance=5 if ending == "allowance" else None)  # fmt: skip
+    seen: list[int] = []
+
+    @flow(team=Team([host]))
+    async def detach() -> str:
+        try:
+            return (await agent("host", "go")).text
+        except BudgetExhausted as exc:
+            return exc.reason
+
+    def policy(request: ModelRequest) -> str:
+        seen.extend(processes_with(marker))  # the detached child is running now
+        return "fine"
+
+    result = run_sync(detach, model=FunctionModel(policy))
+    assert result.status == "ok"
+    expected = {"ok": "200: ", "timeout": "wall clock", "allowance": "budget exhausted"}
+    assert expected[ending] in str(result.output)
+    assert ending == "allowance" or seen  # the detached child was running meanwhile
+    assert processes_with(marker) == []  # nothing of it outlived the call
