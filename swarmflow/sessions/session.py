@@ -11,7 +11,7 @@ at each.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from time import perf_counter
 from typing import Any, cast
@@ -45,6 +45,7 @@ from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units, prompt_units
 from swarmflow.record.events import (
     AgentFinished,
+    CacheBust,
     ExperienceRefused,
     ExperienceRetrieved,
     GoalEvaluated,
@@ -571,6 +572,7 @@ class AgentSession:
                 agent=self.agent.name,
             )
         compacted = await self.profile.window.compact(self.history, room, self._surroundings())
+        self._prefix.rewritten()
         self.history = compacted.history
         self._history_units = sum(message_units(m) for m in compacted.history)
         self.usage += compacted.usage  # a summary's calls are this session's spend
@@ -679,6 +681,7 @@ class AgentSession:
         self.steps += 1
         self.usage += usage
         self.cost += cost
+        meter = prefix or self._prefix
         self.emit(
             ModelCalled,
             model=response.model or request.model,
@@ -691,9 +694,11 @@ class AgentSession:
             finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
             output_mode=response.output_mode,
-            **(prefix or self._prefix).measure(request),
+            **meter.measure(request),
             **recorded,
         )
+        if meter.bust is not None:
+            self.emit(CacheBust, step=self.steps, **asdict(meter.bust))
         return over
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
