@@ -1,8 +1,10 @@
 """Block compaction: a session's history is left alone until a request would pass the
-policy's high watermark, then the policy's processors run, in registered order, until it is
-back under the low watermark. Between two compactions each request extends the one before
-it byte for byte, so the provider's prompt cache keeps serving the whole earlier prompt;
-redoing the reduction on every call once over budget breaks it on every call.
+policy's high watermark, then the policy's processors run, in registered order, on the block
+between the history's head and its latest turn until it is back under the low watermark the
+block rule chose (`context.blocks`). The head (the task, the oldest turns, earlier notes)
+stays byte for byte, so a compaction costs only what it writes after it; between two
+compactions each request extends the one before it, so the provider's prompt cache keeps
+serving the whole earlier prompt.
 
 Each level that changed something is recorded as `context_compacted` with what it removed,
 its size before and after, and what its own model calls cost.
