@@ -22,13 +22,15 @@ from swarmflow.models.guard import allow_model_calls
 from swarmflow.record.events import ModelCalled
 
 SESSION_STEPS = 30
+LONG_STEPS = 200
 PARALLEL = 8
 SHARED_TARGET = 95.0
 """The 2nd..Nth sessions' first calls: at least this share of their shared part cached."""
 CARD = (
     "You are a coder on a Python repository. Read before you change anything, keep each "
     "change small, run the tests after every edit and say what you changed and why. "
-    "Never touch files outside the task's scope; ask when the task is unclear.\n" * 6
+    "Never touch files outside the task's scope; ask when the task is unclear.\n"
+    * 6
     + "<!-- branch -->\nYou are coder {{ i }} of {{ n }}: try approach number {{ i }}."
 )
 
@@ -110,11 +112,62 @@ def _common(a: list[str], b: list[str]) -> int:
     return n
 
 
+def scripted(steps: int) -> Any:
+    """The compaction benchmark's worker script as the server's model."""
+    from benchmarks.cases.compaction import worker_policy
+
+    script = worker_policy(steps)
+
+    def answer(body: dict[str, Any]) -> str | dict[str, Any]:
+        step = script(None)  # type: ignore[arg-type]  # the script counts calls, reads nothing
+        if isinstance(step, str):
+            return step
+        calls = [{"id": c.id, "type": "function",
+                  "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in step.tool_calls]  # fmt: skip
+        return {"content": step.text, "tool_calls": calls}
+
+    return answer
+
+
+async def long_session(context_tokens: int, steps: int) -> float:
+    """The compaction benchmark's session (deterministic levels) on the caching server: the
+    share of its prompt tokens the server served from its cache."""
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.cases.compaction import BLOCKS, make_repository
+
+    worker = Agent("worker", tools=["read_file", "list_files"], workspace="local",
+                   max_steps=steps + 5, context=BLOCKS)  # fmt: skip
+
+    @flow(team=Team([worker]))
+    async def tidy() -> str:
+        return (await agent("worker", "Tidy the cache module; read what you need first.")).text
+
+    with tempfile.TemporaryDirectory(prefix="swarmflow-bench-cached-") as where:
+        repo = make_repository(Path(where) / "repo")
+        with CachingServer(scripted(steps)) as server, allow_model_calls():
+            model = OpenAIModel("cached", base_url=server.url, api_key="sk-local-bench-key")
+            async with model:
+                result = await run(tidy, model=model, repo=repo, context_tokens=context_tokens,
+                                   runs_root=Path(where) / "runs")  # fmt: skip
+    calls = [e for e in result.events if isinstance(e, ModelCalled)]
+    return 100.0 * sum(e.tokens_cached for e in calls) / sum(e.tokens_in for e in calls)
+
+
 def bench(settings: Settings) -> list[Row]:
     steps = SESSION_STEPS if settings.name != "tiny" else 5
     one = anyio.run(measure, 1, steps)
     many = anyio.run(measure, PARALLEL, steps)
-    return [
+    long_steps = LONG_STEPS if settings.name != "tiny" else 20
+    compacted = [
+        Row(f"caching server, {long_steps}-step session, {budget // 1000}k budget",
+            "prompt tokens cached", "%", anyio.run(long_session, budget, long_steps),
+            note="the compaction benchmark's session, deterministic levels")
+        for budget in (12_000, 24_000)
+    ]  # fmt: skip
+    return compacted + [
         Row("caching server, one session", "prompt tokens cached", "%", one.share,
             note=f"{steps} steps; {one.cached_tokens:,} of {one.prompt_tokens:,} tokens"),
         Row(f"caching server, {PARALLEL} parallel sessions", "prompt tokens cached", "%",
