@@ -61,11 +61,16 @@ class ContextWindow:
         leaves too little room, the whole history after the task is. The last resort then
         makes sure it fits `room` whatever the levels could do."""
         block = plan(history, room, self.policy)
-        if block.keep > 1:
-            kept = await self._reduce(history, block.keep, room, block.target, around)
-            if history_units(kept.history) <= room:
-                return kept
-        return await self._reduce(history, 1, room, block.target, around)
+        if block.keep == 1:
+            return await self._reduce(history, 1, room, block.target, around)
+        kept = await self._reduce(history, block.keep, room, block.target, around)
+        if history_units(kept.history) <= room:
+            return kept
+        whole = await self._reduce(kept.history, 1, room, block.target, around)
+        return Compacted(
+            whole.history, kept.levels + whole.levels, kept.cost + whole.cost,
+            kept.usage + whole.usage,
+        )  # fmt: skip
 
     async def _reduce(
         self, history: list[Message], keep: int, room: int, target: int, around: Surroundings
