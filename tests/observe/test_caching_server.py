@@ -62,3 +62,20 @@ async def test_parallel_sessions_first_calls_hit_the_cache_for_their_shared_part
     assert len(many.first_shared) == PARALLEL - 1
     assert min(many.first_shared) > 500  # card, tools and task: before the branch part
     assert many.first_share >= SHARED_TARGET
+
+
+def test_a_body_that_is_not_a_chat_request_gets_one_clear_error() -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    from swarmflow.caching_server import CachingServer
+
+    with CachingServer() as server:
+        for body in (b"{not json", b"[1, 2]", b'{"messages": 3}'):
+            request = urllib.request.Request(f"{server.url}/chat/completions", data=body)
+            with pytest.raises(urllib.error.HTTPError) as caught:
+                urllib.request.urlopen(request, timeout=10)
+            assert caught.value.code == 400
+            assert json.loads(caught.value.read())["error"]["message"].startswith("bad request")
+        assert server.cache.requests == []
