@@ -93,6 +93,8 @@ FRONT: dict[str, set[str]] = {
     },
     # The test helpers: scripted models, nothing of a run.
     "swarmflow.testing": {CORE, RECORD, MODELS},
+    # The prefix-caching test server: the standard library only.
+    "swarmflow.caching_server": set(),
     "swarmflow.channels": {CORE, OPERATORS},
     "swarmflow.rails": {CORE, RUNTIME, SESSIONS},
     "swarmflow.stream": {CORE, RECORD, RUNTIME, RUNNER},

@@ -245,6 +245,23 @@ class ContextCompacted(EventBase):
     """The tokens those calls used (each is also recorded as a `model_called`)."""
 
 
+class CacheBust(EventBase):
+    """A model call whose request did not repeat the session's previous request as its
+    prefix, with no compaction between them: a prompt cache could not serve what followed
+    the first differing part (`sessions.prefix.first_difference`). Recorded after the call's
+    `model_called`."""
+
+    type: Literal["cache_bust"] = "cache_bust"
+    step: int = 0
+    part: Literal["tools", "card", "message"]
+    where: str
+    """The first differing part in words ("the role card", "message 4 (tool)")."""
+    kept_tokens: int = 0
+    """The estimated tokens the request still shared with the previous one."""
+    previous_tokens: int = 0
+    """The previous request's estimated prompt tokens."""
+
+
 class ContextLevelRefused(EventBase):
     """A context level that could not run (a summary the budget could not pay for, or a
     summariser that failed); the next levels fit the request instead."""
@@ -674,7 +691,8 @@ Event = Annotated[
     | BoardRefused
     | BoardServed
     | TeamEnded
-    | OutputModeSteppedDown,
+    | OutputModeSteppedDown
+    | CacheBust,
     Field(discriminator="type"),
 ]
 

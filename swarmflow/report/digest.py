@@ -13,6 +13,7 @@ from typing import Any
 
 from swarmflow.record.events import (
     AgentFinished,
+    CacheBust,
     CallReplayed,
     ContextCompacted,
     EventBase,
@@ -187,6 +188,8 @@ class Digest:
     """The agents whose first session has made its first call."""
     prefix_breaks: list[str] = field(default_factory=list)
     """Calls whose prompt did not keep the previous one as its prefix, with no compaction."""
+    cache_busts: dict[str, list[str]] = field(default_factory=dict)
+    """The `cache_bust` events by their part (card, tools, message): one line each."""
     dropped: list[str] = field(default_factory=list)
     """What `compact` dropped, and why."""
     resumes: list[Resume] = field(default_factory=list)
@@ -283,6 +286,15 @@ def shell_command(e: ToolExecuted) -> str:
     """The shell command of a `run_shell` event."""
     args = e.arguments
     return str(args.get("command", "")) if isinstance(args, dict) else str(args)
+
+
+def _on_cache_bust(d: Digest, e: CacheBust) -> None:
+    s = d.sessions.get(e.session or "")
+    who = f"{s.label} ({s.id})" if s is not None else (e.agent or "?")
+    d.cache_busts.setdefault(e.part, []).append(
+        f"{who} call {e.step}: {e.where} differs from the previous request "
+        f"({e.kept_tokens:,} of its {e.previous_tokens:,} prompt tokens kept)"
+    )
 
 
 def _on_tool_executed(d: Digest, e: ToolExecuted) -> None:
@@ -390,6 +402,7 @@ _FOLD: dict[type[EventBase], Callable[[Digest, Any], None]] = {
     RunFinished: _on_run_finished,
     SessionStarted: _on_session_started,
     ModelCalled: _on_model_called,
+    CacheBust: _on_cache_bust,
     ToolExecuted: _on_tool_executed,
     AgentFinished: _on_agent_finished,
     SessionEnded: _on_session_ended,

@@ -260,10 +260,17 @@ def _session_order(d: Digest, agent: str, branch: str, session: str) -> tuple[in
     return order.get(agent, len(order)), branch_index(branch) or 0, session
 
 
+def _bust_warning(busts: list[str]) -> str:
+    """One warning per cause of cache busts: the first, and how many calls it cost."""
+    more = f" (and {len(busts) - 1} more like it)" if len(busts) > 1 else ""
+    return f"WARNING  cache bust: {busts[0]}{more}"
+
+
 def _prefix(d: Digest) -> str:
     """Where the prompt prefix broke, and the compactions that were allowed to break it."""
     lines = [f"compacted {c}" for c in d.compactions]
     lines += [f"BROKEN   {b}" for b in d.prefix_breaks]
+    lines += [_bust_warning(busts) for busts in d.cache_busts.values()]
     if not lines:
         return ""
     return "Prompt prefix\n" + "\n".join(f"  {line}" for line in lines)

@@ -23,6 +23,7 @@ from swarmflow.core.tokens import message_units
 from swarmflow.record.events import ExperienceRefused, ExperienceRetrieved
 from swarmflow.sessions.handoff import gate
 from swarmflow.sessions.layout import notes_block, offered, split_card, task_of, with_branch_part
+from swarmflow.sessions.prefix import PrefixMeter
 
 if TYPE_CHECKING:
     from swarmflow.sessions.parts import SessionParts
@@ -49,7 +50,7 @@ asking: ContextVar[Asking | None] = ContextVar("swarmflow_structured_ask", defau
 class Requests:
     """How one session's requests are built: the card, the first layout, the sizes."""
 
-    __slots__ = ("first_layout", "fixed_units", "sent_units", "spec_units", "system_message")
+    __slots__ = ("first_layout", "fixed_units", "prefix", "sent_units", "spec_units", "system_message")
 
     def __init__(self, profile: AgentProfile, system: str | None) -> None:
         shared_card, branch_part = split_card(system)
@@ -63,6 +64,8 @@ class Requests:
         self._fix()
         self.sent_units = 0
         """The size of the last request, in estimator units."""
+        self.prefix = PrefixMeter(profile.specs, profile.spec_units, profile.first_request)
+        """What each request shares with the one before (a compaction rewrites it once)."""
 
     def _fix(self) -> None:
         card = message_units(self.system_message) if self.system_message else 0
@@ -135,6 +138,7 @@ class Requests:
                 agent=session.agent.name,
             )
         compacted = await profile.window.compact(session.history, room, surroundings(session))
+        self.prefix.rewritten()
         history = [_gated(session, m) for m in compacted.history]
         session.history = history
         session.history_units = sum(message_units(m) for m in history)

@@ -12,7 +12,7 @@ at each.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio
@@ -28,6 +28,7 @@ from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units
 from swarmflow.record.events import (
     AgentFinished,
+    CacheBust,
     EventBase,
     GoalEvaluated,
     SessionEnded,
@@ -37,7 +38,6 @@ from swarmflow.record.events import (
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.goals import GoalView, evaluate_goals
-from swarmflow.sessions.prefix import PrefixMeter
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.requests import Requests, drain_inbox
 from swarmflow.sessions.wiring import ALONE, Collaborators, open_inbox, posting, tool_runner
@@ -65,7 +65,6 @@ class AgentSession:
     __slots__ = (
         "__weakref__",
         "_lock",
-        "_prefix",
         "_rails",
         "_tools",
         "agent",
@@ -150,7 +149,6 @@ class AgentSession:
             agent.max_steps,
         )
         """Who this session's model calls are made as (`calls.metered`)."""
-        self._prefix = PrefixMeter(profile.specs, profile.spec_units, profile.first_request)
         self.requests = Requests(profile, system)
         """How its requests are laid out and kept within the context budget."""
         self._tools = tool_runner(self, collaborators.messenger, collaborators.board)
@@ -362,8 +360,10 @@ class AgentSession:
             request,
             steps=self.steps,
             sent_units=self.requests.sent_units,
-            measure=self._prefix.measure,
+            measure=self.requests.prefix.measure,
         )
+        if (bust := self.requests.prefix.bust) is not None and called.payment == "paid":
+            self.emit(CacheBust, step=self.steps + called.calls, **asdict(bust))
         self.steps += called.calls
         self.usage += called.usage
         self.cost += called.cost
