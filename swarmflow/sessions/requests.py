@@ -50,7 +50,14 @@ asking: ContextVar[Asking | None] = ContextVar("swarmflow_structured_ask", defau
 class Requests:
     """How one session's requests are built: the card, the first layout, the sizes."""
 
-    __slots__ = ("first_layout", "fixed_units", "prefix", "sent_units", "spec_units", "system_message")
+    __slots__ = (
+        "first_layout",
+        "fixed_units",
+        "prefix",
+        "sent_units",
+        "spec_units",
+        "system_message",
+    )
 
     def __init__(self, profile: AgentProfile, system: str | None) -> None:
         shared_card, branch_part = split_card(system)
