@@ -48,7 +48,7 @@ def model(stall):
     return lambda: FunctionModel(policy, name="accounting-scripted")
 
 EXPERIMENT = Experiment(
-    name="accounting", tasks=os.environ["TASKS"], concurrency=2,
+    name="accounting", tasks=os.environ["TASKS"], concurrency=4,
     grader=FunctionGrader(fn=lambda task, result: result.output == "done"),
     arms=[Arm(name="whole", flow=work, demo=model(False), reference=True),
           Arm(name="killed", flow=work, demo=model(True))],
@@ -78,15 +78,18 @@ def test_a_killed_and_resumed_runs_tokens_equal_an_uninterrupted_runs(tmp_path: 
     process = _start(tmp_path, out, stall=True)
     # Killed once the uninterrupted arm is graded and each killed run is inside the worker's
     # agent call, its two model calls and the helper's settled.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     grades = out / "grades.jsonl"
-    while not (grades.exists() and len(grades.read_text().splitlines()) == 2
-               and all(_called(r) == 4 for r in killed)):  # fmt: skip
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the experiment never got there"
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    try:
+        while not (grades.exists() and len(grades.read_text().splitlines()) == 2
+                   and all(_called(r) == 4 for r in killed)):  # fmt: skip
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the experiment never got there"
+            time.sleep(0.05)
+    finally:  # killed whether or not it got there: no process outlives the test
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
 
     again = _start(tmp_path, out, stall=False)
     stdout, stderr = again.communicate(timeout=120)
