@@ -36,6 +36,7 @@ CONTEXT = "swarmflow.context"
 EXPERIENCE = "swarmflow.experience"
 FEEDBACK = "swarmflow.feedback"
 HARNESSES = "swarmflow.harnesses"
+CALLS = "swarmflow.calls"
 
 # The language-server client runs a server process, so it is an adapter like the tools.
 ADAPTERS = {MODELS, TOOLS, WORKSPACES, FEEDBACK}
@@ -92,6 +93,8 @@ FRONT: dict[str, set[str]] = {
     },
     # The test helpers: scripted models, nothing of a run.
     "swarmflow.testing": {CORE, RECORD, MODELS},
+    # The prefix-caching test server: the standard library only.
+    "swarmflow.caching_server": set(),
     "swarmflow.channels": {CORE, OPERATORS},
     "swarmflow.rails": {CORE, RUNTIME, SESSIONS},
     "swarmflow.stream": {CORE, RECORD, RUNTIME, RUNNER},
@@ -132,6 +135,12 @@ FRONT: dict[str, set[str]] = {
     # The live page over runs and experiments: read through the report and the experiments.
     "swarmflow.view": {CORE, RECORD, RUNTIME, "swarmflow.report", "swarmflow.experiments"},
 }
+
+# The metered model call, right above the runtime: every part that calls a model goes through it.
+INNER[CALLS] = {CORE, RECORD, RUNTIME, CALLS}
+for _caller in (CONTEXT, EXPERIENCE, SESSIONS, TEAMS, HARNESSES, DURABLE, OPERATORS, RUNNER):
+    INNER[_caller].add(CALLS)
+FRONT["swarmflow.experiments"].add(CALLS)  # the rubric judge's calls say their purpose
 
 ALLOWED: dict[str, set[str]] = {
     **INNER,

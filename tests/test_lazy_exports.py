@@ -174,7 +174,7 @@ def test_the_command_line_parser_loads_none_of_the_runtime() -> None:
         "import sys; from swarmflow.cli import build_parser; build_parser(); "
         "print(' '.join(m for m in sys.modules if m.split('.')[0] in "
         "('pydantic', 'anyio', 'structlog', 'lark', 'jinja2') "
-        "or m.startswith(('swarmflow.runner.lifecycle', 'swarmflow.runtime', 'swarmflow.durable.run_dirs', "
+        "or m.startswith(('swarmflow.runner.lifecycle', 'swarmflow.runtime', 'swarmflow.durable', "
         "'swarmflow.operators', 'swarmflow.flows'))))"
     )
     assert loaded == ""

@@ -8,6 +8,7 @@ from benchmarks._harness import Row, Settings
 from benchmarks.cases import (
     batch,
     board,
+    caching,
     chain,
     compaction,
     dsl,
@@ -43,4 +44,5 @@ CASES: dict[str, Case] = {
     "team": team.bench,
     "report": report.bench,
     "compaction": compaction.bench,
+    "caching": caching.bench,
 }

@@ -4,7 +4,8 @@ One scripted agent reads source files, test logs and JSON reports in a repositor
 one call now and then, and makes a decision at step 3 that must survive to the end. It runs
 under four context policies: none needed (a budget it never reaches), the old behaviour (the
 history reduced to just under the budget on every call once over it), block compaction with
-the deterministic levels, and block compaction with a model-written summary. The rows give
+the deterministic levels, and block compaction with a model-written summary, the last two
+at 12k, 16k and 24k. The rows give
 the prompt tokens sent and the share of them that repeat the previous request's prefix (what
 a provider's prompt cache can serve).
 """
@@ -41,6 +42,8 @@ OLD_BEHAVIOUR = ContextPolicy(processors=("elide_observations", "drop_oldest"), 
 BLOCKS = ContextPolicy()
 """Block compaction, the deterministic levels (the default policy)."""
 NO_LIMIT = 10_000_000
+BUDGETS = (12_000, 16_000, 24_000)
+"""The context budgets the block rule is measured at (docs/context.md)."""
 
 
 def summarised(summariser: Any = None, allowance: int | None = None) -> ContextPolicy:
@@ -179,8 +182,8 @@ async def session(
     return Measured(
         requests=list(model.requests),
         events=list(result.events),
-        prompt_tokens=sum(e.prompt_tokens for e in calls if not e.purpose),
-        summary_tokens=sum(e.tokens_in + e.tokens_out for e in calls if e.purpose),
+        prompt_tokens=sum(e.prompt_tokens for e in calls if e.purpose == "turn"),
+        summary_tokens=sum(e.tokens_in + e.tokens_out for e in calls if e.purpose == "summary"),
         reuse=100.0 * (spend.prefix_share or 0.0),
         compactions=len([e for e in result.events if isinstance(e, ContextCompacted)]),
         passes=passes(result.events),
@@ -195,7 +198,7 @@ def passes(events: list[Any]) -> int:
     for e in events:
         if isinstance(e, ContextCompacted) and not inside:
             count, inside = count + 1, True
-        elif isinstance(e, ModelCalled) and not e.purpose:
+        elif isinstance(e, ModelCalled) and e.purpose == "turn":
             inside = False
     return count
 
@@ -211,10 +214,12 @@ async def _all(steps: int) -> dict[str, Measured]:
         summariser = FunctionModel(summariser_policy, name="summariser")
         shapes = {
             "no compaction (no limit)": (None, NO_LIMIT),
-            "old: re-reduced every call": (OLD_BEHAVIOUR, CONTEXT_TOKENS),
-            "blocks, deterministic": (BLOCKS, CONTEXT_TOKENS),
-            "blocks, with summaries": (summarised(summariser), CONTEXT_TOKENS),
+            "reduced to just under the budget every call": (OLD_BEHAVIOUR, CONTEXT_TOKENS),
         }
+        for budget in BUDGETS:
+            k = f"{budget // 1000}k"
+            shapes[f"blocks, deterministic, {k}"] = (BLOCKS, budget)
+            shapes[f"blocks, with summaries, {k}"] = (summarised(summariser), budget)
         for n, (name, (policy, limit)) in enumerate(shapes.items()):
             out[name] = await session(policy, base / str(n), context_tokens=limit, steps=steps)
     return out

@@ -15,7 +15,7 @@ from swarmflow.batches.results import TaskResult
 from swarmflow.batches.setup import Setup
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import ConfigError
-from swarmflow.durable.run_dirs import has_log
+from swarmflow.durable.run_log import has_log
 from swarmflow.runner.lifecycle import run
 
 

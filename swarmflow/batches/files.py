@@ -4,21 +4,17 @@ Both are named or left by someone else, so neither may stop a batch with a trace
 or a MemoryError. A file must be a regular file (a FIFO or a device is refused at once, never
 waited on); it is read a line at a time, and a line longer than `MAX_LINE` bytes is reported
 as too long without being held in memory; a JSON value nested deeper than `MAX_DEPTH` levels
-is refused.
+is refused. The regular-file check is the one reader's (`core.reading`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
-from swarmflow.core.errors import ConfigError
-from swarmflow.core.file_kinds import special_kind
+from swarmflow.core.reading import depth
 
 MAX_LINE = 16 * 1024 * 1024
 """The longest line (bytes) of a task list or `results.jsonl`: 16 MiB."""
@@ -40,29 +36,6 @@ class Line:
 
 class BadLine(ValueError):
     """A line that is not what the file holds: why, in a few words."""
-
-
-@contextmanager
-def open_regular(path: Path, what: str) -> Iterator[BinaryIO]:
-    """`path` open for reading, refused at once unless it is a regular file.
-
-    Raises:
-        ConfigError: it cannot be opened, or it is a FIFO, a device, a directory.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        check_regular(handle.fileno(), path, what)
-        yield handle
-
-
-def check_regular(fd: int, path: Path, what: str) -> None:
-    """Refuse anything but a regular file behind `fd` (a FIFO would block every read)."""
-    kind = special_kind(os.fstat(fd).st_mode)
-    if kind is not None:
-        raise ConfigError(f"{path}: {what} must be a regular file, not {kind}")
 
 
 def lines(handle: BinaryIO) -> Iterator[Line]:
@@ -113,17 +86,3 @@ def json_value(line: Line, limit: int = MAX_DEPTH) -> Any:
     if depth(value) > limit:
         raise BadLine(f"nested deeper than {limit} levels")
     return value
-
-
-def depth(value: Any) -> int:
-    """How deep lists and objects nest in `value` (a scalar is 0), counted without recursion."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list | tuple):
-            continue
-        deepest = max(deepest, level)
-        todo.extend((child, level + 1) for child in item)
-    return deepest

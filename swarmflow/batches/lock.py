@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from swarmflow.batches.files import check_regular
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import check_regular
 
 LOCK_FILE = "batch.lock"
 

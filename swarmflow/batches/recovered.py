@@ -19,7 +19,7 @@ from swarmflow.batches.outcome import Unfinished
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import Task
 from swarmflow.core.errors import ConfigError
-from swarmflow.durable.run_dirs import live_pid
+from swarmflow.durable.claims import live_pid
 from swarmflow.record.events import RunFinished
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.record.jsonline import json_object

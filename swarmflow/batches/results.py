@@ -41,14 +41,13 @@ from swarmflow.batches.files import (
     MAX_LINE,
     BadLine,
     Line,
-    check_regular,
-    depth,
     json_value,
     lines,
-    open_regular,
 )
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import depth, open_regular
 from swarmflow.core.secrets import Redactor
+from swarmflow.record.lines import LineWriter
 
 RESULTS = "results.jsonl"
 SET_ASIDE = "results.retrying.jsonl"
@@ -207,36 +206,26 @@ def _parsed(line: Line) -> TaskResult:
 
 
 class ResultsWriter:
-    """Appends result lines to `results.jsonl`, each scrubbed and with one unbuffered write."""
+    """Appends result lines to `results.jsonl` with the one line writer (`record.lines`):
+    each scrubbed, and written with one unbuffered write (synced with `fsync`)."""
 
     def __init__(self, path: Path, redactor: Redactor, *, fsync: bool = False) -> None:
         self.path = path
         self.redactor = redactor
-        self._fsync = fsync
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(path, flags, 0o644)
+            self._lines = LineWriter(path, fsync=fsync, what="the results file")
         except OSError as exc:  # a FIFO without a reader, a folder there, no room
             raise ConfigError(f"cannot write the results file {path}: {exc.strerror}") from None
-        try:
-            check_regular(fd, path, "the results file")
-        except ConfigError:
-            os.close(fd)
-            raise
-        self._handle = os.fdopen(fd, "ab", buffering=0)
 
     def write(self, result: TaskResult) -> TaskResult:
         """Append `result`'s line; the result as the line records it (secrets scrubbed)."""
         line, written = encode(result, self.redactor)
-        view = memoryview(line)
-        while view:  # a raw file may take less than asked for (a signal): write the rest
-            view = view[self._handle.write(view) or 0 :]
-        if self._fsync:
-            os.fsync(self._handle.fileno())
+        self._lines.hold(line.removesuffix(b"\n"))
+        self._lines.flush()
         return written
 
     def close(self) -> None:
-        self._handle.close()
+        self._lines.close()
 
 
 def encode(result: TaskResult, redactor: Redactor) -> tuple[bytes, TaskResult]:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swarmflow.batches.files import MAX_DEPTH, BadLine, depth, json_value, lines, open_regular
+from swarmflow.batches.files import MAX_DEPTH, BadLine, json_value, lines
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import depth, open_regular
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,11 @@ traceback, whichever command meets it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from swarmflow.cli import (
     batch_commands,
@@ -70,6 +72,12 @@ USAGE, CLOSED_OUTPUT = 2, 141
 
 
 def _handled(args: argparse.Namespace) -> int:
+    """`_run_handler` with everything it prints passing the redactor."""
+    with scrubbed_output():
+        return _run_handler(args)
+
+
+def _run_handler(args: argparse.Namespace) -> int:
     """Run the command; what the user's input got wrong, Ctrl-C and a closed pipe as one line
     (or none), never a traceback."""
     from swarmflow.core.errors import ConfigError
@@ -89,6 +97,35 @@ def _handled(args: argparse.Namespace) -> int:
         print(f"{name}: {exc}", file=sys.stderr)
         return USAGE
     return code
+
+
+class _Scrubbed:
+    """A text stream that passes every write through the one redactor (`core.secrets`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from swarmflow.core.secrets import scrubbed
+
+        self._stream.write(scrubbed(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def scrubbed_output() -> Iterator[None]:
+    """Everything a command prints, to stdout or stderr, through the redactor: the CLI's
+    output is a sink like the event log, whatever a command reads back (an experience note,
+    a report, a result line) and prints."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Scrubbed(out), _Scrubbed(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _quiet_stdout() -> None:

@@ -213,8 +213,11 @@ def token_command(args: argparse.Namespace) -> int:
         print(f"swarmflow board token: {exc}", file=sys.stderr)
         return USAGE
     if address.agents and args.agent not in address.agents:
-        print(f"swarmflow board token: no agent named {args.agent!r} on this run's team "
-              f"(agents: {', '.join(address.agents)})", file=sys.stderr)  # fmt: skip
+        print(
+            f"swarmflow board token: no agent named {args.agent!r} on this run's team "
+            f"(agents: {', '.join(address.agents)})",
+            file=sys.stderr,
+        )
         return USAGE
     print(agent_token(address.token, args.agent))
     return OK
@@ -286,8 +289,11 @@ class BoardAnnouncer:
 
         address = read_address(Path(event.address_file).parent)
         print(f"board: {address.url}", file=sys.stderr, flush=True)
-        print(f"token: {address.token} (also in {address.path}, mode 0600)", file=sys.stderr,
-              flush=True)  # fmt: skip
+        print(
+            f"token: {address.token} (also in {address.path}, mode 0600)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         """Nothing to release."""

@@ -35,14 +35,20 @@ def register(subparsers: Any) -> None:
     check.set_defaults(handler=check_command)
 
 
-def _read(path: str) -> str | None:
-    from swarmflow.cli.source_files import SourceError, read_flow_source
+def _read(path: str) -> str | int:
+    """The file's text; else the exit status, after printing why there is none (a file too
+    large to read is its one located problem, printed as the parser's are)."""
+    from swarmflow.cli.source_files import SourceError, SourceTooLarge, read_flow_source
+    from swarmflow.dsl import render_all
 
     try:
         return read_flow_source(path)
+    except SourceTooLarge as exc:
+        print(render_all([exc.diagnostic], ""))
+        return PROBLEMS
     except SourceError as exc:
         print(f"swarmflow: {exc}", file=sys.stderr)
-        return None
+        return USAGE
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -66,8 +72,8 @@ def check_command(args: argparse.Namespace) -> int:
                 print(_ok(path, len(problems), summary))
             continue
         source = _read(path)
-        if source is None:
-            return USAGE
+        if isinstance(source, int):
+            return source
         report = check_report(source, path, resolve=True, base_dir=str(Path(path).parent))
         found = report.diagnostics
         if found:

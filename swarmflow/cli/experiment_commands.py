@@ -228,8 +228,9 @@ def report_command(args: argparse.Namespace) -> int:
 
 def _write(path: Path, text: str) -> None:
     from swarmflow.core.errors import ConfigError
+    from swarmflow.core.secrets import scrubbed
 
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(scrubbed(text), encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -122,11 +122,14 @@ def _of_file(path: str, which: str, fmt: str) -> tuple[str | None, int]:
 
 def _program(path: str) -> tuple[Any, int]:
     """The compiled IR of a file, or the exit status after printing why there is none."""
-    from swarmflow.cli.source_files import SourceError, read_flow_source
+    from swarmflow.cli.source_files import SourceError, SourceTooLarge, read_flow_source
     from swarmflow.dsl import DslError, compile_source
 
     try:
         source = read_flow_source(path)
+    except SourceTooLarge as exc:
+        print(str(DslError([exc.diagnostic])), file=sys.stderr)
+        return None, PROBLEMS
     except SourceError as exc:
         print(f"swarmflow: {exc}", file=sys.stderr)
         return None, USAGE

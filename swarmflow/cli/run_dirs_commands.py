@@ -65,7 +65,7 @@ def resume_command(args: argparse.Namespace) -> int:
 
     from swarmflow.cli.run_commands import parse_answers
     from swarmflow.core.errors import ConfigError
-    from swarmflow.durable.run_dirs import open_interrupted
+    from swarmflow.durable.interrupted import open_interrupted
 
     try:
         answers = parse_answers(args.answer)
@@ -171,7 +171,7 @@ def _show(value: Any) -> str:
 
 def runs_command(args: argparse.Namespace) -> int:
     """One line per run directory: id, status, cost, age, flow."""
-    from swarmflow.durable.run_dirs import list_runs
+    from swarmflow.durable.listing import list_runs
     from swarmflow.record.runs_root import resolve_runs_root
 
     root = resolve_runs_root(args.root)
@@ -205,7 +205,7 @@ def clean_command(args: argparse.Namespace) -> int:
     import anyio
 
     from swarmflow.core.errors import ConfigError, WorkspaceError
-    from swarmflow.durable.run_dirs import dead_run
+    from swarmflow.durable.listing import dead_run
     from swarmflow.workspaces.leftovers import remove_leftovers
 
     try:

@@ -2,7 +2,8 @@
 
 `swarmflow check x.swarm` and `graph x.swarm` must not hang on a FIFO or read `/dev/zero`
 until memory runs out; the parser refuses a source over its own limit, so no more than that
-(in UTF-8, at most four bytes a character) is read.
+(in UTF-8, at most four bytes a character) is read. A file larger still is the same located
+problem the parser gives (`SourceTooLarge`), without being read whole.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, Spot
 from swarmflow.dsl.syntax.grammar import MAX_SOURCE_CHARS
 
 MAX_SOURCE_BYTES = 4 * MAX_SOURCE_CHARS
@@ -17,6 +19,19 @@ MAX_SOURCE_BYTES = 4 * MAX_SOURCE_CHARS
 
 class SourceError(Exception):
     """A flow file that cannot be read, with why."""
+
+
+class SourceTooLarge(SourceError):
+    """A flow file larger than any the parser reads: its one located problem, as the parser
+    gives a file over its limit that was read whole."""
+
+    def __init__(self, path: str, size: int) -> None:
+        message = (
+            f"this file holds {size:,} bytes, more than the {MAX_SOURCE_CHARS:,} characters a "
+            ".swarm file may hold; split the flow, or move long text into files next to it"
+        )
+        self.diagnostic = Diagnostic.at(Spot(1, 1), "syntax", message, path)
+        super().__init__(self.diagnostic.header())
 
 
 def read_flow_source(path: str) -> str:
@@ -28,9 +43,10 @@ def read_flow_source(path: str) -> str:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise SourceError(f"cannot read {path}: not a regular file")
+        size = os.fstat(fh.fileno()).st_size
         data = fh.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
-        raise SourceError(f"cannot read {path}: larger than {MAX_SOURCE_BYTES:,} bytes")
+        raise SourceTooLarge(path, max(size, len(data)))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

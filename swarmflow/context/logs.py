@@ -27,8 +27,10 @@ def is_log(lines: list[str]) -> bool:
 
 def keep_flags(lines: list[str]) -> list[bool]:
     """Which lines of the log stay."""
-    keep = [bool(_SIGNAL.search(line) or _SECTION.match(line) or _SUMMARY.search(line))
-            for line in lines]  # fmt: skip
+    keep = [
+        bool(_SIGNAL.search(line) or _SECTION.match(line) or _SUMMARY.search(line))
+        for line in lines
+    ]
     in_traceback = in_summary = False
     for i, line in enumerate(lines):
         if line.startswith("Traceback (most recent call last)"):

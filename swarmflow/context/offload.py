@@ -5,6 +5,8 @@ tools.
 Where it goes: `.swarmflow-context/<session>/<digest>.txt` inside the agent's workspace, the
 one place its file tools read (the run directory is hidden from them, `tools.paths`); the
 folder holds a `.gitignore` of `*`, so a worktree's commit never takes it into the patch.
+Every write goes through the safe-path layer (`core.safe_paths`): a link in the way is
+refused, never followed out of the workspace.
 An agent without a workspace has no file tools: its content goes to the run directory's
 `context/<session>/` folder, named by its full path, for a person or a later run to read.
 """
@@ -22,6 +24,7 @@ from swarmflow.context.history import old_end
 from swarmflow.context.registry import Reduction
 from swarmflow.context.structure import reduce_text
 from swarmflow.context.surroundings import Pressure, Surroundings
+from swarmflow.core import safe_paths
 from swarmflow.core.messages import Message
 
 OFFLOAD_DIR = ".swarmflow-context"
@@ -31,26 +34,30 @@ PREVIEW_CHARS = 1_200
 """The most of an offloaded observation's reduced form the note keeps beside it."""
 
 
-def _place(around: Surroundings) -> tuple[Path, str, str] | None:
-    """The folder to write in, the prefix the note names files by, and how to read them."""
+def _place(around: Surroundings) -> tuple[Path, str, str, str] | None:
+    """The root to write under, the folder in it, the prefix the note names files by, and
+    how to read them."""
     session = re.sub(r"[^A-Za-z0-9_.-]", "_", around.session)
+    if session in ("", ".", ".."):
+        session = f"_{session}"
     if around.workspace is not None:
         rel = f"{OFFLOAD_DIR}/{session}"
-        return around.workspace / rel, rel + "/", "read it back with read_file"
+        return around.workspace, rel, rel + "/", "read it back with read_file"
     if around.run_dir is not None:
         folder = around.run_dir / "context" / session
-        return folder, f"{folder}/", "kept in the run directory"
+        return around.run_dir, f"context/{session}", f"{folder}/", "kept in the run directory"
     return None
 
 
-def _write(folder: Path, name: str, text: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder.parent / ".gitignore"
-    if folder.parent.name == OFFLOAD_DIR and not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
-    target = folder / name
-    if not target.exists():  # named by its digest: the same text is written once
-        target.write_text(text, encoding="utf-8")
+def _write(root: Path, folder: str, name: str, text: str) -> None:
+    """Write through the safe-path layer: the agent can write its workspace, so a
+    `.swarmflow-context` that is a link (committed, or made by a command) is refused, never
+    followed out of it."""
+    if folder.startswith(OFFLOAD_DIR):
+        safe_paths.write_bytes(root, f"{OFFLOAD_DIR}/.gitignore", b"*\n", exclusive=True)
+    # Named by its digest: the same text is written once.
+    data = text.encode("utf-8", "surrogatepass")
+    safe_paths.write_bytes(root, f"{folder}/{name}", data, exclusive=True)
 
 
 async def save(around: Surroundings, text: str, what: str) -> str | None:
@@ -58,12 +65,12 @@ async def save(around: Surroundings, text: str, what: str) -> str | None:
     place = _place(around)
     if place is None:
         return None
-    folder, prefix, how = place
+    root, folder, prefix, how = place
     name = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] + ".txt"
     try:
-        await anyio.to_thread.run_sync(_write, folder, name, text)
-    except OSError:  # a full disk or a read-only workspace: the other levels still fit it
-        return None
+        await anyio.to_thread.run_sync(_write, root, folder, name, text)
+    except OSError:  # a full disk, a read-only workspace, a link planted in the way (refused
+        return None  # by the safe-path layer): the other levels still fit it
     return NOTE.format(chars=len(text), what=what, name=prefix + name, how=how)
 
 

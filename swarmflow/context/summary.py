@@ -2,27 +2,21 @@
 summariser (or the agent's own model), with a prompt that keeps what the agent will need.
 
 The summary is incremental: a summary already in the history is given to the next one, which
-replaces it, so what the first one kept is kept again. Its call is reserved on the session's
-ledgers before it is sent, settled after, and recorded as a `model_called` with purpose
-"summary"; when the budget cannot pay for it, or the summariser fails, the level is refused
-(`context_level_refused`) and the deterministic levels after it fit the request.
+replaces it, so what the first one kept is kept again. Its call is the metered call
+(`Surroundings.ask`, purpose "summary"): reserved on the session's ledgers, its rails, the
+write barrier and the journal, settled and recorded as any call; when the budget or a rail
+refuses it, or the summariser fails, the level is refused (`context_level_refused`) and the
+deterministic levels after it fit the request.
 """
 
 from __future__ import annotations
 
-from time import perf_counter
-
-import anyio
-
 from swarmflow.context.compaction import cut_observations
 from swarmflow.context.history import SUMMARY_HEAD, history_units, is_summary, old_end, turns
 from swarmflow.context.registry import Reduction
-from swarmflow.context.surroundings import Pressure, describe
-from swarmflow.core.budget import CallEstimate, Charge, reserve_call
-from swarmflow.core.errors import BudgetExhausted, SwarmflowError
-from swarmflow.core.messages import Message, ModelRequest, Usage
+from swarmflow.context.surroundings import Pressure
+from swarmflow.core.messages import Message
 from swarmflow.core.tokens import message_units, text_units
-from swarmflow.record.events import ContextLevelRefused, ModelCalled
 
 SUMMARY_PROMPT = """\
 You compress the earlier part of a coding agent's working session so that it can go on \
@@ -54,18 +48,9 @@ def transcript(messages: list[Message]) -> str:
     return "\n\n".join(lines)
 
 
-def _request_for(old: list[Message], pressure: Pressure) -> ModelRequest:
-    """The summariser's request: its prompt and the older turns, cut to fit its budget."""
-    policy, around = pressure.policy, pressure.around
-    system = Message("system", SUMMARY_PROMPT)
-    text = Message("user", transcript(old))
-    return ModelRequest(
-        messages=[system, text],
-        agent=around.agent,
-        model=around.model_name,
-        max_tokens=policy.summary_tokens,
-        estimated_prompt_tokens=pressure.tokens(message_units(system) + message_units(text)),
-    )
+def _messages_for(old: list[Message]) -> list[Message]:
+    """The summariser's messages: its prompt and the older turns."""
+    return [Message("system", SUMMARY_PROMPT), Message("user", transcript(old))]
 
 
 async def _fitting(old: list[Message], pressure: Pressure) -> list[Message]:
@@ -87,13 +72,15 @@ async def summarise(history: list[Message], pressure: Pressure) -> Reduction | N
     old = history[1:end]
     if len(turns([m for m in old if not is_summary(m)])) < 2:
         return None  # one turn or none: nothing a summary would shorten
-    request = _request_for(await _fitting(old, pressure), pressure)
-    text, usage, cost = await _call(request, pressure)
-    if text is None:
+    messages = _messages_for(await _fitting(old, pressure))
+    answer = await pressure.around.ask(
+        messages, max_tokens=pressure.policy.summary_tokens, level="summarise"
+    )
+    if answer is None:
         return None
-    summary = Message("user", f"{SUMMARY_HEAD}\n{_capped(text.strip(), pressure)}")
+    summary = Message("user", f"{SUMMARY_HEAD}\n{_capped(answer.text.strip(), pressure)}")
     removed = f"{len(old)} older messages summarised by {pressure.around.model_name or 'the model'}"
-    return Reduction([history[0], summary, *history[end:]], removed, cost, usage)
+    return Reduction([history[0], summary, *history[end:]], removed, answer.cost, answer.usage)
 
 
 def _capped(text: str, pressure: Pressure) -> str:
@@ -107,48 +94,3 @@ def _capped(text: str, pressure: Pressure) -> str:
     while keep and text_units(text[:keep]) > most - 40:
         keep = keep * 3 // 4  # non-ASCII text holds fewer characters per unit
     return text[:keep] + "\n[summary cut to its budget]"
-
-
-async def _call(request: ModelRequest, pressure: Pressure) -> tuple[str | None, Usage, float]:
-    """The summariser's call, reserved, settled and recorded; (None, ...) when refused."""
-    around = pressure.around
-    estimate = CallEstimate(
-        prompt=request.estimated_prompt_tokens,
-        expected_output=request.max_tokens,
-        max_output=request.max_tokens,
-        price=around.price,
-    )
-    try:
-        reservation = reserve_call(around.ledgers, estimate)
-    except BudgetExhausted as exc:
-        around.emit(ContextLevelRefused, level="summarise", reason=exc.message)
-        return None, Usage(), 0.0
-    started = perf_counter()
-    try:
-        answer = await around.model.complete(request)
-    except anyio.get_cancelled_exc_class():
-        reservation.release()
-        raise
-    except (SwarmflowError, OSError, ValueError) as exc:  # a failed summary costs nothing more
-        reservation.release()
-        around.emit(ContextLevelRefused, level="summarise", reason=describe(exc, 300))
-        return None, Usage(), 0.0
-    usage = answer.usage
-    cost = around.price.cost(usage)
-    reservation.settle(Charge(usage.input + usage.output, cost, 1))
-    around.emit(
-        ModelCalled,
-        model=answer.model or request.model,
-        tokens_in=usage.input,
-        tokens_out=usage.output,
-        tokens_cached=usage.cached_input,
-        latency=perf_counter() - started,
-        cost=cost,
-        finish_reason=answer.finish_reason,
-        prompt_tokens=request.estimated_prompt_tokens,
-        purpose="summary",
-    )
-    if not (answer.text or "").strip():
-        around.emit(ContextLevelRefused, level="summarise", reason="the summariser wrote nothing")
-        return None, usage, cost
-    return answer.text, usage, cost

@@ -40,7 +40,9 @@ class ContextPolicy(BaseModel):
     high: float = Field(default=0.9, gt=0.0, le=1.0)
     """The share of the context budget at which a compaction starts."""
     low: float = Field(default=0.5, gt=0.0, le=1.0)
-    """The share a compaction reduces the request to (a block of room before the next)."""
+    """The least share a compaction reduces the request to; the block rule
+    (`swarmflow.context.blocks`) keeps more when the observed growth per step makes a
+    smaller block cheaper (docs/context.md)."""
     keep_recent: int = Field(default=6, ge=1)
     """Messages at the end of the history no level but the last resort touches."""
     offload_chars: int = Field(default=4_000, ge=200)

@@ -24,38 +24,36 @@ class Ok(Generic[T]):
         return True
 
 
+class _NoValue:
+    """An outcome that carries no value: not ok, its `value` None."""
+
+    __slots__ = ()
+
+    @property
+    def ok(self) -> bool:
+        return False
+
+    @property
+    def value(self) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
-class Failed:
+class Failed(_NoValue):
     """The branch raised."""
 
     error: BaseException
     index: int = 0
     branch: str = ""
 
-    @property
-    def ok(self) -> bool:
-        return False
-
-    @property
-    def value(self) -> None:
-        return None
-
 
 @dataclass(frozen=True, slots=True)
-class Cancelled:
+class Cancelled(_NoValue):
     """The branch was cancelled (early stop, or a closed consumer)."""
 
     index: int = 0
     branch: str = ""
     reason: str = "cancelled"
-
-    @property
-    def ok(self) -> bool:
-        return False
-
-    @property
-    def value(self) -> None:
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,10 @@ from typing import Any
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import secret_values
-from swarmflow.durable.run_dirs import claim, live_pid, read_manifest, read_run, release
+from swarmflow.durable.claims import claim, live_pid, release
+from swarmflow.durable.manifest import read_manifest
 from swarmflow.durable.run_lock import hold_run, let_go
+from swarmflow.durable.run_log import read_run
 from swarmflow.record.eventlog import EventLog
 from swarmflow.record.files import EVENTS_FILE, JOURNAL_FILE
 from swarmflow.record.journal import Journal, Recorded
@@ -74,10 +76,16 @@ async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunC
         let_go(path)
         raise
     run_id = state.run_id or path.name
-    log = EventLog(run_id, [JsonlSink(path / EVENTS_FILE)], secrets=secret_values(),
-                   start_seq=state.next_seq, start_t=state.clock)  # fmt: skip
-    journal = Journal(run_id, path / JOURNAL_FILE, previous=recorded,
-                      scrub=log.redactor.scrub_bytes)  # fmt: skip
+    log = EventLog(
+        run_id,
+        [JsonlSink(path / EVENTS_FILE)],
+        secrets=secret_values(),
+        start_seq=state.next_seq,
+        start_t=state.clock,
+    )
+    journal = Journal(
+        run_id, path / JOURNAL_FILE, previous=recorded, scrub=log.redactor.scrub_bytes
+    )
     deps = compose(run_id=run_id, run_dir=path, team=team, log=log, journal=journal)
     ctx = RunContext(deps, RunState(Ledger("run", Limits())))
     _know_products(ctx, recorded)

@@ -4,7 +4,7 @@ A call's key is its branch, its index in that branch, the agent and a digest of 
 (the rendered role card, the prompt, the output schema). On resume a call whose key matches a
 finished record returns the recorded product at once: no model call, no tokens, the recorded
 spend charged back to the ledgers below the run's (the run's own counts every model call of
-the earlier processes from their log, `durable.run_dirs.resumed`), so that budgets continue
+the earlier processes from their log, `durable.interrupted.resumed`), so that budgets continue
 from what was spent.
 
 Records are written from their plain fields (`Journal.write`, the hot dataclasses through
@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from swarmflow.core.budget import Charge, Ledger, all_ledgers
+from swarmflow.calls.ledgers import charge_recorded, charged_ledgers
+from swarmflow.core.budget import Charge, Ledger
 from swarmflow.core.errors import ConfigError, ResumeDiverged
 from swarmflow.core.fingerprint import GivenText
 from swarmflow.core.ids import new_session_id
@@ -56,9 +57,13 @@ def match(run: RunContext, journal: Journal, key: CallKey) -> Record | None:
     if record is None and journal.diverged is key:
         where = key.where()
         run.deps.log.emit(
-            ResumeDivergedAt, agent=key.agent, branch=key.branch, index=key.place,
-            digest=key.digest, strict=journal.strict,
-        )  # fmt: skip
+            ResumeDivergedAt,
+            agent=key.agent,
+            branch=key.branch,
+            index=key.place,
+            digest=key.digest,
+            strict=journal.strict,
+        )
         if journal.strict:
             raise ResumeDiverged(
                 f"the flow no longer matches its journal at {where}: what is sent there "
@@ -124,22 +129,25 @@ def record_call(
     """Journal a call that returned, with everything a resumed run needs to replay it."""
     assert run.deps.journal is not None
     usage = out.usage
-    run.deps.journal.write(CallFinished, {
-        "key": key.as_dict(),
-        "session": out.session,
-        "event_seq": run.deps.log.count,
-        "text": str.__str__(out.text),  # a plain str serialises fastest
-        "given": given,
-        "value": out.value,
-        "patch": out.patch,
-        "usage": usage_fields(usage),
-        "spend": spend_fields(usage, session.cost, session.steps),
-        "state": out.state,
-        "reason": out.reason,
-        "detail": out.detail,
-        "provenance": list(out.provenance),
-        "workspace": None if session.workspace is None else workspace_info(session.workspace),
-    })  # fmt: skip
+    run.deps.journal.write(
+        CallFinished,
+        {
+            "key": key.as_dict(),
+            "session": out.session,
+            "event_seq": run.deps.log.count,
+            "text": str.__str__(out.text),  # a plain str serialises fastest
+            "given": given,
+            "value": out.value,
+            "patch": out.patch,
+            "usage": usage_fields(usage),
+            "spend": spend_fields(usage, session.cost, session.steps),
+            "state": out.state,
+            "reason": out.reason,
+            "detail": out.detail,
+            "provenance": list(out.provenance),
+            "workspace": None if session.workspace is None else workspace_info(session.workspace),
+        },
+    )
 
 
 async def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
@@ -149,12 +157,15 @@ async def record_started(run: RunContext, key: CallKey, session: AgentSession) -
     if info is None or run.deps.journal is None:
         return
     head = getattr(session.workspace, "head", None)  # a worktree of swarmflow's own has it
-    run.deps.journal.write(CallStarted, {
-        "key": key.as_dict(),
-        "session": session.id,
-        "workspace": info,
-        "head": await head() if callable(head) else "",
-    })  # fmt: skip
+    run.deps.journal.write(
+        CallStarted,
+        {
+            "key": key.as_dict(),
+            "session": session.id,
+            "workspace": info,
+            "head": await head() if callable(head) else "",
+        },
+    )
 
 
 async def adopted_workspace(
@@ -221,21 +232,29 @@ async def journaled_turn(
     if session.state is SessionState.DONE:
         compacted = session.history is not before
         now = session.usage
-        spent = Usage(now.input - usage.input, now.output - usage.output,
-                      now.cached_input - usage.cached_input)  # fmt: skip
-        journal.write(CallFinished, {
-            "key": key.as_dict(),
-            "session": session.id,
-            "event_seq": run.deps.log.count,
-            "text": session.last_text,
-            "reason": (session.reason or EndReason.COMPLETED).value,
-            "value": value,
-            "messages": [message_fields(m) for m in session.history[0 if compacted else count :]],
-            "replace_history": compacted,
-            "usage": usage_fields(spent),
-            "spend": spend_fields(spent, session.cost - cost, session.steps - steps),
-            "workspace": workspace_info(session.workspace),
-        })  # fmt: skip
+        spent = Usage(
+            now.input - usage.input,
+            now.output - usage.output,
+            now.cached_input - usage.cached_input,
+        )
+        journal.write(
+            CallFinished,
+            {
+                "key": key.as_dict(),
+                "session": session.id,
+                "event_seq": run.deps.log.count,
+                "text": session.last_text,
+                "reason": (session.reason or EndReason.COMPLETED).value,
+                "value": value,
+                "messages": [
+                    message_fields(m) for m in session.history[0 if compacted else count :]
+                ],
+                "replace_history": compacted,
+                "usage": usage_fields(spent),
+                "spend": spend_fields(spent, session.cost - cost, session.steps - steps),
+                "workspace": workspace_info(session.workspace),
+            },
+        )
     return value
 
 
@@ -287,34 +306,43 @@ def _replay_turn(
     session: AgentSession, key: CallKey, record: Record, output: type[BaseModel] | None
 ) -> BaseModel | None:
     data = record.data
-    session.adopt_turn(
-        list(data.messages or ()),
-        replace=data.replace_history,
-        text=data.text,
-        usage=data.usage,
-        cost=data.spend.cost,
-        steps=data.spend.calls,
-        submitted=data.reason == EndReason.SUBMITTED.value,
-    )
+    _adopt_turn(session, data)
     charge_spent(session.run, session.scope, session.agent, data.spend)
     _emit_replayed(session.run, key, session.id, data)
     value = recorded_value(data, output)
     return value if isinstance(value, BaseModel) else None
 
 
+def _adopt_turn(session: AgentSession, data: CallFinished) -> None:
+    """The session takes over a turn replayed from the journal (no model is called); a turn
+    that ended in `submit` ends so again (a Team run's lead reads it)."""
+    session.told.clear()  # the recorded turn carried them
+    if data.replace_history:
+        session.history, session.history_units = [], 0
+    for message in data.messages or ():
+        session.append(message)
+    session.last_text = data.text
+    session.steps += data.spend.calls
+    session.usage += data.usage
+    session.cost += data.spend.cost
+    # The recorded turn went precheck -> calling model -> done; the replay walks the same
+    # legal path so the session's state is what it would have been.
+    if session.state.is_end:
+        session.to(SessionState.IDLE)
+    session.to(SessionState.PRECHECK)
+    session.to(SessionState.CALLING_MODEL)
+    submitted = data.reason == EndReason.SUBMITTED.value
+    session.end(EndReason.SUBMITTED if submitted else EndReason.COMPLETED)
+
+
 # -- spend, workspaces, values ----------------------------------------------------------------
 
 
 def charge_spent(run: RunContext, scope: Scope, agent: Agent, spent: Spend) -> None:
-    """Charge a replayed call's recorded spend to its ledgers (nothing new is spent), except
-    the run's own: that one was charged everything the earlier processes' log records
-    (`durable.run_dirs.resumed`)."""
-    heads: list[Ledger] = [scope.ledger]
-    allowance = run.state.agent_ledger(agent)
-    if allowance is not None:
-        heads.append(allowance)
-    root = run.state.ledger
-    spend([ledger for ledger in all_ledgers(heads) if ledger is not root], spent.charge)
+    """Charge a replayed call's recorded spend to the ledgers its calls charge (nothing new is
+    spent), except the run's own: that one was charged everything the earlier processes' log
+    records (`durable.interrupted.resumed`)."""
+    charge_recorded(run, charged_ledgers(run, scope.ledger, agent), spent.charge)
 
 
 def spend(ledgers: Iterable[Ledger], charge: Charge) -> None:
@@ -358,9 +386,14 @@ async def reattach(run: RunContext, agent: Agent, session: str, info: WorktreeAt
 
 def _emit_replayed(run: RunContext, key: CallKey, session: str, data: CallFinished) -> None:
     run.deps.log.emit(
-        CallReplayed, agent=key.agent, session=session, branch=key.branch, index=key.place,
-        digest=key.digest, recorded_session=data.session,
-    )  # fmt: skip
+        CallReplayed,
+        agent=key.agent,
+        session=session,
+        branch=key.branch,
+        index=key.place,
+        digest=key.digest,
+        recorded_session=data.session,
+    )
 
 
 def recorded_value(data: CallFinished, output: Any) -> Any:

@@ -1,26 +1,28 @@
 """Self-reflection at a run's end: each agent's sessions distilled into a few short notes by
 one budgeted model call per agent, and stored for later runs.
 
-The call is reserved on the run's ledger before it is sent (a run whose budget is spent
-writes no notes: `experience_refused`), settled after, and recorded as a `model_called` with
-purpose "reflection"; the notes written are recorded as `experience_written`.
+The call is the metered call (`calls.metered`, purpose "reflection"), charged as any call of
+the agent is (the run's ledger and the agent's allowance): a run whose budget is spent, or a
+rail that vetoes it, writes no notes (`experience_refused`); the notes written are recorded as
+`experience_written`.
 """
 
 from __future__ import annotations
 
 import re
-from time import perf_counter
+from functools import partial
 
 import anyio
 
-from swarmflow.core.budget import CallEstimate, Charge, all_ledgers, reserve_call
-from swarmflow.core.errors import BudgetExhausted, SwarmflowError
+from swarmflow.calls.ledgers import charged_ledgers
+from swarmflow.calls.metered import Caller, metered_call
+from swarmflow.core.errors import SwarmflowError
 from swarmflow.core.experience_port import Trajectory
 from swarmflow.core.messages import Message, ModelRequest
 from swarmflow.core.tokens import message_units
 from swarmflow.experience.run_notes import RunExperience
 from swarmflow.experience.store import KINDS, NewNote
-from swarmflow.record.events import ExperienceRefused, ExperienceWritten, ModelCalled
+from swarmflow.record.events import EventBase, ExperienceRefused, ExperienceWritten
 from swarmflow.runtime.context import RunContext
 
 REFLECT_PROMPT = """\
@@ -95,41 +97,40 @@ async def _reflect(
         log.emit(ExperienceRefused, agent=agent, reason=str(exc))
         return
     name: str | None = getattr(model, "name", None)
-    price = run.deps.prices.price(name)
     where = f"Repository: {experience.repository}\n" if experience.repository else ""
     body = f"Task: {task[:2000]}\n{where}\n{trajectory_text(sessions)}"
     messages = [Message("system", REFLECT_PROMPT), Message("user", body)]
     units = sum(message_units(m) for m in messages)
-    prompt = run.state.estimator.tokens(units, name)
     request = ModelRequest(
-        messages=messages, agent=agent, model=name, max_tokens=REFLECTION_TOKENS,
-        estimated_prompt_tokens=prompt,
-    )  # fmt: skip
-    estimate = CallEstimate(prompt, REFLECTION_TOKENS, REFLECTION_TOKENS, price)
+        messages=messages,
+        agent=agent,
+        model=name,
+        max_tokens=REFLECTION_TOKENS,
+        estimated_prompt_tokens=run.state.estimator.tokens(units, name),
+    )
+    caller = Caller(
+        run,
+        agent,
+        session="",
+        branch="",
+        ledgers=charged_ledgers(run, run.state.ledger, declared),
+        price=run.deps.prices.price(name),
+        emit=partial(_emit_for, run, agent),
+        purpose="reflection",
+        expected_output=REFLECTION_TOKENS,
+    )
     try:
-        reservation = reserve_call(all_ledgers([run.state.ledger]), estimate)
-    except BudgetExhausted as exc:
-        log.emit(ExperienceRefused, agent=agent, reason=exc.message)
-        return
-    started = perf_counter()
-    try:
-        answer = await model.complete(request)
+        called = await metered_call(caller, model, request, sent_units=units)
     except anyio.get_cancelled_exc_class():
-        reservation.release()
         raise
     except (SwarmflowError, OSError, ValueError) as exc:
-        reservation.release()
         log.emit(ExperienceRefused, agent=agent, reason=f"the reflection failed: {exc}")
         return
-    usage = answer.usage
-    cost = price.cost(usage)
-    reservation.settle(Charge(usage.input + usage.output, cost, 1))
-    log.emit(
-        ModelCalled, agent=agent, model=answer.model or name, tokens_in=usage.input,
-        tokens_out=usage.output, tokens_cached=usage.cached_input,
-        latency=perf_counter() - started, cost=cost, finish_reason=answer.finish_reason,
-        prompt_tokens=prompt, purpose="reflection",
-    )  # fmt: skip
+    if called.refusal is not None or called.response is None:
+        why = called.refusal.detail if called.refusal is not None else "vetoed"
+        log.emit(ExperienceRefused, agent=agent, reason=why)
+        return
+    answer, cost = called.response, called.cost
     new = [
         NewNote(agent, kind, text, task[:500], experience.repository, experience.run_id)
         for kind, text in parse_notes(answer.text or "")
@@ -146,3 +147,9 @@ async def _reflect(
         notes=[n.brief() for n in stored],
         cost=cost,
     )
+
+
+def _emit_for(run: RunContext, agent: str, cls: type[EventBase], **fields: object) -> None:
+    """Record a reflection's event under its agent (it belongs to no session)."""
+    fields["agent"] = agent
+    run.deps.log.record(cls, fields)

@@ -2,8 +2,14 @@
 library's sqlite3), in write-ahead-log mode, every write one transaction, so two runs writing
 at once lose nothing.
 
-A file that is not a store (corrupt, forged, another program's database, a newer format) is
-refused with one `ExperienceError` naming it; nothing in it is changed.
+A file that is not a store (corrupt, forged, another program's database, a newer format, not
+a regular file) is refused with one `ExperienceError` naming it; nothing in it is changed.
+Every query is bounded in time by the one reader (`core.reading.bound_queries`): a forged
+store whose `notes` is a view that recurses forever is refused, never waited on.
+
+The store is a sink that persists: each note's text and task pass the one redactor
+(`core.secrets`) before they are written, so a reflection that echoes a secret of the
+environment stores `[redacted]`, and so does every later run that is offered the note.
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.experience_port import Note
+from swarmflow.core.secrets import scrubbed
 
 FORMAT = "swarmflow-experience-1"
 BUSY_MS = 10_000
@@ -75,15 +83,22 @@ class ExperienceStore:
             raise ExperienceError(f"experience store {self.path}: no such file")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                with reading.open_regular(self.path, "an experience store"):
+                    pass  # a FIFO would hang SQLite's open
             conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
+        except ConfigError as exc:
+            raise ExperienceError(f"experience store {exc}") from None
         except (OSError, sqlite3.Error) as exc:
             raise ExperienceError(f"experience store {self.path}: cannot open it: {exc}") from None
         try:
+            reading.bound_queries(conn)
             self._checked(conn)
             yield conn
         except sqlite3.DatabaseError as exc:
+            why = "a query ran past its time bound" if "interrupted" in str(exc) else str(exc)
             raise ExperienceError(
-                f"experience store {self.path}: not a usable swarmflow experience store ({exc})"
+                f"experience store {self.path}: not a usable swarmflow experience store ({why})"
             ) from None
         finally:
             conn.close()
@@ -91,7 +106,8 @@ class ExperienceStore:
     def _checked(self, conn: sqlite3.Connection) -> None:
         """Create the schema in an empty file; refuse anything that is not this format."""
         conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        kinds = dict(conn.execute("SELECT name, type FROM sqlite_master").fetchall())
+        tables = set(kinds)
         if not tables:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("BEGIN IMMEDIATE")
@@ -102,7 +118,7 @@ class ExperienceStore:
             conn.execute("COMMIT")
             return
         found = None
-        if {"meta", "notes", "notes_fts"} <= tables:
+        if all(kinds.get(name) == "table" for name in ("meta", "notes", "notes_fts")):
             row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             found = row[0] if row else None
         if found != FORMAT:
@@ -120,7 +136,8 @@ class ExperienceStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for n in notes:
-                    values = (n.agent, n.kind, n.text, n.task, n.repository, n.run_id, now)
+                    text, task = scrubbed(n.text), scrubbed(n.task)
+                    values = (n.agent, n.kind, text, task, n.repository, n.run_id, now)
                     cursor = conn.execute(
                         "INSERT INTO notes (agent, kind, text, task, repository, run_id, "
                         "created) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -163,6 +163,7 @@ def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> A
     from dataclasses import replace
 
     totals: dict[str, Any] = {"tokens": 0, "tokens_in": 0, "tokens_out": 0, "cached_tokens": 0,
+                              "tokens_replayed": 0, "tokens_repaid": 0,
                               "cost": 0.0, "calls": 0, "wall": 0.0}  # fmt: skip
     by_agent: dict[str, int] = {}
     for run_dir in runs:
@@ -174,6 +175,8 @@ def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> A
         totals["tokens_in"] += total.tokens_in
         totals["tokens_out"] += total.tokens_out
         totals["cached_tokens"] += total.tokens_cached
+        totals["tokens_replayed"] += digest.tokens_by_payment.get("replayed", 0)
+        totals["tokens_repaid"] += digest.tokens_by_payment.get("repaid", 0)
         totals["cost"] += total.cost
         totals["calls"] += total.calls
         totals["wall"] += digest.seconds

@@ -1,4 +1,5 @@
-"""`grades.jsonl`: one line per graded run, written whole with one `write(2)` when it is graded.
+"""`grades.jsonl`: one line per graded run, written whole with one `write(2)` when it is graded
+(the one line writer, `record.lines`).
 
 A run with a line is never graded again, so a killed experiment re-run grades only what was
 left. Reading back, a line that is not a grade (cut short by a kill, forged, of the wrong
@@ -8,13 +9,14 @@ already has one is ignored.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from swarmflow.core import reading
+from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.layout import RunKey
+from swarmflow.record.lines import LineWriter, cut_torn_tail
 
 
 class Grade(BaseModel):
@@ -47,17 +49,20 @@ class Grade(BaseModel):
 
 
 def read_grades(path: Path, warnings: list[str]) -> dict[RunKey, Grade]:
-    """Every grade in `path` (none when it is missing); bad lines are warned of, skipped."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
+    """Every grade in `path` (none when it is missing), read by the one reader (a regular
+    file, bounded lines, bounded nesting; a torn last line is not read); bad lines are
+    warned of, skipped."""
     grades: dict[RunKey, Grade] = {}
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
+
+    def torn(number: int) -> None:
+        warnings.append(f"{path}:{number}: not a grade; skipped (cut off mid-write), so its "
+                        "run is graded again")  # fmt: skip
+
+    if not path.exists():
+        return grades
+    for number, line in reading.lines(path, "a grades file", torn=torn):
         try:
-            grade = Grade.model_validate(json.loads(line))
+            grade = Grade.model_validate(reading.json_value(line))
         except (ValueError, ValidationError):
             warnings.append(f"{path}:{number}: not a grade; skipped, so its run is graded again")
             continue
@@ -66,19 +71,12 @@ def read_grades(path: Path, warnings: list[str]) -> dict[RunKey, Grade]:
 
 
 def append_grade(path: Path, grade: Grade) -> None:
-    """Append the grade's line in one write (after a cut line, on a line of its own)."""
-    data = grade.model_dump_json().encode("utf-8") + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append the grade's line with the one line writer (`record.lines`: a torn last line
+    cut off first, one `write(2)`, synced), its text through the redactor."""
+    if path.exists():
+        cut_torn_tail(path)
+    writer = LineWriter(path, fsync=True, scrub=environment_redactor().scrub_bytes)
     try:
-        if os.fstat(fd).st_size and not _ends_with_newline(path):
-            data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
+        writer.hold(grade.model_dump_json().encode("utf-8"))
     finally:
-        os.close(fd)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1) == b"\n"
+        writer.close()

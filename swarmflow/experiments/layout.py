@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swarmflow.batches.tasks import task_id
+from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
 MANIFEST = "experiment.json"
@@ -181,12 +182,9 @@ def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST
     if not root.is_dir():
         raise ConfigError(f"{root} is not a folder: not an experiment directory")
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{root} holds no {MANIFEST}: not an experiment directory") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} cannot be read as an experiment record: {exc}") from None
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{root} holds no {MANIFEST}: not an experiment directory")
+    found = reading.read_json(path, "an experiment record")
     if not isinstance(found, dict) or found.get("schema") != SCHEMA:
         raise ConfigError(f"{path} is not an experiment record of this swarmflow")
     try:

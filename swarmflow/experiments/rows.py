@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.bestof import candidate_runs, chosen_run, with_all_spend
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, read_manifest
@@ -44,6 +45,12 @@ class Row:
     information_flow: bool | None
     context_policy: bool | None
     tokens: int
+    """Every token the run paid: each settled model call once, in whichever process."""
+    tokens_replayed: int
+    """Tokens of model calls a resume replayed from the journal at 0 (paid before, not again)."""
+    tokens_repaid: int
+    """Of `tokens`, those of calls sent again because their process died while they were in
+    flight (their first payment went unrecorded)."""
     tokens_in: int
     tokens_out: int
     cached_tokens: int
@@ -121,6 +128,8 @@ def row_of(grade: Grade, facts: RunFacts, run_dir: Path) -> Row:
         score=grade.score, rubric_passed=grade.rubric_passed, rubric_items=grade.rubric_items,
         adherent=facts.adherent, unverified=facts.unverified, **axes,
         tokens=total.tokens_in + total.tokens_out, tokens_in=total.tokens_in,
+        tokens_replayed=d.tokens_by_payment.get("replayed", 0),
+        tokens_repaid=d.tokens_by_payment.get("repaid", 0),
         tokens_out=total.tokens_out, cached_tokens=total.tokens_cached, cost=total.cost,
         calls=total.calls, wall=d.seconds, model_seconds=sum(facts.timing.model.values()),
         tool_seconds=sum(facts.timing.tool.values()), engine_seconds=facts.engine_seconds,
@@ -143,8 +152,10 @@ def write_rows(layout: Layout, warnings: list[str]) -> int:
     with temporary.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
+        scrub = environment_redactor().scrub  # a sink like the event log: the one redactor
         for row in rows:
-            writer.writerow(_csv_values(row))
+            values = _csv_values(row).items()
+            writer.writerow({k: scrub(v) if isinstance(v, str) else v for k, v in values})
     temporary.replace(layout.rows)
     return len(rows)
 

@@ -15,6 +15,7 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from swarmflow.calls.metered import session_purpose
 from swarmflow.core.team import Agent, Team
 from swarmflow.experiments.graders import RubricGrader
 from swarmflow.experiments.judge_prompt import judge_card, judge_prompt
@@ -69,10 +70,14 @@ async def grade_rubric(
     if not items:
         return RubricVerdict(0, 0, 0, 0.0, f"task {task.id} has no rubric items")
     await anyio.to_thread.run_sync(lambda: root.mkdir(parents=True, exist_ok=True))
-    result = await run(
-        judge_flow(grader), model=model, runs_root=root, run_id=_free_id(root, key),
-        raise_on_failure=False, answer=_as_text(output), items=list(items),
-    )  # fmt: skip
+    token = session_purpose.set("judge")  # its calls are recorded with purpose "judge"
+    try:
+        result = await run(
+            judge_flow(grader), model=model, runs_root=root, run_id=_free_id(root, key),
+            raise_on_failure=False, answer=_as_text(output), items=list(items),
+        )  # fmt: skip
+    finally:
+        session_purpose.reset(token)
     if result.status != "ok" or not isinstance(result.output, list):
         why = f"the judge's run {result.run_dir} ended {result.status}"
         return RubricVerdict(0, len(items), result.total_tokens, result.total_cost, why)

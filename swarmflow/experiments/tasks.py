@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarmflow.batches.files import BadLine, json_value, lines, open_regular
+from swarmflow.batches.files import BadLine, json_value, lines
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import open_regular
 from swarmflow.experiments.layout import Layout
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"

@@ -2,8 +2,9 @@
 
 The connection opens documents with their text, sends each change as the whole new text,
 and keeps the diagnostics the server last published for each file (servers push them:
-`textDocument/publishDiagnostics`). `stop` ends the server politely (shutdown, exit) and kills
-it when it does not go within a few seconds: no process outlives the run.
+`textDocument/publishDiagnostics`). `stop` ends the server politely (shutdown, exit) and stops
+it when it does not go within a few seconds; either way the supervisor (`tools.supervisor`)
+ends every process it started: no process outlives the run.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from pygls.uris import to_fs_path
 
 from swarmflow.feedback.findings import Finding
 from swarmflow.feedback.servers import ServerSpec, ServerUnavailable
+from swarmflow.tools.supervisor import STOP_GRACE as TREE_GRACE
+from swarmflow.tools.supervisor import kill as kill_supervised
+from swarmflow.tools.supervisor import stop as stop_supervised
+from swarmflow.tools.supervisor import supervised
 
 STOP_GRACE = 3.0
 """Seconds a server has to exit after `shutdown` before it is killed."""
@@ -42,12 +47,12 @@ class _Protocol(LanguageServerProtocol):
 
 class _Client(LanguageClient):
     """pygls's client, starting the server with its stderr discarded (a server that logs
-    much would otherwise fill an unread pipe and stall) in a process group of its own."""
+    much would otherwise fill an unread pipe and stall) under the one supervisor, in a
+    session of its own: whatever it starts, `setsid` children included, ends with it."""
 
     async def start_io(self, cmd: str, *args: Any, **kwargs: Any) -> None:
         server = await asyncio.create_subprocess_exec(
-            cmd,
-            *args,
+            *supervised([cmd, *args]),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -217,8 +222,11 @@ class Connection:
                 self.client.exit(None)
                 await server.wait()
         if server.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                server.kill()
+            stop_supervised(server.pid)
+            with anyio.move_on_after(TREE_GRACE):
+                await server.wait()
+        if server.returncode is None:
+            kill_supervised(server.pid)
         with anyio.move_on_after(STOP_GRACE), contextlib.suppress(Exception):
             await self.client.stop()  # type: ignore[no-untyped-call]
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
 from swarmflow.record.events import (
     AgentFinished,
+    CacheBust,
     EventBase,
     HandoffRefused,
     HumanAnswered,
@@ -60,10 +61,22 @@ class ProgressSink:
     """An event sink that shows the run as it happens."""
 
     event_types = frozenset(
-        {"run_started", "run_finished", "session_started", "model_called", "tool_executed",
-         "agent_finished", "session_ended", "outcomes_compacted", "workspace_changed",
-         "human_requested", "human_answered", "handoff_refused"}
-    )  # fmt: skip
+        {
+            "run_started",
+            "run_finished",
+            "session_started",
+            "model_called",
+            "tool_executed",
+            "agent_finished",
+            "session_ended",
+            "outcomes_compacted",
+            "workspace_changed",
+            "human_requested",
+            "human_answered",
+            "handoff_refused",
+            "cache_bust",
+        }
+    )
     """The events it reads; the event log may skip building the others as objects."""
 
     def __init__(
@@ -81,6 +94,8 @@ class ProgressSink:
         self._drawn = 0
         self.redactor = redactor if redactor is not None else environment_redactor()
         self._line = _plain_line(self.redactor)
+        self._busts: set[str] = set()
+        """The causes of cache busts already warned about: each is shown once."""
 
     def write(self, event: EventBase | None, line: bytes) -> None:
         """Update the view for one event (None: one of the types it did not ask for)."""
@@ -117,8 +132,22 @@ class ProgressSink:
 
     def _notes(self, event: EventBase) -> list[str]:
         """Flow-level happenings worth a line of their own."""
+        if isinstance(event, CacheBust):
+            return self._bust_note(event)
         note = _note(event, self.rows)
         return [note] if note else []
+
+    def _bust_note(self, event: CacheBust) -> list[str]:
+        """A warning for the first cache bust of each cause (card, tools, a message)."""
+        if event.part in self._busts:
+            return []
+        self._busts.add(event.part)
+        row = self.rows.get(event.session or "")
+        who = row.label if row is not None else (event.agent or "a session")
+        return [
+            f"warning: cache bust: {event.where} of {who}'s call {event.step} differs from "
+            "its previous request; a prompt cache re-reads everything after it"
+        ]
 
     # -- output -----------------------------------------------------------------------------
 

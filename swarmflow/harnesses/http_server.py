@@ -10,6 +10,14 @@ ledgers it charges. It is bounded against the program it serves:
   send one request, is closed;
 - a malformed request is answered 400 and closed.
 
+A refusal that closes the connection closes it lingering: the answer is sent (it says
+`connection: close` and its length), and what the program still sends (the rest of a body too
+large) is read and dropped until the program closes its side, for at most `read_timeout`
+seconds and `LINGER_BYTES`. Closing at once, with the body still coming, resets the connection
+(TCP) or ends the sandbox's relay mid-copy, and the answer already sent is lost on the way to
+the program; so would shutting our side early, which the sandbox's relay takes for the end of
+the exchange.
+
 Each turn-away is reported to `on_refused(kind, reason, status)` (the endpoint records it).
 """
 
@@ -47,6 +55,10 @@ class Reply:
 Handler = Callable[[HttpRequest], Awaitable[Reply]]
 Refused = Callable[[str, str, int], None]
 """Told of each request turned away: its kind, the reason, the status answered."""
+
+
+LINGER_BYTES = 64 << 20
+"""The most a refused connection's rest is read (and dropped) before it is closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +180,22 @@ class HttpServer:
         reply = error_reply(status, message, "invalid_request_error", code)
         with contextlib.suppress(h11.LocalProtocolError):
             await _send_whole(stream, conn, reply, close=True)
+        await _linger(stream, self.bounds.read_timeout)
+
+
+async def _linger(stream: ByteStream, seconds: float) -> None:
+    """Drop what the program still sends until it closes its side, for at most `seconds` and
+    `LINGER_BYTES`: the answer sent reaches it before the close (our side is not shut
+    first: the sandbox's relay would take that for the end of the exchange)."""
+    with (
+        anyio.move_on_after(seconds),
+        contextlib.suppress(
+            anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+        ),
+    ):
+        dropped = 0
+        while dropped < LINGER_BYTES:
+            dropped += len(await stream.receive(65536))
 
 
 def _declared_length(head: h11.Request) -> int:

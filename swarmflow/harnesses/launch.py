@@ -9,17 +9,19 @@ Unix sockets in a private folder (mode 0700) that is bound into the sandbox at
 those two endpoints and nothing else: no other host port, no outside network.
 
 Without bubblewrap (`sandbox="none"`, or `"auto"` where it is missing, said once per run) the
-endpoints listen on the host's 127.0.0.1 and the program runs on the host, under `subreaper`
-so that the processes it starts die with it, with a scrubbed environment: it can reach what
-your user can, the network included.
+endpoints listen on the host's 127.0.0.1 and the program runs on the host, under the
+supervisor (`tools.supervisor`) so that the processes it starts die with it, with a scrubbed
+environment: it can reach what your user can, the network included.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -28,7 +30,6 @@ from pathlib import Path
 
 from swarmflow.core.harness_spec import Harness
 from swarmflow.core.team import Agent
-from swarmflow.tools import subreaper
 from swarmflow.tools.paths import private_dirs
 from swarmflow.tools.sandbox import ShellPolicy, bwrap_argv, sandbox_env
 from swarmflow.tools.shell import scrubbed_env
@@ -44,20 +45,41 @@ BOARD_COMMANDS = ("create_thread", "send_message", "wait_for_mention", "watch_me
 
 @dataclass(frozen=True, slots=True)
 class Private:
-    """The folder of one harness call: sockets, task and answer files, the board commands."""
+    """The folder of one harness call: sockets, task and answer files, the board commands.
+
+    It lies in an outer folder of its own (`swarmflow-harness-*` in the temporary folder),
+    beside the `owner` file that says which process made it: only the inner folder is bound
+    into the sandbox, so a program can write its folder but never forge its owner. The
+    owner holds an exclusive `flock` on that file for as long as the call runs (the kernel
+    drops it when the process dies, however): a folder whose lock can be taken belongs to
+    no live call, and the next call sweeps it. Nothing is read from the file's text.
+    """
 
     root: Path
     """On the host."""
     seen: Path
     """The same folder as the program sees it (`INSIDE` in the sandbox)."""
+    outer: Path
+    """The folder that holds `root` and the locked `owner` file."""
+    lock: int
+    """The descriptor holding the owner's lock (closed by `remove`)."""
 
     @classmethod
     def made(cls, sandboxed: bool) -> Private:
         _sweep_orphans()
-        root = Path(tempfile.mkdtemp(prefix=_PREFIX))  # mode 0700
+        outer = Path(tempfile.mkdtemp(prefix=_PREFIX))  # mode 0700
+        lock = os.open(outer / OWNER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, str(os.getpid()).encode())  # for a person looking; never read back
+        root = outer / "call"
+        root.mkdir(mode=0o700)
         (root / "bin").mkdir()
-        (root / "owner").write_text(str(os.getpid()))
-        return cls(root, INSIDE if sandboxed else root)
+        return cls(root, INSIDE if sandboxed else root, outer, lock)
+
+    def remove(self) -> None:
+        """Remove the folder, then give up the lock."""
+        shutil.rmtree(self.outer, ignore_errors=True)
+        os.close(self.lock)
 
     @property
     def model_socket(self) -> Path:
@@ -87,18 +109,27 @@ class Private:
 
 
 _PREFIX = "swarmflow-harness-"
+OWNER = "owner"
 
 
 def _sweep_orphans() -> None:
-    """Remove the private folders that a killed run's process left (its `owner` is gone)."""
+    """Remove the private folders that a killed run's process left: those whose `owner`
+    lock nobody holds (never a live call's, whatever its folder holds)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
         try:
-            owner = int((folder / "owner").read_text())
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except (OSError, ValueError):
+            fd = os.open(folder / OWNER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
             continue  # not ours to judge: another user's, or one being made now
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: a live call's
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +204,11 @@ def sandboxed_launch(
 def host_launch(
     agent: Agent, root: Path, private: Private, argv: list[str], env: dict[str, str]
 ) -> Launch:
-    """The program on the host under the subreaper, its environment scrubbed of secrets."""
+    """The program on the host, its environment scrubbed of secrets (`process.py` starts it
+    under the supervisor)."""
     path = f"{private.root / 'bin'}:{os.environ.get('PATH', '')}"
     full_env = scrubbed_env() | {"PWD": str(root)} | env | dict(agent.env) | {"PATH": path}
-    return Launch(subreaper.command_line(argv[0], argv[1:]), full_env, root, sandboxed=False)
+    return Launch(argv, full_env, root, sandboxed=False)
 
 
 def limited(launch: Launch, harness: Harness) -> Launch:

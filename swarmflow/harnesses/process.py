@@ -1,11 +1,11 @@
 """Running a harness's program to its end, and making sure nothing of it is left.
 
-The program starts in its own session and process group. It ends when it exits, at its
-timeout, or when the caller's scope is cancelled (the endpoint stops it at the agent's
-allowance; the run is cancelled). However it ends, its process group is killed and, in the
-sandbox, the sandbox's init too, which takes every process of the sandbox's PID namespace
-with it (`tools.shell.end_sandbox`); on the host the subreaper kills every descendant. If
-the run's own process is killed (`kill -9`), bwrap's `--die-with-parent` and the
+The program starts under the one supervisor (`tools.supervisor`). It ends when it exits, at
+its timeout, or when the caller's scope is cancelled (the endpoint stops it at the agent's
+allowance; the run is cancelled). However it ends, the supervisor's subreaper kills every
+descendant, detached ones included, and in the sandbox the sandbox's init is killed too,
+which takes every process of the sandbox's PID namespace with it (`tools.shell.end_sandbox`).
+If the run's own process is killed (`kill -9`), bwrap's `--die-with-parent` and the
 subreaper's parent-death signal end the program all the same.
 """
 
@@ -19,7 +19,9 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from swarmflow.harnesses.launch import Launch
-from swarmflow.tools.shell import CappedOutput, end_sandbox, kill_group
+from swarmflow.tools.shell import CappedOutput, end_sandbox
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 
 STDOUT_CAP = 4 << 20
 STDERR_CAP = 8_000
@@ -45,14 +47,13 @@ async def run_program(launch: Launch, stdin: bytes | None, seconds: float) -> Ex
         at = argv.index("--unshare-all")
         argv[at:at] = ["--info-fd", str(info_w)]
     try:
-        process = await anyio.open_process(
+        process = await start_supervised(
             argv,
             cwd=launch.cwd,
             env=launch.env,
             stdin=PIPE if stdin is not None else DEVNULL,
             stdout=PIPE,
             stderr=PIPE,
-            start_new_session=True,
             pass_fds=(info_w,) if info is not None else (),
         )
     finally:
@@ -66,14 +67,12 @@ async def run_program(launch: Launch, stdin: bytes | None, seconds: float) -> Ex
                 tg.start_soon(_pump, process.stderr, err)
                 if stdin is not None and process.stdin is not None:
                     tg.start_soon(_feed, process, stdin)
-                await process.wait()
+                await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
-                kill_group(process.pid)  # what it left behind in its group
     finally:
-        kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-            if info is not None:
+        await end_supervised(process)
+        if info is not None:
+            with anyio.CancelScope(shield=True):
                 await end_sandbox(info)
     code = process.returncode if finished else None
     return Exited(code, out.text(), err.text(), timed_out=not finished)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 from contextlib import AsyncExitStack
 from pathlib import Path
 from time import perf_counter
@@ -21,6 +20,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketAttribute, SocketListener, TaskGroup
 
+from swarmflow.core import safe_paths
 from swarmflow.core.harness_spec import Harness
 from swarmflow.core.states import EndReason
 from swarmflow.harnesses.http_server import Bounds, HttpServer, serving
@@ -39,6 +39,7 @@ from swarmflow.harnesses.meter import Meter
 from swarmflow.harnesses.process import Exited, run_program
 from swarmflow.harnesses.relay import relay_unix_to_tcp
 from swarmflow.record.events import HarnessEnded, HarnessStarted, SandboxUnavailable
+from swarmflow.sessions.outside import begin_outside, end_outside
 from swarmflow.sessions.session import AgentSession
 from swarmflow.teams.http import agent_token, serving_board
 from swarmflow.tools.sandbox import bwrap_problem
@@ -67,11 +68,11 @@ class _Ending:
 
 async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> None:
     """Run the program for one agent call and end `session` with its outcome."""
-    ledgers = session.begin_outside()
+    turn = begin_outside(session)
     ending = _Ending()
     key = f"sfk-{secrets.token_hex(24)}"
     session.run.deps.log.redactor.add(key)  # never in the record, whatever the program prints
-    meter = Meter(session, harness, ledgers, key, ending.stop)
+    meter = Meter(turn, harness, key, ending.stop)
     started = perf_counter()
     exited: Exited | None = None
     try:
@@ -83,17 +84,17 @@ async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> N
             )
             reason, detail, text = _outcome(harness, private, exited, ending)
         finally:
-            shutil.rmtree(private.root, ignore_errors=True)
-        session.end_outside(reason, detail, text)
+            private.remove()
+        end_outside(session, reason, detail, text)
     except anyio.get_cancelled_exc_class():
-        session.end_outside(EndReason.CANCELLED, "cancelled from outside the session", "")
+        end_outside(session, EndReason.CANCELLED, "cancelled from outside the session", "")
         _ended(session, harness, meter, exited, started)
         raise
     except HarnessError as exc:
-        session.end_outside(EndReason.ERROR, str(exc), "", exc)
+        end_outside(session, EndReason.ERROR, str(exc), "", exc)
     except OSError as exc:  # a socket that cannot be bound, a program that cannot start
         failed = HarnessError(f"{harness.name} could not be started: {exc}")
-        session.end_outside(EndReason.ERROR, str(failed), "", failed)
+        end_outside(session, EndReason.ERROR, str(failed), "", failed)
     _ended(session, harness, meter, exited, started)
 
 
@@ -245,11 +246,15 @@ def read_answer(harness: Harness, private: Private, stdout: str) -> str:
     """The program's final answer: its stdout or its answer file, or a field of that JSON."""
     text = stdout
     if harness.answer == "file":
-        path = private.root / "answer"
-        if not path.is_file():
-            raise HarnessError(f"{harness.name} exited without writing its answer file")
-        with path.open("rb") as fh:
-            text = fh.read(ANSWER_CAP).decode("utf-8", errors="replace")
+        # The program writes its folder: read through the safe-path layer, so an answer
+        # file that is a link to a host file is refused, never followed.
+        try:
+            raw = safe_paths.read_bytes(private.root, "answer", ANSWER_CAP)
+        except FileNotFoundError:
+            raise HarnessError(f"{harness.name} exited without writing its answer file") from None
+        except OSError as exc:
+            raise HarnessError(f"{harness.name}'s answer file is refused: {exc}") from None
+        text = raw.decode("utf-8", errors="replace")
     if harness.answer_field is None:
         return text.strip()
     return _field(harness, text)
@@ -271,7 +276,7 @@ def _field(harness: Harness, text: str) -> str:
 def _ended(
     session: AgentSession, harness: Harness, meter: Meter, exited: Exited | None, started: float
 ) -> None:
-    meter.steps.ended(session)
+    meter.steps.ended(meter.turn.emit)
     session.emit(
         HarnessEnded,
         harness=harness.name,

@@ -16,6 +16,7 @@ repeat with 429 and records it (`harness_refused`, kind `loop_block`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -23,8 +24,10 @@ from typing import Any
 from swarmflow.core.messages import Message, ModelResponse, ToolCall
 from swarmflow.harnesses.wire import ChatRequest
 from swarmflow.record.events import HarnessToolExecuted
-from swarmflow.sessions.session import AgentSession
 from swarmflow.sessions.toolrun import LOOP_BLOCK_LIMIT, RESULT_PREVIEW
+
+Emit = Callable[..., None]
+"""Records one event with the harness session's envelope: `emit(EventClass, **fields)`."""
 
 
 @dataclass
@@ -32,20 +35,22 @@ class HarnessSteps:
     """The tool calls of a harness's last answer, waiting for their results, and the loop
     count over the steps recorded so far."""
 
+    harness: str
+    """The harness's name, as its events give it."""
     _pending: list[ToolCall] = field(default_factory=list)
     _step: int = 0
     _answered: float = 0.0
     _last: tuple[str, str, str] | None = None
     _repeats: int = 0
 
-    def seen(self, chat: ChatRequest, session: AgentSession) -> str | None:
+    def seen(self, chat: ChatRequest, emit: Emit) -> str | None:
         """Record the results `chat` carries for the last answer's calls; why the harness is
         looping when one of them repeats the step before it for the limit's time, else None."""
         results = _results(chat.messages)
         loop = None
         for call in self._pending:
             result = results.get(call.id)
-            self._record(session, call, result)
+            self._record(emit, call, result)
             if result is not None and self._loops(call, result) and loop is None:
                 loop = (
                     f"{call.name} called {LOOP_BLOCK_LIMIT} times with the same arguments "
@@ -60,16 +65,16 @@ class HarnessSteps:
         self._step = step
         self._answered = perf_counter()
 
-    def ended(self, session: AgentSession) -> None:
+    def ended(self, emit: Emit) -> None:
         """The call ended: the calls still waiting are recorded without a result."""
         for call in self._pending:
-            self._record(session, call, None)
+            self._record(emit, call, None)
         self._pending = []
 
-    def _record(self, session: AgentSession, call: ToolCall, result: str | None) -> None:
-        session.emit(
+    def _record(self, emit: Emit, call: ToolCall, result: str | None) -> None:
+        emit(
             HarnessToolExecuted,
-            harness=getattr(session.agent.harness, "name", "") or session.agent.name,
+            harness=self.harness,
             tool=call.name,
             call_id=call.id,
             arguments=_arguments(call.arguments),

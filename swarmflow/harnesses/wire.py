@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from swarmflow.core.reading import depth, json_value, one_line
 
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
+MAX_DEPTH = 64
+"""The deepest nesting of a request body (a tool's JSON schema included): far deeper than any
+client sends, and shallow enough for every later step (fingerprints, records) to walk."""
 
 
 class WireError(ValueError):
@@ -63,15 +67,29 @@ class ChatRequest:
 
 
 def parse_request(body: bytes) -> ChatRequest:
-    """The chat-completions request in `body`.
+    """The chat-completions request in `body`, read by the one reader (`core.reading`: its
+    nesting bounded) and checked field by field; whatever is wrong with it is a `WireError`
+    (answered 400), never an exception that would fail the run.
 
     Raises:
         WireError: naming the field that is missing or malformed.
     """
     try:
-        data = json.loads(body)
+        data = json_value(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise WireError(f"the body is not JSON: {exc}") from None
+        raise WireError(f"the body is not JSON: {one_line(exc)}") from None
+    if depth(data) > MAX_DEPTH:
+        raise WireError(f"the body nests deeper than {MAX_DEPTH} levels")
+    try:
+        return _request(data)
+    except (TypeError, AttributeError, ValueError, RecursionError) as exc:
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"malformed request: {one_line(exc)}") from None
+
+
+def _request(data: Any) -> ChatRequest:
+    """The request of a parsed body (`WireError` naming what is wrong)."""
     if not isinstance(data, dict):
         raise WireError("the body must be a JSON object")
     raw = data.get("messages")
@@ -114,11 +132,13 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
 
 def _message(raw: Any, index: int) -> Message:
     where = f"messages[{index}]"
-    if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(role, str) or role not in _ROLES:
         raise WireError(f"{where}: an object with role system, user, assistant or tool")
-    calls = tuple(
-        _call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(raw.get("tool_calls") or [])
-    )
+    listed = raw.get("tool_calls") or []
+    if not isinstance(listed, list):
+        raise WireError(f"{where}.tool_calls: a list is required")
+    calls = tuple(_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(listed))
     return Message(
         role=raw["role"],
         content=_content(raw.get("content"), where),

@@ -28,21 +28,39 @@ def operator_node(
             node=str(node),
             detail=detail or {},
         )
-    status = "failed"
+    ended = Ended()
     try:
-        with scoped(Scope(parent.branch, parent.ledger, node)) as scope:
+        with closing(run, node, ended), scoped(Scope(parent.branch, parent.ledger, node)) as scope:
             yield run, scope
-        status = "ok"
-    except anyio.get_cancelled_exc_class():
-        status = "cancelled"
-        raise
-    finally:
-        run.state.graph.close(node, status)
+    finally:  # after the node is closed, with how it ended
         if events:
             run.deps.log.emit(
                 OperatorFinished,
                 branch=parent.branch,
                 operator=operator,
                 node=str(node),
-                status=status,
+                status=ended.status,
             )
+
+
+class Ended:
+    """How a node's block ended: "ok", "cancelled" or "failed" (set on the way out)."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status = "failed"
+
+
+@contextmanager
+def closing(run: RunContext, node: int, ended: Ended | None = None) -> Iterator[Ended]:
+    """Close `node` in the run graph with how the block ended (ok, cancelled or failed)."""
+    ended = ended or Ended()
+    try:
+        yield ended
+        ended.status = "ok"
+    except anyio.get_cancelled_exc_class():
+        ended.status = "cancelled"
+        raise
+    finally:
+        run.state.graph.close(node, ended.status)

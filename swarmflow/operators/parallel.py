@@ -24,7 +24,7 @@ from swarmflow.operators._branches import (
     close_unawaited,
     first_escape,
 )
-from swarmflow.operators._node import operator_node
+from swarmflow.operators._node import closing, operator_node
 from swarmflow.operators._stream import BackgroundStream
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 
@@ -130,8 +130,7 @@ class _Parallel:
         scope = Scope(parent.branch, parent.ledger, node)
 
         async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
-            status = "failed"
-            try:
+            with closing(run, node):
                 deliver = _sender(send)
                 await _fan_out(
                     run,
@@ -141,12 +140,6 @@ class _Parallel:
                     split=split,
                     done=lambda outcome, _group: deliver(outcome),
                 )
-                status = "ok"
-            except anyio.get_cancelled_exc_class():
-                status = "cancelled"
-                raise
-            finally:
-                run.state.graph.close(node, status)
 
         return BackgroundStream("parallel.stream()", produce)
 
@@ -189,9 +182,15 @@ async def _fan_out(
         ledger_for = branch_ledgers(scope.ledger, split, branches.count)
         async with anyio.create_task_group() as tg:
             fan = BranchSet(
-                run, scope, "parallel", branches, ledger_for, lambda o: done(o, tg), tg,
+                run,
+                scope,
+                "parallel",
+                branches,
+                ledger_for,
+                lambda o: done(o, tg),
+                tg,
                 shared=split == "shared",
-            )  # fmt: skip
+            )
             if limit is None:
                 fan.start_all()
             else:

@@ -12,6 +12,7 @@ from swarmflow.core.errors import ConfigError
 from swarmflow.core.ids import child_branch
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok, Outcome
 from swarmflow.operators._branches import first_escape, record, settle
+from swarmflow.operators._node import closing
 from swarmflow.operators._stream import BackgroundStream
 from swarmflow.runtime.context import RunContext, Scope, current_run, current_scope
 
@@ -46,15 +47,8 @@ def pipeline(
     plan = _Plan(run, Scope(parent.branch, parent.ledger, node), list(stages), limits)
 
     async def produce(send: MemoryObjectSendStream[Outcome]) -> None:
-        status = "failed"
-        try:
+        with closing(run, node):
             await plan.execute(source, send)
-            status = "ok"
-        except anyio.get_cancelled_exc_class():
-            status = "cancelled"
-            raise
-        finally:
-            run.state.graph.close(node, status)
 
     return BackgroundStream("pipeline()", produce, buffer=buffer or max(limits))
 

@@ -104,9 +104,17 @@ class ModelCalled(EventBase):
     request_shape: dict[str, Any] | None = None
     """A harness's call (`swarmflow.harnesses`): what its request held (messages by role,
     tool names, whether it streamed, the `max_tokens` it asked for, its other keys)."""
-    purpose: str = ""
-    """What the call was for when it was not one of the session's steps: "summary" (a context
-    summary, docs/context.md) or "reflection" (experience notes at the run's end)."""
+    purpose: Literal["turn", "summary", "reflection", "judge", "harness", ""] = "turn"
+    """What the call was for: "turn" (a step of a session), "summary" (a context processor's
+    call, docs/context.md), "reflection" (experience notes at the run's end), "judge" (the
+    rubric grader's), "harness" (an outside program's, through the metering endpoint); ""
+    in a log written before purposes were recorded."""
+    payment: Literal["paid", "replayed", "repaid"] = "paid"
+    """"paid": sent to the model and charged; "replayed": answered from the journal of an
+    interrupted run at 0 tokens (its tokens are in `recorded_tokens`); "repaid": sent again
+    because an earlier process died while it was in flight (its first payment is unknown)."""
+    recorded_tokens: int = 0
+    """A replayed call: the tokens its first, recorded payment used (not paid again)."""
     shared_prefix_tokens: int = 0
     """For a session's first call: the prompt tokens it shares as a prefix with the first
     call of an earlier session of the same agent in the run (card, tool schemas, task)."""
@@ -235,6 +243,23 @@ class ContextCompacted(EventBase):
     """What the level's own model calls were charged (a summary's), in USD."""
     tokens_spent: int = 0
     """The tokens those calls used (each is also recorded as a `model_called`)."""
+
+
+class CacheBust(EventBase):
+    """A model call whose request did not repeat the session's previous request as its
+    prefix, with no compaction between them: a prompt cache could not serve what followed
+    the first differing part (`sessions.prefix.first_difference`). Recorded after the call's
+    `model_called`."""
+
+    type: Literal["cache_bust"] = "cache_bust"
+    step: int = 0
+    part: Literal["tools", "card", "message"]
+    where: str
+    """The first differing part in words ("the role card", "message 4 (tool)")."""
+    kept_tokens: int = 0
+    """The estimated tokens the request still shared with the previous one."""
+    previous_tokens: int = 0
+    """The previous request's estimated prompt tokens."""
 
 
 class ContextLevelRefused(EventBase):
@@ -666,7 +691,8 @@ Event = Annotated[
     | BoardRefused
     | BoardServed
     | TeamEnded
-    | OutputModeSteppedDown,
+    | OutputModeSteppedDown
+    | CacheBust,
     Field(discriminator="type"),
 ]
 

@@ -11,6 +11,9 @@ Records: `journal_opened` (the run id and the format version, once per process t
 restarts the call in that same worktree) and `call_finished` (an agent call or a session turn
 that returned, with its whole product). Every call record carries its key: the branch path,
 the call's index among the calls of its branch, the agent, and a digest of what was sent.
+Below them, every model call (`calls.journal`): `model_call_started` at the barrier before it
+is sent, `model_call_finished` once it is settled, keyed by branch, agent, purpose and a
+digest of the request, so that a call cut short replays the model calls it had finished.
 
 What the event stream holds already is not journaled again: a resumed run takes a person's
 answers (`human_answered`, by token) and its message board (`thread_created`,
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +46,8 @@ from swarmflow.record.records import (
     CallFinished,
     CallStarted,
     JournalOpened,
+    ModelCallFinished,
+    ModelCallStarted,
     RecordBase,
     kind_of,
     parse_record,
@@ -70,8 +76,12 @@ class CallKey(NamedTuple):
     digest: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"branch": self.branch, "index": self.place, "agent": self.agent,
-                "digest": self.digest}  # fmt: skip
+        return {
+            "branch": self.branch,
+            "index": self.place,
+            "agent": self.agent,
+            "digest": self.digest,
+        }
 
     def where(self) -> str:
         return f"call {self.place} of branch {self.branch or '(root)'} (agent {self.agent!r})"
@@ -106,6 +116,10 @@ class Recorded:
     """The board's events, in log order."""
     finished_at: list[tuple[int, str]] = field(default_factory=list)
     """Per `call_finished` record: its `event_seq` and its session."""
+    model_calls: dict[ModelKeyTuple, list[ModelCallFinished]] = field(default_factory=dict)
+    """The settled model calls, by key, in the order they were written."""
+    model_starts: Counter[ModelKeyTuple] = field(default_factory=Counter)
+    """How many times each model call was started."""
 
     @property
     def calls(self) -> int:
@@ -117,6 +131,10 @@ class Recorded:
             self._finished(record)
         elif isinstance(record, CallStarted):
             self.started[_key_of(record)] = record
+        elif isinstance(record, ModelCallFinished):
+            self.model_calls.setdefault(_model_key(record), []).append(record)
+        elif isinstance(record, ModelCallStarted):
+            self.model_starts[_model_key(record)] += 1
 
     def _finished(self, record: CallFinished) -> None:
         key = _key_of(record)
@@ -148,6 +166,15 @@ class Recorded:
 
     def _pool(self, key: CallKey) -> list[Record]:
         return self.finished.setdefault((key.branch, key.agent, key.digest), [])
+
+
+ModelKeyTuple = tuple[str, str, str, str]
+"""A model call's key: branch, agent, purpose, request digest."""
+
+
+def _model_key(record: ModelCallStarted | ModelCallFinished) -> ModelKeyTuple:
+    k = record.key
+    return (k.branch, k.agent, k.purpose, k.digest)
 
 
 def _key_of(record: CallStarted | CallFinished) -> CallKey:
@@ -247,6 +274,31 @@ class Journal:
         if other is not None and not other.used:
             self.diverged = key
         return None
+
+    def model_call(self, key: ModelKeyTuple) -> ModelCallFinished | None:
+        """The earliest unused settled model call with this key, or None (then it is paid).
+
+        Any order matches: two branches that finish in another order still find their own
+        calls, since a key holds the branch and what was sent. Once the flow diverged from
+        its journal, every call runs, model calls too."""
+        if self.previous is None or self.diverged is not None:
+            return None
+        pool = self.previous.model_calls.get(key)
+        if not pool:
+            return None
+        self.previous.model_starts[key] -= 1
+        return pool.pop(0)
+
+    def was_in_flight(self, key: ModelKeyTuple) -> bool:
+        """Whether an earlier process started this model call and died before it settled
+        (the call is then paid again); each such start answers once."""
+        if self.previous is None:
+            return False
+        starts = self.previous.model_starts
+        if starts.get(key, 0) <= len(self.previous.model_calls.get(key, ())):
+            return False
+        starts[key] -= 1
+        return True
 
     def in_flight(self, key: CallKey) -> CallStarted | None:
         """The `call_started` record of this call from a process that died before it finished."""

@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 from pydantic_core import to_jsonable_python
 
+from swarmflow.core.reading import json_value
+
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: ...} becomes {"1": ...}, as pydantic writes it
 
 
@@ -54,9 +56,9 @@ def _finite(plain: Any) -> Any:
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
-    """The JSON object of one line (`ValueError` when it is not JSON, `TypeError` when it is
-    JSON but not an object)."""
-    item = json.loads(raw)
+    """The JSON object of one line, parsed by the one reader (`ValueError` when it is not
+    JSON or nests too deep, `TypeError` when it is JSON but not an object)."""
+    item = json_value(raw)
     if not isinstance(item, dict):
         raise TypeError("not a JSON object")
     return item

@@ -9,8 +9,8 @@ every effect that started had the lines before it on disk. An optional `scrub` h
 each line as it is held (the run's secret redactor).
 
 Reading: a last line with no newline was torn by a crash mid-write (a power cut): it is cut
-off the file first. Each other line goes to the caller's parser; a line it refuses is one
-`ConfigError` naming the file and the line.
+off the file first. Each other line, read by the one reader (`core.reading`), goes to the
+caller's parser; a line it refuses is one `ConfigError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
 
@@ -34,13 +35,14 @@ class LineWriter:
         *,
         fsync: bool = False,
         scrub: Callable[[bytes], bytes] | None = None,
+        what: str = "a record file",
     ) -> None:
         self.path = path
         self.fsync = fsync
         """Sync the file to disk at every flush that wrote something (`durability="fsync"`)."""
         self._scrub = scrub
         # Unbuffered: each flush is one write(2); what is held is held here, in `_held`.
-        self._fh = path.open("ab", buffering=0)
+        self._fh = _open_appending(path, what)
         self._held: list[bytes] = []
 
     def hold(self, line: bytes) -> None:
@@ -63,6 +65,19 @@ class LineWriter:
             self._fh.close()
 
 
+def _open_appending(path: Path, what: str) -> Any:
+    """`path` open for appending, unbuffered; refused at once (`ConfigError`) unless it is a
+    regular file: opening a FIFO with no reader would wait forever."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        reading.check_regular(fd, path, what)
+    except ConfigError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "ab", buffering=0)
+
+
 def _write_all(fh: Any, data: bytes) -> None:
     """A raw file may take less than asked for (a full disk, a signal): write the rest."""
     view = memoryview(data)
@@ -72,27 +87,43 @@ def _write_all(fh: Any, data: bytes) -> None:
 
 def read_lines(path: Path, what: str, take: Callable[[bytes], None]) -> None:
     """Hand each line of `path` to `take`, in order, after cutting a torn last line off the
-    file. A line `take` refuses (a `ValueError`, pydantic's `ValidationError` included, a
-    `KeyError` or a `TypeError`) is a `ConfigError`: `PATH:LINE: not WHAT: why`."""
+    file; the file is read by the one reader (`core.reading.lines`: a regular file, lines of
+    at most `MAX_LINE` bytes). A line `take` refuses (a `ValueError`, pydantic's
+    `ValidationError` included, a `KeyError` or a `TypeError`) is a `ConfigError`:
+    `PATH:LINE: not WHAT: why`."""
     cut_torn_tail(path)
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                take(raw)
-            except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
-                raise ConfigError(f"{path}:{number}: not {what}: {_why(exc)}") from None
-            except ConfigError as exc:  # the caller's own refusal: located here
-                raise ConfigError(f"{path}:{number}: {exc.message}") from None
+    for number, raw in reading.lines(path, what):
+        try:
+            take(raw)
+        except (KeyError, TypeError, ValueError) as exc:  # JSON, but not the `what` it says
+            raise ConfigError(f"{path}:{number}: not {what}: {_why(exc)}") from None
+        except ConfigError as exc:  # the caller's own refusal: located here
+            raise ConfigError(f"{path}:{number}: {exc.message}") from None
 
 
 def cut_torn_tail(path: Path) -> None:
-    """Cut a last line that has no newline: it was torn by a crash mid-write."""
-    with path.open("rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)
+    """Cut a last line that has no newline: it was torn by a crash mid-write (a file that
+    is not a regular one is refused, never waited on)."""
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb+", buffering=0) as fh:
+        reading.check_regular(fh.fileno(), path, "a record file")
+        end = fh.seek(0, os.SEEK_END)
+        keep = end
+        while keep > 0:
+            start = max(0, keep - _TAIL_CHUNK)
+            fh.seek(start)
+            chunk = fh.read(keep - start)
+            if keep == end and chunk.endswith(b"\n"):
+                return  # whole
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            keep = start
+        fh.truncate(keep)
+
+
+_TAIL_CHUNK = 1 << 16
 
 
 def _why(exc: Exception) -> str:

@@ -32,12 +32,13 @@ from pydantic import (
 )
 
 from swarmflow.core.budget import Charge
-from swarmflow.core.messages import Message, Usage
+from swarmflow.core.messages import Message, ToolCall, Usage
 from swarmflow.core.patch import Patch
 
-JOURNAL_VERSION = 2
+JOURNAL_VERSION = 3
 """The journal format this swarmflow writes and reads (1: before the board's and the answers'
-records moved to the event stream, and a finished call recorded its place in it)."""
+records moved to the event stream, and a finished call recorded its place in it; 2: before
+every model call was journaled on its own)."""
 
 
 # -- fields a resume hands to git or the file system ---------------------------------------------
@@ -209,8 +210,41 @@ class CallFinished(RecordBase):
     it)."""
 
 
+class ModelKey(RecordBase):
+    """A model call's key (`calls.journal`): who made it, what for, and a digest of the
+    request it sent (its messages, tools and output form; not its `max_tokens`, which the
+    budget left at the time sets)."""
+
+    branch: str
+    agent: str
+    purpose: str
+    digest: str
+
+
+class ModelCallStarted(RecordBase):
+    """A model call about to be sent (written at the barrier right before it): a start with no
+    finish is a call that was in flight when its process died."""
+
+    kind: Literal["model_call_started"] = "model_call_started"
+    key: ModelKey
+
+
+class ModelCallFinished(RecordBase):
+    """A model call that was answered and settled: a resumed run replays it at 0 tokens."""
+
+    kind: Literal["model_call_finished"] = "model_call_finished"
+    key: ModelKey
+    text: str | None = None
+    tool_calls: list[ToolCall] = []
+    usage: Annotated[Usage, AfterValidator(_counted)] = Usage()
+    cost: Dollars = 0.0
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter", "error"] = "stop"
+    model: str | None = None
+    output_mode: str | None = None
+
+
 JournalRecord = Annotated[
-    JournalOpened | CallStarted | CallFinished,
+    JournalOpened | CallStarted | CallFinished | ModelCallStarted | ModelCallFinished,
     Field(discriminator="kind"),
 ]
 

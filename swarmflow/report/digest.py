@@ -13,6 +13,7 @@ from typing import Any
 
 from swarmflow.record.events import (
     AgentFinished,
+    CacheBust,
     CallReplayed,
     ContextCompacted,
     EventBase,
@@ -187,9 +188,15 @@ class Digest:
     """The agents whose first session has made its first call."""
     prefix_breaks: list[str] = field(default_factory=list)
     """Calls whose prompt did not keep the previous one as its prefix, with no compaction."""
+    cache_busts: dict[str, list[str]] = field(default_factory=dict)
+    """The `cache_bust` events by their part (card, tools, message): one line each."""
     dropped: list[str] = field(default_factory=list)
     """What `compact` dropped, and why."""
     resumes: list[Resume] = field(default_factory=list)
+    tokens_by_payment: dict[str, int] = field(default_factory=dict)
+    """Tokens of every model call by how it was paid: "paid", "replayed" (its first payment,
+    in an earlier process: not paid again), "repaid" (paid again: it was in flight when its
+    process died)."""
     last_t: float = 0.0
     count: int = 0
 
@@ -245,10 +252,12 @@ def _on_session_started(d: Digest, e: SessionStarted) -> None:
 
 
 def _on_model_called(d: Digest, e: ModelCalled) -> None:
+    tokens = e.recorded_tokens if e.payment == "replayed" else e.tokens_in + e.tokens_out
+    d.tokens_by_payment[e.payment] = d.tokens_by_payment.get(e.payment, 0) + tokens
     s = d.sessions.get(e.session or "")
     if s is None:
         return
-    if e.purpose:  # a summary's call: spend, but no step of the session's prompt
+    if e.purpose in ("summary", "reflection"):  # spend, but no step of the session's prompt
         s.spend.add(e, follows=False)
         return
     if s.spend.calls and e.prefix_tokens < s.last_prompt and not s.compacted and e.prompt_tokens:
@@ -277,6 +286,15 @@ def shell_command(e: ToolExecuted) -> str:
     """The shell command of a `run_shell` event."""
     args = e.arguments
     return str(args.get("command", "")) if isinstance(args, dict) else str(args)
+
+
+def _on_cache_bust(d: Digest, e: CacheBust) -> None:
+    s = d.sessions.get(e.session or "")
+    who = f"{s.label} ({s.id})" if s is not None else (e.agent or "?")
+    d.cache_busts.setdefault(e.part, []).append(
+        f"{who} call {e.step}: {e.where} differs from the previous request "
+        f"({e.kept_tokens:,} of its {e.previous_tokens:,} prompt tokens kept)"
+    )
 
 
 def _on_tool_executed(d: Digest, e: ToolExecuted) -> None:
@@ -384,6 +402,7 @@ _FOLD: dict[type[EventBase], Callable[[Digest, Any], None]] = {
     RunFinished: _on_run_finished,
     SessionStarted: _on_session_started,
     ModelCalled: _on_model_called,
+    CacheBust: _on_cache_bust,
     ToolExecuted: _on_tool_executed,
     AgentFinished: _on_agent_finished,
     SessionEnded: _on_session_ended,

@@ -73,8 +73,9 @@ def _mermaid_talk(names: list[str], matrix: MessageMatrix, team_node: int | None
     if team_node is not None:
         lines.append(f"    n{team_node} --> talk")
     for (source, target), count in sorted(matrix.counts.items()):
-        lines.append(f'    {ids[source]} -- "{_messages(matrix, source, target, count)}" --> '
-                     f"{ids[target]}")  # fmt: skip
+        lines.append(
+            f'    {ids[source]} -- "{_messages(matrix, source, target, count)}" --> {ids[target]}'
+        )
     return lines
 
 

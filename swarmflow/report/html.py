@@ -112,17 +112,19 @@ def _agents(d: Digest) -> list[dict[str, Any]]:
     rows = []
     for agent, s in spends.items():
         weight = s.cost if any(x.cost for x in spends.values()) else s.tokens_in + s.tokens_out
-        rows.append({
-            "agent": agent,
-            "calls": s.calls,
-            "tokens_in": s.tokens_in,
-            "tokens_out": s.tokens_out,
-            "cached": s.tokens_cached,
-            "prefix": share(s.prefix_share),
-            "across": share(s.cross_share),
-            "cost": s.cost,
-            "bar": round(100.0 * weight / top, 1) if top else 0.0,
-        })  # fmt: skip
+        rows.append(
+            {
+                "agent": agent,
+                "calls": s.calls,
+                "tokens_in": s.tokens_in,
+                "tokens_out": s.tokens_out,
+                "cached": s.tokens_cached,
+                "prefix": share(s.prefix_share),
+                "across": share(s.cross_share),
+                "cost": s.cost,
+                "bar": round(100.0 * weight / top, 1) if top else 0.0,
+            }
+        )
     return rows
 
 

@@ -25,12 +25,13 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
+from swarmflow.core import reading
 from swarmflow.core.errors import SwarmflowError
 from swarmflow.core.file_kinds import special_kind
 from swarmflow.record.events import EventBase, parse_event
 from swarmflow.record.files import EVENTS_FILE
 
-MAX_LINE = 16 * 1024 * 1024
+MAX_LINE = reading.MAX_LINE  # the one reader's cap, which every writer keeps within
 """The longest line read as an event, in bytes: a longer one is not an event, and no more of
 it than this is read. An event is a few hundred bytes (a tool's result and a message are cut
 to 2,000 characters in it); only a flow's inputs and output are logged whole."""

@@ -190,14 +190,31 @@ def _humans(humans: list[HumanExchange]) -> str:
 def _usage(d: Digest) -> str:
     """Calls, tokens, cache and cost per agent, then per session when there are few."""
     rows: list[tuple[str, ...]] = [
-        ("agent", "calls", "tokens in", "tokens out", "cached", "prefix reuse", "across sessions",
-         "cost")
-    ]  # fmt: skip
+        (
+            "agent",
+            "calls",
+            "tokens in",
+            "tokens out",
+            "cached",
+            "prefix reuse",
+            "across sessions",
+            "cost",
+        )
+    ]
     for agent, spend in [*d.by_agent().items(), ("total", d.total())]:
         cached = f"{spend.tokens_cached:,}" if spend.tokens_cached else "-"
-        rows.append((agent, str(spend.calls), f"{spend.tokens_in:,}", f"{spend.tokens_out:,}",
-                     cached, share(spend.prefix_share), share(spend.cross_share),
-                     f"${spend.cost:.4f}"))  # fmt: skip
+        rows.append(
+            (
+                agent,
+                str(spend.calls),
+                f"{spend.tokens_in:,}",
+                f"{spend.tokens_out:,}",
+                cached,
+                share(spend.prefix_share),
+                share(spend.cross_share),
+                f"${spend.cost:.4f}",
+            )
+        )
     text = "Tokens and cost\n" + table(rows, right=(1, 2, 3, 4, 5, 6, 7))
     sessions = sorted(d.sessions.values(), key=lambda s: _session_order(d, s.agent, s.branch, s.id))
     if 1 < len(sessions) <= MAX_SESSIONS:
@@ -205,10 +222,17 @@ def _usage(d: Digest) -> str:
             ("session", "agent", "calls", "tokens in", "tokens out", "cost", "ended")
         ]
         per += [
-            (s.id, s.label, str(s.spend.calls), f"{s.spend.tokens_in:,}",
-             f"{s.spend.tokens_out:,}", f"${s.spend.cost:.4f}", s.reason or "open")
+            (
+                s.id,
+                s.label,
+                str(s.spend.calls),
+                f"{s.spend.tokens_in:,}",
+                f"{s.spend.tokens_out:,}",
+                f"${s.spend.cost:.4f}",
+                s.reason or "open",
+            )
             for s in sessions
-        ]  # fmt: skip
+        ]
         text += "\n\n" + table(per, right=(2, 3, 4, 5))
     return text
 
@@ -236,10 +260,17 @@ def _session_order(d: Digest, agent: str, branch: str, session: str) -> tuple[in
     return order.get(agent, len(order)), branch_index(branch) or 0, session
 
 
+def _bust_warning(busts: list[str]) -> str:
+    """One warning per cause of cache busts: the first, and how many calls it cost."""
+    more = f" (and {len(busts) - 1} more like it)" if len(busts) > 1 else ""
+    return f"WARNING  cache bust: {busts[0]}{more}"
+
+
 def _prefix(d: Digest) -> str:
     """Where the prompt prefix broke, and the compactions that were allowed to break it."""
     lines = [f"compacted {c}" for c in d.compactions]
     lines += [f"BROKEN   {b}" for b in d.prefix_breaks]
+    lines += [_bust_warning(busts) for busts in d.cache_busts.values()]
     if not lines:
         return ""
     return "Prompt prefix\n" + "\n".join(f"  {line}" for line in lines)

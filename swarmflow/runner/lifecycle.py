@@ -31,19 +31,17 @@ from swarmflow.core.ports import HumanChannel
 from swarmflow.core.pricing import Price, PriceTable
 from swarmflow.core.secrets import secret_values
 from swarmflow.core.states import EndReason
-from swarmflow.durable.run_dirs import (
+from swarmflow.durable.claims import claim, fresh_run_dir, release
+from swarmflow.durable.interrupted import (
     Durability,
     Interrupted,
     check_durability,
-    claim,
-    fresh_run_dir,
     open_interrupted,
     open_journal,
-    release,
     resumed,
     sync_sinks,
-    write_manifest,
 )
+from swarmflow.durable.manifest import write_manifest
 from swarmflow.record.eventlog import EventLog
 from swarmflow.record.events import RunFinished, RunStarted
 from swarmflow.record.runs_root import DEFAULT_RUNS_ROOT, RUNS_ENV, resolve_runs_root
@@ -164,9 +162,13 @@ async def run(
         )
         write_manifest(run_dir, flow, inputs, repo=repo, model=model)
         journal = open_journal(
-            run_dir, run_id, interrupted, durability=durability, strict=strict,
+            run_dir,
+            run_id,
+            interrupted,
+            durability=durability,
+            strict=strict,
             scrub=log.redactor.scrub_bytes,
-        )  # fmt: skip
+        )
         deps = run_deps(
             run_id=run_id,
             run_dir=run_dir,

@@ -276,9 +276,14 @@ def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any
     from swarmflow.tools import ToolRegistry
 
     compose = partial(
-        run_deps, model_for=_no_model, tools=ToolRegistry(), human=None, workspaces=None,
-        prices=PriceTable(), rails=Rails(),
-    )  # fmt: skip
+        run_deps,
+        model_for=_no_model,
+        tools=ToolRegistry(),
+        human=None,
+        workspaces=None,
+        prices=PriceTable(),
+        rails=Rails(),
+    )
     return reopen_run(run_dir, load_flow, compose)
 
 

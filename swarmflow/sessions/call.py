@@ -50,8 +50,9 @@ from swarmflow.sessions.handoff import (
 )
 from swarmflow.sessions.messaging import messenger_for
 from swarmflow.sessions.prompts import render_prompt
-from swarmflow.sessions.session import AgentSession, Collaborators, Messenger
+from swarmflow.sessions.session import AgentSession, Messenger
 from swarmflow.sessions.structured import ask_structured
+from swarmflow.sessions.wiring import Collaborators
 
 BOARD_TOOLS = frozenset({"create_thread", "send_message", "wait_for_mention"})
 """A session whose agent has any of these tools is given the run's board."""
@@ -97,9 +98,13 @@ async def open_session(
         hear=hear,
     )
     return AgentSession(
-        run, agent, scope=scope or current_scope(), system=system, session_id=session_id,
+        run,
+        agent,
+        scope=scope or current_scope(),
+        system=system,
+        session_id=session_id,
         collaborators=collaborators,
-    )  # fmt: skip
+    )
 
 
 def _messenger(run: RunContext, agent: Agent, given: Messenger | None) -> Messenger | None:
@@ -216,9 +221,14 @@ async def open_call(
 ) -> AgentSession:
     """The fresh session of one agent call."""
     return await open_session(
-        run, request.name, scope=scope, card_vars=request.card_vars,
-        workspace=request.workspace, adopted=adopted, card=card,
-    )  # fmt: skip
+        run,
+        request.name,
+        scope=scope,
+        card_vars=request.card_vars,
+        workspace=request.workspace,
+        adopted=adopted,
+        card=card,
+    )
 
 
 async def work_call(run: RunContext, session: AgentSession, request: CallRequest) -> AgentOutput:

@@ -14,6 +14,13 @@ person, a `message_agent` text). Three checks run on it:
   changes, quoting).
 
 A refusal sends nothing: it records an event and raises `TopologyError` naming the edge.
+
+Into a model's context, `gate` is the one check every text passes that joins what a model
+reads without being sent by the flow: tool results, evidence of every source (the board, a
+shared workspace's changes and command log, diagnostics), experience notes, summaries. A
+refused text is withheld (replaced by the refusal) and recorded. A harness's whole request
+(messages, tools with their descriptions, enums and schemas, `response_format`) goes through
+`check_outgoing` at the metering endpoint, answered 403 when refused.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from swarmflow.record.events import HandoffRefused, MessageRefused
 from swarmflow.runtime.context import RunContext, current_scope
 
 if TYPE_CHECKING:
-    from swarmflow.sessions.session import AgentSession
+    from swarmflow.sessions.parts import SessionParts
 
 _NOTHING: Any = object()
 _MAX_DEPTH = 12
@@ -81,17 +88,24 @@ _ROUTED_TOOLS = frozenset(
 along the edge it was asked on; the board delivers only along edges) or that echo nothing."""
 
 
+def gate(run: RunContext, agent: str, text: str, *, via: str) -> str:
+    """The handoff gate into `agent`'s context: `text` when it may read it, else the refusal
+    (recorded as `handoff_refused` via `via`), saying that what it replaces was withheld."""
+    try:
+        check_outgoing(run, agent, text, via=via, agent=agent)
+    except TopologyError as exc:
+        return f"{exc.message}; the {via} was withheld"
+    return text
+
+
 def screen_tool_result(run: RunContext, agent: str, observation: Message) -> Message:
     """`observation` as `agent`'s model may see it: a tool result holding another agent's
     product without an edge to `agent` (a tool of the flow's that hands it over, a file the
     flow wrote it to) is withheld, and the refusal recorded (via "tool result")."""
     if observation.name in _ROUTED_TOOLS or not observation.content:
         return observation
-    try:
-        check_outgoing(run, agent, observation.content, via="tool result", agent=agent)
-    except TopologyError as exc:
-        return replace(observation, content=f"{exc.message}; the result was withheld")
-    return observation
+    content = gate(run, agent, observation.content, via="tool result")
+    return observation if content is observation.content else replace(observation, content=content)
 
 
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
@@ -119,7 +133,7 @@ def remember_output(run: RunContext, agent: str, out: AgentOutput, given: GivenT
         run.state.fingerprints.add(agent, out.patch.diff, given)
 
 
-def remember_message(run: RunContext, session: AgentSession, text: str) -> None:
+def remember_message(run: RunContext, session: SessionParts, text: str) -> None:
     """Fingerprint a `message_agent` text as its sender's product: what the sender relays of
     what it was given is then its own, as it would be in its answer."""
     run.state.fingerprints.add(session.agent.name, text, given_to(session))
@@ -130,17 +144,17 @@ class _Taken:
 
     __slots__ = ("given", "history", "read")
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionParts) -> None:
         self.given = GivenText.of(session.system or "")
         self.history: list[Message] = session.history
         self.read = 0
 
 
-_TAKEN: WeakKeyDictionary[AgentSession, _Taken] = WeakKeyDictionary()
+_TAKEN: WeakKeyDictionary[SessionParts, _Taken] = WeakKeyDictionary()
 """Per open session; an entry goes with its session."""
 
 
-def given_to(session: AgentSession) -> GivenText:
+def given_to(session: SessionParts) -> GivenText:
     """What the flow gave the agent (its card and the messages sent to it); tool results are
     not included: a file the agent wrote and read back is still its own product.
 

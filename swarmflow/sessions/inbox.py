@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from swarmflow.core.ports import Emit, Evidence
@@ -67,15 +68,18 @@ class SessionInbox:
         """Items posted and not yet given."""
         return len(self._pending)
 
-    def drain(self, step: int) -> str:
+    def drain(self, step: int, screen: Callable[[Evidence], str] | None = None) -> str:
         """The one message for the coming model call ("" when nothing is pending); each item
-        is recorded as delivered before `step`."""
+        is recorded as delivered before `step`. `screen` gives each item's text as the model
+        may read it (the handoff gate: a refused item's text is the refusal)."""
         for pull in self._sources:
             for item in pull():
                 self.post(item)
         items, self._pending = self._pending, []
         if not items:
             return ""
+        if screen is not None:
+            items = [_screened(item, screen) for item in items]
         text, shown = render(items, self.cap)
         for index, item in enumerate(items):
             self._emit(
@@ -86,6 +90,11 @@ class SessionInbox:
                 shown=index < shown,
             )
         return text
+
+
+def _screened(item: Evidence, screen: Callable[[Evidence], str]) -> Evidence:
+    text = screen(item)
+    return item if text is item.text else replace(item, text=text)
 
 
 def render(items: Sequence[Evidence], cap: int = INBOX_CAP) -> tuple[str, int]:

@@ -16,6 +16,8 @@ share comes first (card, tool schemas, task; `sessions.layout`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ToolSpec
@@ -52,10 +54,45 @@ class FirstRequest:
         return tools_units + (self._cumulative[shared - 1] if shared else 0)
 
 
+@dataclass(frozen=True, slots=True)
+class Bust:
+    """A request that did not repeat the previous one as its prefix, with no compaction
+    between them: the first part that differs, and the tokens the two still share."""
+
+    part: Literal["tools", "card", "message"]
+    where: str
+    """The part in words: "the tool schemas", "the role card", "message 4 (tool)"."""
+    kept_tokens: int
+    previous_tokens: int
+
+
+def first_difference(
+    before: tuple[Sequence[ToolSpec], Sequence[Message]],
+    now: tuple[Sequence[ToolSpec], Sequence[Message]],
+    shared: int | None = None,
+) -> tuple[Literal["tools", "card", "message"], str] | None:
+    """The first part of `now` (tools, messages) that differs from `before`, in the order a
+    server lays a prompt out: tool schemas, the role card, the messages; None when `now`
+    extends `before`. `shared`: the leading messages already known to be the same."""
+    (tools_before, old), (tools, new) = before, now
+    if tools is not tools_before and list(tools) != list(tools_before):
+        return "tools", "the tool schemas"
+    at = _common_length(old, new) if shared is None else shared
+    if at >= len(old):
+        return None
+    if at == 0 and old[0].role == "system" and (not new or new[0].role == "system"):
+        return "card", "the role card"
+    role = new[at].role if at < len(new) else "none: the request is shorter"
+    return "message", f"message {at} ({role})"
+
+
 class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
-    __slots__ = ("_cumulative", "_first", "_messages", "_tools", "_tools_units")
+    __slots__ = (
+        "_cumulative", "_first", "_messages", "_prompt_tokens",
+        "_rewritten", "_tools", "_tools_units", "bust",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -74,11 +111,21 @@ class PrefixMeter:
         self._tools = tools
         self._tools_units = tools_units
         """The size of `_tools`: as given, or measured when a request sends other tools."""
+        self._prompt_tokens = 0
+        self._rewritten = False
+        self.bust: Bust | None = None
+        """The last measured request's cache bust, if it was one (`first_difference`)."""
+
+    def rewritten(self) -> None:
+        """The session rewrote its history (a compaction): the next request may share less
+        with the previous one without being a cache bust."""
+        self._rewritten = True
 
     def measure(self, request: ModelRequest) -> dict[str, int]:
         """`prompt_tokens` and `prefix_tokens` of `request`, then remember it as the previous."""
         tools, messages = request.tools, request.messages
         kept_tools = tools is self._tools or tools == self._tools
+        before = (self._tools, self._messages)
         if not kept_tools:
             self._tools, self._tools_units = tools, sum(spec_units(spec) for spec in tools)
         # Only a request after one with the same tools can repeat a prefix of it.
@@ -97,11 +144,32 @@ class PrefixMeter:
         elif self._first is not None:
             across = self._first.shared_units(request, self._tools_units)
         # Units become tokens at one rate for both, so the share is the share of units.
-        return {
+        measured = {
             "prompt_tokens": units_to_tokens(self._tools_units + total),
             "prefix_tokens": units_to_tokens(reused),
             "shared_prefix_tokens": units_to_tokens(across),
         }
+        self.bust = self._bust(before, (tools, messages), shared, measured["prefix_tokens"])
+        self._prompt_tokens, self._rewritten = measured["prompt_tokens"], False
+        return measured
+
+    def _bust(
+        self,
+        before: tuple[Sequence[ToolSpec], Sequence[Message] | None],
+        now: tuple[Sequence[ToolSpec], Sequence[Message]],
+        shared: int,
+        kept: int,
+    ) -> Bust | None:
+        """The request's cache bust: it does not extend the previous one, and no compaction
+        came between them."""
+        tools, old = before
+        if old is None or self._rewritten:
+            return None
+        known = shared if now[0] is tools or now[0] == tools else None
+        found = first_difference((tools, old), now, known)
+        if found is None:
+            return None
+        return Bust(found[0], found[1], kept, self._prompt_tokens)
 
 
 def _common_length(before: Sequence[Message], now: Sequence[Message]) -> int:

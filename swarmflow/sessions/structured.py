@@ -11,51 +11,20 @@ from __future__ import annotations
 
 import json
 import re
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 
 from swarmflow.core.errors import AgentFailed
-from swarmflow.core.messages import Model, ModelRequest, ModelResponse, OutputSpec
+from swarmflow.core.messages import OutputSpec
 from swarmflow.core.states import EndReason, SessionState
-from swarmflow.runtime.context import current_session
+from swarmflow.sessions.requests import Asking, asking
 from swarmflow.sessions.session import AgentSession
 
 ASK_RETRIES = 3
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-@dataclass(frozen=True, slots=True)
-class _Asking:
-    """A structured ask in progress: which session asks, and for what."""
-
-    session: AgentSession
-    spec: OutputSpec
-
-
-# Set for the duration of one ask. A ContextVar rather than state on the session: a concurrent
-# plain turn of the same session (another task) does not see it, and a session that a tool of
-# this turn opens (`message_agent`) is told apart by `current_session`.
-_asking: ContextVar[_Asking | None] = ContextVar("swarmflow_structured_ask", default=None)
-
-
-class _OutputAware:
-    """A session's model that puts the wanted output on the requests of a structured ask."""
-
-    __slots__ = ("inner", "name")
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        asking = _asking.get()
-        if asking is not None and asking.session is current_session.get():
-            request = replace(request, output=asking.spec)
-        return await self.inner.complete(request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +70,11 @@ async def ask_structured(
     follows its own question and no other sender's turn comes between them.
     """
     schema = output_schema(output)
-    if not isinstance(session.model, _OutputAware):
-        session.model = _OutputAware(session.model)
-    token = _asking.set(_Asking(session, schema.spec))
+    token = asking.set(Asking(session, schema.spec))
     try:
         return await _ask_until_valid(session, prompt, output, schema, retries)
     finally:
-        _asking.reset(token)
+        asking.reset(token)
 
 
 async def _ask_until_valid(

@@ -56,9 +56,16 @@ class ToolRunner:
 
     # Slots: every session has one, and a fan-out holds thousands of sessions at once.
     __slots__ = (
-        "_last", "_repeats", "allowed", "context", "emit", "rails", "tools", "watch",
+        "_last",
+        "_repeats",
+        "allowed",
+        "context",
+        "emit",
+        "rails",
+        "tools",
+        "watch",
         "write_ahead",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,

@@ -259,9 +259,17 @@ class Board:
         thread.posts.append(post)
         self._remember(sender, content)
         scrubbed = self.run.deps.log.redactor.scrub(content)  # the whole message: `text + rest`
-        self._emit(BoardMessagePosted, sender, thread=thread.name, sender=sender,
-                   text=scrubbed[:_PREVIEW], rest=scrubbed[_PREVIEW:], mentions=list(named),
-                   recipients=list(reached), message_seq=post.seq)  # fmt: skip
+        self._emit(
+            BoardMessagePosted,
+            sender,
+            thread=thread.name,
+            sender=sender,
+            text=scrubbed[:_PREVIEW],
+            rest=scrubbed[_PREVIEW:],
+            mentions=list(named),
+            recipients=list(reached),
+            message_seq=post.seq,
+        )
         for target in named:
             self._queue(target, Mention(thread.name, sender, content, post.seq))
         return self._posted(post, thread)
@@ -271,8 +279,15 @@ class Board:
         for target in thread.participants:
             if target not in post.recipients:
                 reason = f"no edge {post.sender} -> {target}"
-                self._emit(BoardRefused, post.sender, route="message", source=post.sender,
-                           target=target, thread=thread.name, reason=reason)  # fmt: skip
+                self._emit(
+                    BoardRefused,
+                    post.sender,
+                    route="message",
+                    source=post.sender,
+                    target=target,
+                    thread=thread.name,
+                    reason=reason,
+                )
         return self._confirmation(post, thread)
 
     @staticmethod
@@ -350,8 +365,15 @@ class Board:
             return []
         taken = list(queue)
         for mention in taken:
-            self._emit(MentionDelivered, agent, thread=mention.thread, sender=mention.sender,
-                       recipient=agent, message_seq=mention.seq, mode=mode)  # fmt: skip
+            self._emit(
+                MentionDelivered,
+                agent,
+                thread=mention.thread,
+                sender=mention.sender,
+                recipient=agent,
+                message_seq=mention.seq,
+                mode=mode,
+            )
         return taken
 
     # -- checks and records -----------------------------------------------------------------
@@ -391,13 +413,20 @@ class Board:
         try:
             yield
         except _Refused as refused:
-            self._emit(BoardRefused, str(sender), route=refused.route, source=str(sender),
-                       target=refused.target, thread=refused.thread,
-                       reason=refused.reason)  # fmt: skip
+            self._emit(
+                BoardRefused,
+                str(sender),
+                route=refused.route,
+                source=str(sender),
+                target=refused.target,
+                thread=refused.thread,
+                reason=refused.reason,
+            )
             raise ToolError(f"refused: {refused.reason}") from None
         except ToolError as error:  # a malformed argument (board_rules)
-            self._emit(BoardRefused, str(sender), route="request", source=str(sender),
-                       reason=error.message)  # fmt: skip
+            self._emit(
+                BoardRefused, str(sender), route="request", source=str(sender), reason=error.message
+            )
             raise ToolError(f"refused: {error.message}") from None
         except TopologyError as error:  # the handoff check recorded it already
             raise ToolError(f"refused: {error.message} (nothing was posted)") from None

@@ -100,8 +100,9 @@ def parse_query(model: type[R], query: str) -> R:
         BadRequest: as `parse_body`, or a field given twice, or a query that does not parse.
     """
     try:
-        fields = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query),
-                          errors="strict")  # fmt: skip
+        fields = parse_qs(
+            query, keep_blank_values=True, strict_parsing=bool(query), errors="strict"
+        )
     except (ValueError, UnicodeDecodeError) as exc:  # a UnicodeDecodeError is a ValueError
         raise BadRequest("query", f"the query string does not parse: {exc}") from None
     twice = [name for name, values in fields.items() if len(values) > 1]

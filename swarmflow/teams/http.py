@@ -222,8 +222,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             return self.server.keys.bearer(self.headers.get("Authorization", ""))
         except NotAToken:
-            raise _Answer(HTTPStatus.UNAUTHORIZED, "missing or wrong token (Authorization)",
-                          "Authorization") from None  # fmt: skip
+            raise _Answer(
+                HTTPStatus.UNAUTHORIZED, "missing or wrong token (Authorization)", "Authorization"
+            ) from None
 
     def _post(self, bearer: str | None) -> dict[str, Any]:
         url = urlsplit(self.path)
@@ -231,8 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             raise _Answer(HTTPStatus.NOT_FOUND, f"no such endpoint {self.path[:100]!r}")
         if url.query:
-            raise BadRequest("query", f"POST {url.path} takes no query string: every field "
-                                      "goes in the JSON body")  # fmt: skip
+            raise BadRequest(
+                "query", f"POST {url.path} takes no query string: every field goes in the JSON body"
+            )
         model, act = route
         request = parse_body(model, self._body())
         _check_bearer(bearer, request.agent)
@@ -250,20 +252,26 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_query(BoardQuery, url.query)
         _check_bearer(bearer, query.agent)
         board, snapshot = self.server.call(_on_board, self.server.boards, query, _snapshot)
-        return {"snapshot": snapshot.model_dump(), "text": render_snapshot(snapshot),
-                "board": board}  # fmt: skip
+        return {
+            "snapshot": snapshot.model_dump(),
+            "text": render_snapshot(snapshot),
+            "board": board,
+        }
 
     def _body(self) -> bytes:
         """The POST's body: JSON, at most `MAX_BODY` bytes, all of it within the timeout."""
         kind = self.headers.get("Content-Type")
         if kind is None or self.headers.get_content_type() != _JSON:
-            raise _Answer(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                          f"send the body as {_JSON} (got {str(kind)[:60]!r})",
-                          "Content-Type")  # fmt: skip
+            raise _Answer(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                f"send the body as {_JSON} (got {str(kind)[:60]!r})",
+                "Content-Type",
+            )
         length = self._length()
         if length > MAX_BODY:
-            raise _Answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes",
-                          "Content-Length")  # fmt: skip
+            raise _Answer(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY} bytes", "Content-Length"
+            )
         self._body_read = True
         try:
             raw = self.rfile.read(length)
@@ -274,22 +282,29 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Gone(str(exc)) from exc
         if len(raw) < length:  # the client closed its side before sending all it announced
             self.close_connection = True
-            raise _Answer(HTTPStatus.BAD_REQUEST, "the body is shorter than its Content-Length",
-                          "Content-Length")  # fmt: skip
+            raise _Answer(
+                HTTPStatus.BAD_REQUEST,
+                "the body is shorter than its Content-Length",
+                "Content-Length",
+            )
         return raw
 
     def _length(self) -> int:
         if self.headers.get("Transfer-Encoding"):  # its body would be read as the next request
             self.close_connection = True
-            raise _Answer(HTTPStatus.LENGTH_REQUIRED, "send the body with a Content-Length, "
-                          "not in chunks", "Transfer-Encoding")  # fmt: skip
+            raise _Answer(
+                HTTPStatus.LENGTH_REQUIRED,
+                "send the body with a Content-Length, not in chunks",
+                "Transfer-Encoding",
+            )
         given = self.headers.get("Content-Length") or "0"
         try:
             length = int(given)
         except ValueError:
             self.close_connection = True
-            raise _Answer(HTTPStatus.BAD_REQUEST, "Content-Length is not a number",
-                          "Content-Length") from None  # fmt: skip
+            raise _Answer(
+                HTTPStatus.BAD_REQUEST, "Content-Length is not a number", "Content-Length"
+            ) from None
         if length < 0:  # read(-n) would wait for the client to close: a held server thread
             self.close_connection = True
             raise _Answer(HTTPStatus.BAD_REQUEST, "Content-Length is negative", "Content-Length")
@@ -317,9 +332,11 @@ class _Handler(BaseHTTPRequestHandler):
 def _check_bearer(bearer: str | None, agent: str) -> None:
     """A token bound to one agent acts as that agent only (403)."""
     if bearer is not OWNER and bearer != agent:
-        raise _Answer(HTTPStatus.FORBIDDEN,
-                      f"refused: this token is {bearer}'s; it cannot act as {agent[:40]!r}",
-                      "as")  # fmt: skip
+        raise _Answer(
+            HTTPStatus.FORBIDDEN,
+            f"refused: this token is {bearer}'s; it cannot act as {agent[:40]!r}",
+            "as",
+        )
 
 
 async def _on_board(boards: RunBoards, request: Any, act: Callable[..., Any]) -> tuple[str, Any]:
@@ -327,9 +344,11 @@ async def _on_board(boards: RunBoards, request: Any, act: Callable[..., Any]) ->
     board = boards.named(request.board)
     if board is None:
         names = ", ".join(repr(name) for name in boards.boards)
-        raise _Answer(HTTPStatus.NOT_FOUND,
-                      f"no board named {request.board[:40]!r} in this run (boards: {names})",
-                      "board")  # fmt: skip
+        raise _Answer(
+            HTTPStatus.NOT_FOUND,
+            f"no board named {request.board[:40]!r} in this run (boards: {names})",
+            "board",
+        )
     result = act(board, request)
     if inspect.isawaitable(result):
         result = await result

@@ -240,9 +240,12 @@ class TeamRun:
             answer=preview(answer, _ANSWER_PREVIEW),
         )
         return TeamResult(
-            answer=answer, reason=reason, lead=self.plan.lead, roles=roles,
+            answer=answer,
+            reason=reason,
+            lead=self.plan.lead,
+            roles=roles,
             messages=self.tally.messages,
-        )  # fmt: skip
+        )
 
     def _report(self, name: str) -> RoleReport:
         session = self.sessions[name]

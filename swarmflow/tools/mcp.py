@@ -32,6 +32,7 @@ from swarmflow.core.ports import Tool, ToolContext, ToolResult
 from swarmflow.core.toolcalls import ToolPolicy
 from swarmflow.tools import subreaper
 from swarmflow.tools.mcp_schema import args_model, checked_schema, unusable_args
+from swarmflow.tools.supervisor import supervised
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def under_subreaper(params: Any) -> Any:
 
     env = get_default_environment() | (params.env or {})
     found = _executable(params.command, env.get("PATH"), params.cwd)
-    argv = subreaper.command_line(found, params.args)
+    argv = supervised([found, *params.args])
     return params.model_copy(update={"command": argv[0], "args": argv[1:]})
 
 

@@ -8,6 +8,7 @@ matches found before the kill are still reported.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ from swarmflow.tools.base import ArgsModel, expect_args, private_of, resolve_pat
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.paths import relative_name
-from swarmflow.tools.shell import kill_group
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 from swarmflow.tools.walk import matches, walk_files
 
 MAX_ENTRIES = 500
@@ -140,8 +142,8 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
     """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
     command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
-        process = await anyio.open_process(
-            command, stdin=PIPE, stdout=PIPE, stderr=DEVNULL, start_new_session=True
+        process = await start_supervised(
+            command, cwd=Path.cwd(), env=os.environ, stdin=PIPE, stdout=PIPE, stderr=DEVNULL
         )
     except OSError as exc:
         raise ToolError(f"cannot start the search: {exc}") from None
@@ -157,9 +159,7 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
             await process.wait()
             finished = True
     finally:
-        kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
+        await end_supervised(process)
     if finished and process.returncode != 0:
         raise ToolError(f"search failed (exit {process.returncode})")
     lines = out.decode("utf-8", errors="replace").split("\n")

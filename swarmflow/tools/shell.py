@@ -48,6 +48,8 @@ from swarmflow.tools.sandbox import (
     sandbox_env,
 )
 from swarmflow.tools.shell_limits import ShellLimits, exceeded, limited_argv, size_text
+from swarmflow.tools.supervisor import ended as end_supervised
+from swarmflow.tools.supervisor import start as start_supervised
 
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
@@ -274,7 +276,7 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
-    """Run the launch in its own process group; kill everything it started when it ends."""
+    """Run the launch under the supervisor: everything it started is gone when it ends."""
     out = CappedOutput()
     argv, info = list(launch.argv), None
     if launch.sandboxed:
@@ -285,14 +287,13 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         # Around bwrap, not inside: the processes limit counts the user's tasks on the host.
         argv = limited_argv(launch.limits, argv)
     try:
-        process = await anyio.open_process(
+        process = await start_supervised(
             argv,
             cwd=launch.cwd,
-            env=dict(launch.env),
+            env=launch.env,
             stdin=DEVNULL,
             stdout=PIPE,
             stderr=STDOUT,
-            start_new_session=True,
             pass_fds=(info_w,) if info is not None else (),
         )
     except OSError as exc:
@@ -305,14 +306,12 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         with anyio.move_on_after(seconds):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_pump, process.stdout, out)
-                await process.wait()
+                await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
-                kill_group(process.pid)
     finally:
-        kill_group(process.pid)
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-            if info is not None:
+        await end_supervised(process)
+        if info is not None:
+            with anyio.CancelScope(shield=True):
                 await end_sandbox(info)
     return ShellOutcome(out.text(), process.returncode if finished else None, not finished)
 

@@ -12,16 +12,22 @@ The MCP stdio servers swarmflow starts run under it. It imports only the standar
 (it runs with `-I -S`, outside any environment). What it cannot stop: a descendant that a
 process outside the tree adopts (a service manager asked to start it), and SIGKILL of this
 process itself (its orphans then go to init).
+
+COMMAND runs in a process group of its own, not in this process's: a kill of COMMAND's group
+(by the command itself, or by whoever started us) never takes this process with it, so there
+is always someone left to reap what the group kill missed. Stop the whole tree by sending
+SIGTERM to this process alone (`tools.supervisor.stop`).
 """
 
 from __future__ import annotations
 
-import contextlib
+# `_signal` is the built-in module that `signal` wraps, and no `contextlib` or `typing`: they
+# would pull in `enum`, `collections` and `re`, several times this wrapper's own start-up
+# time, paid by every command swarmflow runs (`_signal` has no type stubs, hence the ignore).
+import _signal as signal  # type: ignore[import-not-found]
 import ctypes
 import os
-import signal
 import sys
-from collections.abc import Sequence
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -33,7 +39,7 @@ def supported() -> bool:
     return sys.platform == "linux"
 
 
-def command_line(command: str, args: Sequence[str]) -> list[str]:
+def command_line(command: str, args: list[str]) -> list[str]:
     """The argument vector that runs `command` under this subreaper."""
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), command, *args]
 
@@ -60,24 +66,35 @@ def _children() -> list[int]:
     return found
 
 
-def kill_descendants() -> None:
-    """SIGKILL every child and reap it, until there are none: a killed child's own children
-    are re-parented here, so they are the next round's children."""
+def kill_descendants(group: int = 0) -> None:
+    """SIGKILL COMMAND's process group (`group`, when given), then every child, and reap
+    them until there are none: a killed child's own children are re-parented here, so they
+    are the next round's children."""
+    if group > 0:
+        _quietly(os.killpg, group)
     while True:
         for pid in _children():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            _quietly(os.kill, pid)
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
 
 
-def _spawn(argv: Sequence[str]) -> int:
+def _quietly(send: object, target: int) -> None:
+    """SIGKILL `target` with `send` (`os.kill`, `os.killpg`); one that is gone is fine."""
+    try:
+        send(target, signal.SIGKILL)  # type: ignore[operator]
+    except (ProcessLookupError, PermissionError):
+        return
+
+
+def _spawn(argv: list[str]) -> int:
     """Start `argv` as a child with our stdin, stdout and stderr; exit 127 if it cannot run."""
     pid = os.fork()
     if pid == 0:
         try:
+            os.setpgid(0, 0)  # out of our group: a kill of its group leaves us to reap
             for number in _STOP_SIGNALS:
                 signal.signal(number, signal.SIG_DFL)
             os.execvp(argv[0], list(argv))
@@ -104,12 +121,16 @@ def _wait_for(child: int) -> int:
             return os.waitstatus_to_exitcode(status)
 
 
+_command = 0
+"""COMMAND's pid, which is also its process group's id (0 before it starts)."""
+
+
 def _stop(number: int, _frame: object) -> None:
-    kill_descendants()
+    kill_descendants(_command)
     os._exit(128 + number)
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: list[str]) -> int:
     if not argv:
         os.write(2, b"usage: subreaper.py COMMAND [ARG...]\n")
         return 2
@@ -119,11 +140,12 @@ def main(argv: Sequence[str]) -> int:
     for number in _STOP_SIGNALS:
         signal.signal(number, _stop)
     if os.getppid() != parent:  # the parent died before the death signal was armed
-        return 128 + signal.SIGTERM
-    child = _spawn(argv)
+        return 128 + int(signal.SIGTERM)
+    global _command
+    child = _command = _spawn(argv)
     _release_pipes()
     code = _wait_for(child)
-    kill_descendants()
+    kill_descendants(child)
     return code if code >= 0 else 128 - code
 
 

@@ -167,4 +167,6 @@ async def test_a_restarted_sender_gets_the_answer_it_paid_for(tmp_path: Path) ->
     again = await run(ask_helper, model=model, resume=first.run_dir, raise_on_failure=False)
     assert again.status == "ok", again.error
     assert again.output == "lead heard: the helper's answer"
-    assert [r.agent for r in model.requests] == ["lead", "lead"]  # the helper was not asked again
+    # The lead's first model call (its message_agent) had settled: replayed at 0 tokens; the
+    # helper is not asked again; only the lead's call that died is asked.
+    assert [r.agent for r in model.requests] == ["lead"]

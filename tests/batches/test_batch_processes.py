@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from swarmflow.batches import batch
-from swarmflow.durable.run_dirs import read_log
+from swarmflow.durable.run_log import read_log
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel
 from tests.batches import batch_target

@@ -26,7 +26,7 @@ from swarmflow.cli import main
 from swarmflow.core.budget import Charge, Limits
 from swarmflow.core.messages import ModelRequest, Usage
 from swarmflow.core.states import EndReason
-from swarmflow.durable.run_dirs import read_log
+from swarmflow.durable.run_log import read_log
 from swarmflow.record.files import EVENTS_FILE
 from swarmflow.testing import FunctionModel, Step, tool_call
 from tests.batches.batch_target import answer, solve, task_list

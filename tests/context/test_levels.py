@@ -194,3 +194,22 @@ async def test_the_adherence_axis_compares_the_levels_that_fired_with_the_assign
     events = [narrower if e is start else e for e in result.events]
     deviations = adherence(events).axis("context policy").deviations
     assert any("agent 'a' fired context level 'elide_observations'" in d for d in deviations)
+
+
+async def test_offloading_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    """A `.swarmflow-context` that is a link to a folder outside the workspace (committed,
+    or made by a command): nothing is written there, no `.gitignore` either, and the run
+    goes on with the observations kept in the context."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".swarmflow-context").symlink_to(outside, target_is_directory=True)
+    for n in range(6):
+        (workspace / f"f{n}.txt").write_text(f"line {n}\n" * 300)
+    model = _reader([f"f{n}.txt" for n in range(6)])
+    policy = ContextPolicy(processors=["offload"], offload_chars=2_000, keep_recent=2)
+    reader = Agent("a", tools=["read_file"], workspace="local", context=policy, max_steps=20)
+    result = await run_one([reader], _ask, model, repo=workspace, context_tokens=BUDGET)
+    assert result.status == "ok" and result.output == "done"
+    assert list(outside.iterdir()) == []

@@ -162,10 +162,11 @@ async def test_an_answer_never_applies_to_a_payload_it_was_not_given_for(tmp_pat
     first = await run(ship, model=drafting([1], asked), human=DeferredHuman(), runs_root=tmp_path,
                       task="notes")  # fmt: skip
     assert first.pause_token
-    # The draft's journal record is lost (as when the run died before it was written): the
-    # drafter runs again and writes v2. The "yes" given for v1 must not ship v2.
+    # The draft's journal records (its call's and its model call's) are lost (as when the run
+    # died before they were written): the drafter runs again and writes v2. The "yes" given
+    # for v1 must not ship v2.
     journal = first.run_dir / JOURNAL_FILE
-    kept = [ln for ln in journal.read_text().splitlines() if '"call_finished"' not in ln]
+    kept = [ln for ln in journal.read_text().splitlines() if 'call_finished"' not in ln]
     journal.write_text("\n".join(kept) + "\n")
     again = await run(
         ship,
@@ -449,3 +450,17 @@ async def test_a_run_directory_whose_event_log_is_gone_is_not_resumed(tmp_path: 
     (first.run_dir / EVENTS_FILE).unlink()
     with pytest.raises(ConfigError, match=r"has no events\.jsonl: .* cannot be resumed"):
         await run(ship, model=drafting([1], []), resume=first.run_dir)
+
+
+def test_a_journal_of_format_version_2_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Version 2 journaled agent calls but not their model calls: a resume reading one would
+    pay again for what it cannot replay, so it is refused as version 1 is."""
+    first = kill_target_run_sync(drafting([1], []), ship, runs_root=tmp_path, task="notes",
+                                 human=DeferredHuman())  # fmt: skip
+    journal = first.run_dir / JOURNAL_FILE
+    opened = {"kind": "journal_opened", "version": 2, "run_id": first.run_dir.name}
+    journal.write_text(json.dumps(opened) + "\n")
+    says = r"journal\.jsonl:1: journal format version 2 is not supported"
+    with pytest.raises(ConfigError, match=says) as refused:
+        kill_target_run_sync(drafting([2], []), ship, resume=first.run_dir)
+    assert "\n" not in str(refused.value)

@@ -13,10 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarmflow import run_sync
 from swarmflow.core.messages import ModelRequest, ToolCall
 from swarmflow.record.files import JOURNAL_FILE
-from swarmflow.testing import FunctionModel, tool_call
+from swarmflow.testing import FunctionModel
+from swarmflow.workspaces.worktree import WorktreeWorkspace
 from tests.durable import worktree_kill_target as target
 from tests.support.git_repo import make_repo, run_git
 from tests.support.kill import kill_when_ready
@@ -52,22 +55,33 @@ def test_a_restarted_call_starts_from_its_own_start_not_the_worktrees_base(
     assert (worktree / "half.txt").exists()  # what the killed call had done when it died
 
     seen: list[tuple[set[str], str]] = []
+    restarted: list[set[str]] = []
 
     def resumed_policy(request: ModelRequest) -> str | ToolCall:
         assert request.prompt == target.SECOND  # the first call is replayed, not asked again
-        if target.answered(request):
-            return "wrote two.txt"
         files = {p.name for p in worktree.iterdir()}
         seen.append((files, run_git(worktree, "rev-parse", "HEAD").strip()))
-        return tool_call("write_file", path="two.txt", content="two\n")
+        return "wrote two.txt"
 
-    result = run_sync(target.two_calls_one_worktree, model=FunctionModel(resumed_policy),
-                      resume=run_dir, repo=repo)  # fmt: skip
+    async def restart_from(self: WorktreeWorkspace, commit: str) -> None:
+        await real_restart(self, commit)
+        restarted.append({p.name for p in worktree.iterdir()})
+
+    real_restart = WorktreeWorkspace.restart_from
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WorktreeWorkspace, "restart_from", restart_from)
+        result = run_sync(target.two_calls_one_worktree, model=FunctionModel(resumed_policy),
+                          resume=run_dir, repo=repo)  # fmt: skip
     assert result.status == "ok" and result.output == "wrote two.txt"
-    ((files, head),) = seen
+    (files,) = restarted
     assert "one.txt" in files  # the earlier call's commit is still in the worktree
     assert "half.txt" not in files  # the restarted call does not see its own half-made edits
-    assert head == committed
+    # Its first model call had settled: replayed (its tool runs again and writes half.txt);
+    # the one in flight when the process died is the only one asked, and paid again.
+    ((files, head),) = seen
+    assert "half.txt" in files and head == committed
+    payments = [e.payment for e in result.events if e.type == "model_called"]  # type: ignore[attr-defined]
+    assert payments == ["paid", "paid", "paid", "replayed", "repaid"]  # both processes' calls
     # What the killed call had made is kept, in the repository's stash.
     stashes = run_git(repo, "stash", "list")
     assert f"swarmflow: unfinished work of swarmflow/{run_dir.name}/" in stashes

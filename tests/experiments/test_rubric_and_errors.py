@@ -68,6 +68,7 @@ def test_the_judge_grades_every_item_in_runs_of_its_own(tmp_path: Path) -> None:
     judged = (out / "judge/both-q1-r1/events.jsonl").read_text()
     arm_run = Path(both.run_dir, "events.jsonl").read_text()
     assert '"agent":"judge"' in judged.replace(" ", "") and "judge" not in arm_run
+    assert '"purpose":"judge"' in judged.replace(" ", "")  # the judge's calls say what for
     assert "rubric 100.0%" in report.text()
 
 

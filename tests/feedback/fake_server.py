@@ -1,6 +1,7 @@
 """A language server for the tests, speaking LSP on stdio in plain Python.
 
-`hang`: reads and never answers. `late`: answers, publishes nothing wrong on open, and publishes
+`hang`: reads and never answers. `spawn MARKER`: starts a detached (`setsid`) sleeper holding
+MARKER, then answers as a well-behaved server that finds nothing wrong. `late`: answers, publishes nothing wrong on open, and publishes
 one diagnostic ("L1 late problem") for a change only once the test writes to the FIFO `release`
 in its working directory, then writes to the FIFO `published` (each blocks until the other end
 opens: the test waits on them as events).
@@ -9,6 +10,7 @@ opens: the test waits on them as events).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,11 @@ LATE = {
 }
 
 
-def main(mode: str) -> None:
+def main(mode: str, marker: str = "") -> None:
+    if mode == "spawn":
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker],
+                         start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL)  # fmt: skip
     while (message := read()) is not None:
         method, params = message.get("method"), message.get("params") or {}
         if mode == "hang":
@@ -56,7 +62,9 @@ def main(mode: str) -> None:
             send({"id": message["id"], "result": None})
         elif method == "exit":
             return
-        elif method == "textDocument/didOpen":
+        elif method == "textDocument/didOpen" or (
+            method == "textDocument/didChange" and mode == "spawn"
+        ):
             document = params["textDocument"]
             publish(document["uri"], document["version"], [])
         elif method == "textDocument/didChange":
@@ -67,4 +75,4 @@ def main(mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,20 @@ from swarmflow.core.messages import ModelRequest
 from swarmflow.feedback.servers import KNOWN_SERVERS, ServerSpec, register
 from swarmflow.testing import FunctionModel, tool_call
 from tests.feedback.lsp_support import coder, evidence_of
+from tests.harnesses.support import processes_with
 from tests.runtime.helpers import of_type, run_one
 
 FAKE = str(Path(__file__).with_name("fake_server.py"))
+SPAWN_MARKER = f"lsp-detached-{uuid.uuid4().hex}"
 
 
 @pytest.fixture(autouse=True)
 def fake_servers() -> Iterator[None]:
     register(ServerSpec("hang", (sys.executable, FAKE, "hang")))
     register(ServerSpec("late", (sys.executable, FAKE, "late")))
+    register(ServerSpec("spawn", (sys.executable, FAKE, "spawn", SPAWN_MARKER)))
     yield
+    KNOWN_SERVERS.pop("spawn")
     KNOWN_SERVERS.pop("hang")
     KNOWN_SERVERS.pop("late")
 
@@ -74,3 +79,17 @@ async def test_diagnostics_after_the_wait_reach_a_later_step(repo: Path) -> None
     assert [c.timed_out for c in of_type(result, "feedback_checked")] == [True, False]
     (posted,) = of_type(result, "diagnostics_posted")
     assert posted.late and posted.codes == ["L1"]
+
+
+async def test_a_servers_detached_child_ends_with_a_run_that_ended_ok(repo: Path) -> None:
+    """The server's own `setsid` child leaves its process group and session: the supervisor
+    ends it all the same when the run ends well (the server itself exits politely)."""
+    model = FunctionModel(
+        lambda r: "done" if len(model.requests) > 1 else tool_call(
+            "edit", path="a.py", old="x = 1", new="x = 2"
+        )
+    )  # fmt: skip
+    result = await run_one([coder(servers=["spawn"])], lambda: agent("coder", "go"), model,
+                           repo=repo)  # fmt: skip
+    assert result.status == "ok" and not of_type(result, "feedback_unavailable")
+    assert processes_with(SPAWN_MARKER) == []

@@ -82,6 +82,8 @@ def test_a_killed_flagship_run_resumes_in_its_worktrees(tmp_path: Path) -> None:
     started = {r["workspace"]["branch"] for r in journal(run_dir, "call_started")}  # type: ignore[index]
     assert finished and started
     interrupted = in_flight_heads(target, run_dir)
+    events = (run_dir / "events.jsonl").read_text().splitlines()
+    settled = sum(json.loads(line)["type"] == "model_called" for line in events)
 
     asked: list[str] = []
 
@@ -96,12 +98,18 @@ def test_a_killed_flagship_run_resumes_in_its_worktrees(tmp_path: Path) -> None:
     assert resumed.status == "ok", resumed.error
     reference = run_demo(tmp_path / "reference", human=[])
     assert summary(resumed.output) == summary(reference.output)
-    # Every call that had finished was replayed; only the rest went to the model.
+    # Every call that had finished was replayed; inside the calls in flight, a model call that
+    # had settled is replayed when it sends what it sent then (a reviewer shown a commit made
+    # again, with a new id, is asked again): only the rest went to the model.
     replayed = [e for e in resumed.events if e.type == "call_replayed"]
     assert len(replayed) == len(finished)
     paid = sum(int(r["spend"]["calls"]) for r in finished)  # type: ignore[index]
+    assert settled > paid  # the calls in flight had settled some of their model calls
     reference_calls = sum(1 for e in reference.events if e.type == "model_called")
-    assert len(asked) == reference_calls - paid
+    again = [e for e in resumed.events if e.type == "model_called"][settled:]
+    answered = [e for e in again if e.payment == "replayed"]  # type: ignore[attr-defined]
+    assert answered and len(answered) + len(asked) == reference_calls - paid
+    assert len(asked) >= reference_calls - settled
     # Every candidate was made in a worktree the killed process had started: none made anew.
     committed = {e.git_branch for e in resumed.events if e.type == "workspace_changed"}  # type: ignore[attr-defined]
     assert resumed.output.patch.branch in started

@@ -10,9 +10,20 @@ Modes:
 - `board ALLOWED OTHER`: opens a thread with each and mentions each through the board
   commands, printing what each command answered;
 - `leak FILE`: sends FILE's text to its model and prints the status it got;
+- `leak_in_tool FILE WHERE`: sends FILE's text inside a tool it offers its model (WHERE:
+  `description`, `parameter` (a parameter's description) or `enum`); prints the status;
 - `stream SCHEMA`: a streamed request with one tool of that JSON schema; prints the tool calls;
 - `hostile MARKER`: a 10 MB request, 500 connections at once, then never exits;
 - `sleeper MARKER`: starts a detached child (`setsid`) and both sleep; prints READY first;
+- `detacher MARKER`: starts a detached child (`setsid`) that sleeps, asks its model once,
+  prints the answer and exits;
+- `oversize TRIES`: sends a 10 MB body TRIES times and prints the status each got (`lost`
+  when the connection broke before an answer came);
+- `forge TEXT ANSWER_FILE`: writes TEXT to an `owner` file beside its answer file (in its
+  private folder), asks its model once, then writes its answer file;
+- `link TARGET ANSWER_FILE`: makes its answer file a symbolic link to TARGET and exits;
+- `malformed`: sends requests of wrong-typed fields and one nested 100,000 deep, printing
+  each status, then asks its model once and prints the answer;
 - `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
   prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
@@ -38,9 +49,13 @@ def command(mode: str, *args: str) -> list[str]:
     return [sys.executable, "-I", "-c", SOURCE, mode, *args]
 
 
-def _ask(messages: list[dict[str, Any]], **extra: Any) -> tuple[int, dict[str, Any]]:
-    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+def _ask(messages: Any, **extra: Any) -> tuple[int, dict[str, Any]]:
     body = json.dumps({"model": "swarmflow", "messages": messages, **extra}).encode()
+    return _post(body)
+
+
+def _post(body: bytes) -> tuple[int, dict[str, Any]]:
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}",
         "Content-Type": "application/json",
@@ -98,6 +113,21 @@ def leak(path: str) -> None:
     print(f"status {status}: {answer.get('error', {}).get('message', '')}")
 
 
+def leak_in_tool(path: str, where: str) -> None:
+    text = Path(path).read_text()
+    parameter: dict[str, Any] = {"type": "string", "description": "which file"}
+    if where == "parameter":
+        parameter["description"] = text
+    if where == "enum":
+        parameter["enum"] = ["a.txt", text]
+    described = text if where == "description" else "reads a file"
+    schema = {"type": "object", "properties": {"path": parameter}}
+    tool = {"type": "function",
+            "function": {"name": "read", "description": described, "parameters": schema}}
+    status, answer = _ask([{"role": "user", "content": "go"}], tools=[tool])
+    print(f"status {status}: {answer.get('error', {}).get('message', '')}")
+
+
 def stream(schema: str) -> None:
     """Streams a request carrying one tool; prints the tool call it was streamed."""
     tools = [{"type": "function", "function": {
@@ -147,6 +177,47 @@ def sleeper(marker: str) -> None:
                      start_new_session=True)  # fmt: skip
     status, answer = _ask([{"role": "user", "content": f"ready ({marker})"}])
     time.sleep(3600)
+
+
+def detacher(marker: str) -> None:
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker],
+                     start_new_session=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    status, answer = _ask([{"role": "user", "content": f"detached ({marker})"}])
+    print(f"{status}: {answer}", flush=True)
+
+
+def malformed() -> None:
+    deep = b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    bodies = [
+        json.dumps({"messages": [{"role": ["user"], "content": "x"}]}).encode(),
+        json.dumps({"messages": [{"role": "user", "content": "x", "tool_calls": 5}]}).encode(),
+        deep,
+    ]
+    print(" ".join(str(_post(body)[0]) for body in bodies), flush=True)
+    status, answer = _ask([{"role": "user", "content": "still there?"}])
+    print(f"{status}: {_text(answer)}", flush=True)
+
+
+def oversize(tries: str) -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * (10 << 20)}]}).encode()
+    statuses = []
+    for _ in range(int(tries)):
+        try:
+            statuses.append(str(_post(body)[0]))
+        except (OSError, urllib.error.URLError):
+            statuses.append("lost")
+
+    print(" ".join(statuses), flush=True)
+
+
+def forge(text: str, answer_file: str) -> None:
+    Path(answer_file).with_name("owner").write_text(text)
+    _ask([{"role": "user", "content": "forged"}])
+    Path(answer_file).write_text("forger done")
+
+
+def link(target: str, answer_file: str) -> None:
+    os.symlink(target, answer_file)
 
 
 def probe(host: str, port: str) -> None:

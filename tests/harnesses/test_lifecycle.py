@@ -133,9 +133,10 @@ def test_resume_replays_a_finished_harness_call_without_its_program(tmp_path: Pa
 def test_resume_restarts_a_harness_call_in_flight_in_its_worktree_from_its_start(
     tmp_path: Path,
 ) -> None:
-    """Killed while the harness was mid-work (a half-done file in its worktree): the resumed
-    run starts the program again on the worktree as the call found it, so the half-done
-    change is not in the product."""
+    """Killed while the harness was mid-work (a half-done file in its worktree, its second
+    model call in flight): the resumed run starts the program again on the worktree as the
+    call found it; the program's first model call, which had settled, is replayed (so it
+    writes what it wrote before, once), and only the call in flight is asked again."""
     repo = make_repo(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, target.__file__, "mid_harness", str(tmp_path / "runs"), str(repo), "-"]
@@ -145,16 +146,21 @@ def test_resume_restarts_a_harness_call_in_flight_in_its_worktree_from_its_start
     assert not events_in(run_dir, "harness_ended")  # killed in flight
     halves = [p for p in (run_dir / "worktrees").rglob("app.py") if "half done" in p.read_text()]
     assert halves  # the killed program had written its half-done file
+    asked: list[str] = []
 
     def policy(request: ModelRequest) -> str:
+        asked.append(f"{request.agent}: {request.prompt[:9]}")
         if request.agent == "reviewer":
-            assert "+    return 42" in request.prompt and "half done" not in request.prompt
+            # drafts.txt is appended to: the half-done code once, as the restarted program
+            # wrote it on the worktree the call started from (app.py's diff holds it once too).
+            assert request.prompt.count("half done") == 2
             return "approve"
         return target.coder_answer(request)
 
     result = run_sync(target.code_and_review("mid_harness", "-"), model=FunctionModel(policy),
                       resume=run_dir, repo=repo)  # fmt: skip
     assert result.status == "ok" and result.output == "answer() returns 42 / approve"
+    assert asked == ["coder: summarise", "reviewer: Patch(dif"]
     assert len(events_in(run_dir, "harness_started")) == 2  # the program ran again
     (ended,) = of_type(result, "harness_ended")
     assert ended.reason == "completed"
@@ -223,3 +229,34 @@ def test_without_bubblewrap_a_harness_runs_on_the_host_and_the_run_says_so(
     assert [e.sandboxed for e in of_type(result, "harness_started")] == [False, False]
     (said,) = of_type(result, "sandbox_unavailable")  # once per run
     assert "Harness programs run on the host" in said.reason
+
+
+@pytest.mark.parametrize("ending", ["ok", "timeout", "allowance"])
+def test_a_host_harness_leaves_no_detached_child_however_its_call_ends(ending: str) -> None:
+    """On the host (no sandbox), a program's `setsid` grandchild is gone when the call ends:
+    the program exited, was stopped at its timeout, or at the agent's allowance."""
+    marker = f"detached-{ending}-{uuid.uuid4().hex}"
+    mode = "sleeper" if ending == "timeout" else "detacher"
+    harness = Harness(command=command(mode, marker), task="stdin",
+                      timeout=2 if ending == "timeout" else 60)  # fmt: skip
+    host = Agent("host", workspace="local", sandbox="none", harness=harness,
+                 allowance=5 if ending == "allowance" else None)  # fmt: skip
+    seen: list[int] = []
+
+    @flow(team=Team([host]))
+    async def detach() -> str:
+        try:
+            return (await agent("host", "go")).text
+        except BudgetExhausted as exc:
+            return exc.reason
+
+    def policy(request: ModelRequest) -> str:
+        seen.extend(processes_with(marker))  # the detached child is running now
+        return "fine"
+
+    result = run_sync(detach, model=FunctionModel(policy))
+    assert result.status == "ok"
+    expected = {"ok": "200: ", "timeout": "wall clock", "allowance": "budget exhausted"}
+    assert expected[ending] in str(result.output)
+    assert ending == "allowance" or seen  # the detached child was running meanwhile
+    assert processes_with(marker) == []  # nothing of it outlived the call

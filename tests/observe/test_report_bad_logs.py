@@ -119,7 +119,7 @@ BAD_LINES: dict[str, tuple[Callable[[], bytes], str]] = {
     "inputs nested 100,000 deep": (nested_in_inputs, "is not an event"),
     "nested 300 deep with a lone surrogate": (nested_with_a_lone_surrogate, "is not an event"),
     "bytes that are not UTF-8": (not_utf8, "is not an event"),
-    "a line over 16 MiB": (too_long, "is longer than 16 MiB: not an event"),
+    "a line over the cap": (too_long, f"is longer than {MAX_LINE >> 20} MiB: not an event"),
 }
 
 

@@ -210,3 +210,20 @@ async def test_without_bubblewrap_the_run_says_so_once(
         assert len(events) == before
     finally:
         bwrap_problem.cache_clear()
+
+
+@pytest.mark.parametrize("timeout", [30.0, 0.5])
+async def test_a_host_commands_setsid_children_die_with_it(
+    registry: ToolRegistry, root: Path, timeout: float
+) -> None:
+    """Without the sandbox (`sandbox="none"`: no PID namespace), a `setsid` or `nohup`
+    child leaves the command's process group; it ends with the command all the same."""
+    marker = f"32{os.getpid() % 1000}.{int(timeout * 100)}"
+    command = f"setsid sleep {marker} & nohup sleep {marker} > /dev/null & echo left"
+    if timeout < 1:
+        command += "; sleep 60"
+    result = await registry.execute(
+        "run_shell", {"command": command, "timeout": timeout}, _ctx(root, sandbox="none")
+    )
+    assert result.text.startswith("exit code: 0" if timeout > 1 else "stopped:")
+    assert _host_processes_with(f"sleep {marker}") == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from swarmflow.core import reading
 from swarmflow.record.events import EventBase, parse_event
 from swarmflow.record.lines import LineWriter
 
@@ -33,8 +34,7 @@ class JsonlSink(LineWriter):
 
 
 def read_events(path: str | Path) -> Iterator[EventBase]:
-    """Parse a JSONL event log back into event models."""
-    with Path(path).open("rb") as fh:
-        for raw in fh:
-            if raw.strip():
-                yield parse_event(raw)
+    """Parse a JSONL event log back into event models (read by the one reader: a torn last
+    line is left out)."""
+    for _, raw in reading.lines(Path(path), "an event log"):
+        yield parse_event(raw)
