@@ -33,6 +33,7 @@ def _row(arm: str, task: str, repeat: int, resolved: bool, **more: Any) -> Row:
         "score": float(resolved), "rubric_passed": 0, "rubric_items": 0, "adherent": True,
         "unverified": False, "participation": None, "delegation": None, "role_boundary": None,
         "budget_sharing": None, "information_flow": None, "context_policy": None, "tokens": 0,
+        "tokens_replayed": 0, "tokens_repaid": 0,
         "tokens_in": 0, "tokens_out": 0, "cached_tokens": 0, "cost": 0.0, "calls": 0,
         "wall": 0.0, "model_seconds": 0.0, "tool_seconds": 0.0, "engine_seconds": 0.0,
         "end_reason": "completed", "status": "ok", "model": "m", "allowance": None,
