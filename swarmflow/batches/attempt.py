@@ -60,5 +60,6 @@ async def run_task(setup: Setup, task: Task, ledger: BatchLedger) -> TaskResult 
 
 def _failed(task: Task, run_dir: Path, exc: Exception, *, resumed: bool) -> TaskResult:
     error = f"{type(exc).__name__}: {exc}"
-    return TaskResult(task.id, task.inputs, "failed", error=error, run_dir=str(run_dir),
-                      resumed=resumed)  # fmt: skip
+    return TaskResult(
+        task.id, task.inputs, "failed", error=error, run_dir=str(run_dir), resumed=resumed
+    )

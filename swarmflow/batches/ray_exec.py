@@ -56,11 +56,14 @@ class BatchWorker:
         s, keeper = self.setups[batch], self.keepers[batch]
         if not s.runs.is_dir():
             return TaskResult(
-                task.id, task.inputs, "failed", run_dir=str(s.runs / task.id),
+                task.id,
+                task.inputs,
+                "failed",
+                run_dir=str(s.runs / task.id),
                 error=f"ConfigError: the batch folder {s.runs.parent} is not on this Ray "
                 f"worker's filesystem ({ray.util.get_node_ip_address()}): put it on a path "
                 "every node shares",
-            )  # fmt: skip
+            )
         if keeper is None:
             return await run_task(s, task, BatchLedger(s.budget))
         ledger = ActorLedger(keeper, task.id, s.budget)

@@ -107,8 +107,11 @@ def live_elsewhere(task: Task, run_dir: Path) -> Unfinished | None:
     pid = live_pid(run_dir)
     if pid is None:
         return None
-    return Unfinished(task.id, f"{task.id}: its run directory {run_dir} is in use by process "
-                      f"{pid}; it was not run, and a re-run of the batch takes it up")  # fmt: skip
+    return Unfinished(
+        task.id,
+        f"{task.id}: its run directory {run_dir} is in use by process "
+        f"{pid}; it was not run, and a re-run of the batch takes it up",
+    )
 
 
 def settled(task: Task, run_dir: Path, *, retry_failed: bool) -> TaskResult | Unfinished | None:

@@ -143,8 +143,10 @@ class ResultsFile:
                 try:
                     read.append(_parsed(line))
                 except BadLine as exc:
-                    self._warn(f"{path}:{line.number}: not a task result ({exc}); skipped, so "
-                               "its task counts as not done")  # fmt: skip
+                    self._warn(
+                        f"{path}:{line.number}: not a task result ({exc}); skipped, so "
+                        "its task counts as not done"
+                    )
         return read
 
     def _warn(self, warning: str) -> None:
@@ -243,9 +245,12 @@ def encode(result: TaskResult, redactor: Redactor) -> tuple[bytes, TaskResult]:
     line, unfit = _line(fields, output, redactor)
     if unfit is not None:
         output = None
-        fields["notes"] = [*fields["notes"], f"the output ({unfit}) does not fit a results "
-                           f"line (at most {MAX_LINE} bytes, {MAX_DEPTH} levels deep); it is "
-                           "in the run_finished event of the task's run"]  # fmt: skip
+        fields["notes"] = [
+            *fields["notes"],
+            f"the output ({unfit}) does not fit a results "
+            f"line (at most {MAX_LINE} bytes, {MAX_DEPTH} levels deep); it is "
+            "in the run_finished event of the task's run",
+        ]
         line, _ = _line(fields, None, redactor)
     return line, TaskResult(**fields)
 

@@ -32,31 +32,46 @@ def register(subparsers: Any) -> None:
         "--inputs", required=True, metavar="FILE", help="a .jsonl file: one object of inputs a line"
     )
     cmd.add_argument(
-        "--out", default="batch", metavar="DIR",
+        "--out",
+        default="batch",
+        metavar="DIR",
         help="where results.jsonl and the runs go (default ./batch); run again to go on",
-    )  # fmt: skip
+    )
     cmd.add_argument(
-        "--retry-failed", action="store_true",
+        "--retry-failed",
+        action="store_true",
         help="also run the tasks whose result in OUT/results.jsonl is failed, each resumed from "
         "its journal; the tasks that ended ok (or paused) are kept, not run again",
-    )  # fmt: skip
+    )
     cmd.add_argument("--concurrency", type=int, default=8, metavar="N", help="runs at once")
     cmd.add_argument(
-        "--on", default="local", metavar="WHERE",
+        "--on",
+        default="local",
+        metavar="WHERE",
         help="local (default: this process), ray (the Ray cluster ray.init() finds, or a new "
         "local one) or ray://HOST:PORT; Ray needs swarmflow[ray] (docs/ray.md)",
-    )  # fmt: skip
+    )
     cmd.add_argument(
-        "--workers", type=int, metavar="N",
+        "--workers",
+        type=int,
+        metavar="N",
         help="with --on ray: worker actors (default: one per CPU of the cluster)",
-    )  # fmt: skip
+    )
     for name, kind, unit in BUDGETS:
-        cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
-                         help=f"{unit} shared by every run of the batch")  # fmt: skip
-        cmd.add_argument(f"--run-budget-{name}", type=kind, metavar="N",
-                         help=f"{unit} each run may spend")  # fmt: skip
-    add_model_choice(cmd, model_help="a model on an OpenAI-compatible endpoint",
-                     demo_help="a scripted demo model: offline")  # fmt: skip
+        cmd.add_argument(
+            f"--budget-{name}",
+            type=kind,
+            metavar="N",
+            help=f"{unit} shared by every run of the batch",
+        )
+        cmd.add_argument(
+            f"--run-budget-{name}", type=kind, metavar="N", help=f"{unit} each run may spend"
+        )
+    add_model_choice(
+        cmd,
+        model_help="a model on an OpenAI-compatible endpoint",
+        demo_help="a scripted demo model: offline",
+    )
     cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
     cmd.set_defaults(handler=batch_command)

@@ -24,8 +24,12 @@ def register(subparsers: Any) -> None:
     # `--store` also after the action (`experience list --store X`): where it is given last, it
     # wins; not given there, the one before the action (or its default) stands.
     after = argparse.ArgumentParser(add_help=False)
-    after.add_argument("--store", metavar="STORE", default=argparse.SUPPRESS,
-                       help="the experience store (also accepted before the action)")  # fmt: skip
+    after.add_argument(
+        "--store",
+        metavar="STORE",
+        default=argparse.SUPPRESS,
+        help="the experience store (also accepted before the action)",
+    )
     sub = experience.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser(
         "list", help="one line per note: id, agent, kind, text", parents=[after]

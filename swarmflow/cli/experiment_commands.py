@@ -39,20 +39,38 @@ def _no_subcommand(cmd: argparse.ArgumentParser) -> int:
 def _run_parser(sub: Any) -> None:
     cmd = sub.add_parser("run", help="run every arm x task x repeat; run again to go on")
     cmd.add_argument("experiment", metavar="EXP", help="file.py:NAME or module:NAME")
-    cmd.add_argument("--out", default="experiment", metavar="DIR",
-                     help="the experiment's folder (default ./experiment)")  # fmt: skip
-    cmd.add_argument("--on", default="local", metavar="WHERE",
-                     help="local (default), ray or ray://HOST:PORT (docs/ray.md)")  # fmt: skip
+    cmd.add_argument(
+        "--out",
+        default="experiment",
+        metavar="DIR",
+        help="the experiment's folder (default ./experiment)",
+    )
+    cmd.add_argument(
+        "--on",
+        default="local",
+        metavar="WHERE",
+        help="local (default), ray or ray://HOST:PORT (docs/ray.md)",
+    )
     cmd.add_argument("--workers", type=int, metavar="N", help="with --on ray: worker actors")
     cmd.add_argument("--repeats", type=int, metavar="N", help="override the declared repeats")
-    cmd.add_argument("--tasks", type=int, metavar="N", dest="first_tasks",
-                     help="run only the first N tasks of the set (a pilot)")  # fmt: skip
+    cmd.add_argument(
+        "--tasks",
+        type=int,
+        metavar="N",
+        dest="first_tasks",
+        help="run only the first N tasks of the set (a pilot)",
+    )
     _require_sandbox_option(cmd)
     for name, kind, unit in BUDGETS:
-        cmd.add_argument(f"--budget-{name}", type=kind, metavar="N",
-                         help=f"{unit} for the whole call, split evenly over the arms")  # fmt: skip
-        cmd.add_argument(f"--run-budget-{name}", type=kind, metavar="N",
-                         help=f"{unit} each run may spend")  # fmt: skip
+        cmd.add_argument(
+            f"--budget-{name}",
+            type=kind,
+            metavar="N",
+            help=f"{unit} for the whole call, split evenly over the arms",
+        )
+        cmd.add_argument(
+            f"--run-budget-{name}", type=kind, metavar="N", help=f"{unit} each run may spend"
+        )
     add_model_choice(
         cmd,
         model_help="a model on an OpenAI-compatible endpoint for every arm that names none",
@@ -64,10 +82,13 @@ def _run_parser(sub: Any) -> None:
 def _grade_parser(sub: Any) -> None:
     cmd = sub.add_parser("grade", help="grade a finished experiment again, running no arm")
     cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
-    cmd.add_argument("--grader", metavar="REF",
-                     help="file.py:NAME or module:NAME: a grader (TestsGrader, FunctionGrader, "
-                          "RubricGrader) or an Experiment whose grader to use (default: the "
-                          "recorded tests grader)")  # fmt: skip
+    cmd.add_argument(
+        "--grader",
+        metavar="REF",
+        help="file.py:NAME or module:NAME: a grader (TestsGrader, FunctionGrader, "
+        "RubricGrader) or an Experiment whose grader to use (default: the "
+        "recorded tests grader)",
+    )
     _require_sandbox_option(cmd)
     add_model_choice(
         cmd,
@@ -101,15 +122,20 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"swarmflow experiment run: {scrubbed(str(exc))}", file=sys.stderr)
         return USAGE
     except KeyboardInterrupt:
-        print(f"\nswarmflow experiment run: interrupted; what finished is in {args.out}, run the "
-              "same command again to go on", file=sys.stderr)  # fmt: skip
+        print(
+            f"\nswarmflow experiment run: interrupted; what finished is in {args.out}, run the "
+            "same command again to go on",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     if sys.stderr.isatty():
         print(file=sys.stderr)
     for why in result.stopped:
         print(f"swarmflow experiment run: {scrubbed(why)}", file=sys.stderr)
-    print(f"{result.finished}/{result.total} runs finished and graded; "
-          f"swarmflow experiment report {args.out}")  # fmt: skip
+    print(
+        f"{result.finished}/{result.total} runs finished and graded; "
+        f"swarmflow experiment report {args.out}"
+    )
     return OK if result.unfinished == 0 else LEFT
 
 
@@ -136,9 +162,12 @@ def _declared(args: argparse.Namespace) -> Any:
 
 
 def _require_sandbox_option(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("--require-sandbox", action="store_true",
-                     help="refuse to grade where the tests grader cannot run in bubblewrap "
-                          "(as TestsGrader(sandbox='bwrap'))")  # fmt: skip
+    cmd.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse to grade where the tests grader cannot run in bubblewrap "
+        "(as TestsGrader(sandbox='bwrap'))",
+    )
 
 
 async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress: Any) -> Any:
@@ -148,11 +177,17 @@ async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress:
     try:
         with talking(progress, Path(args.out), sys.stderr):
             return await run_experiment(
-                experiment, out=args.out, model=None if chosen is None else chosen.model,
-                demo=args.demo, on=args.on, workers=args.workers,
-                budget=limits_from(args, "budget"), run_budget=limits_from(args, "run_budget"),
-                on_progress=progress, first_tasks=args.first_tasks,
-            )  # fmt: skip
+                experiment,
+                out=args.out,
+                model=None if chosen is None else chosen.model,
+                demo=args.demo,
+                on=args.on,
+                workers=args.workers,
+                budget=limits_from(args, "budget"),
+                run_budget=limits_from(args, "run_budget"),
+                on_progress=progress,
+                first_tasks=args.first_tasks,
+            )
     finally:
         if chosen is not None:
             await chosen.close()
@@ -172,8 +207,10 @@ def grade_command(args: argparse.Namespace) -> int:
         return USAGE
     for warning in result.warnings:
         print(f"swarmflow experiment grade: warning: {scrubbed(warning)}", file=sys.stderr)
-    print(f"{result.graded} runs graded by {result.grader} ({result.changed} changed); "
-          f"swarmflow experiment report {args.dir}")  # fmt: skip
+    print(
+        f"{result.graded} runs graded by {result.grader} ({result.changed} changed); "
+        f"swarmflow experiment report {args.dir}"
+    )
     return OK
 
 
@@ -205,9 +242,11 @@ async def _grade(args: argparse.Namespace, grader: Any, judge: Any, demo: Any) -
         judge = demo()
     try:
         return await regrade_experiment(
-            args.dir, grader=grader, judge_model=chosen.model if chosen else judge,
+            args.dir,
+            grader=grader,
+            judge_model=chosen.model if chosen else judge,
             require_sandbox=args.require_sandbox,
-        )  # fmt: skip
+        )
     finally:
         if chosen is not None:
             await chosen.close()

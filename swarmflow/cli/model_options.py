@@ -107,6 +107,9 @@ def _probed(args: argparse.Namespace) -> EndpointProfile | None:
     how = "as probed before" if cached else "as probed now"
     print(f"swarmflow: {profile.line()} ({how}; flags override it)", file=sys.stderr)
     if args.stream and not profile.streaming:
-        print("swarmflow: --stream given, but the endpoint's streamed answers failed when "
-              "two came at once", file=sys.stderr)  # fmt: skip
+        print(
+            "swarmflow: --stream given, but the endpoint's streamed answers failed when "
+            "two came at once",
+            file=sys.stderr,
+        )
     return profile

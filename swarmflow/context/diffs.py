@@ -6,8 +6,20 @@ from __future__ import annotations
 import re
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-_FILE_LINES = ("diff ", "--- ", "+++ ", "index ", "new file", "deleted file", "rename ",
-               "similarity ", "old mode", "new mode", "Binary files", "\\ No newline")  # fmt: skip
+_FILE_LINES = (
+    "diff ",
+    "--- ",
+    "+++ ",
+    "index ",
+    "new file",
+    "deleted file",
+    "rename ",
+    "similarity ",
+    "old mode",
+    "new mode",
+    "Binary files",
+    "\\ No newline",
+)
 CHANGED_PER_HUNK = 12
 """Changed lines one hunk keeps; the rest are counted."""
 

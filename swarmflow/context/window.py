@@ -68,9 +68,11 @@ class ContextWindow:
             return kept
         whole = await self._reduce(kept.history, 1, room, block.target, around)
         return Compacted(
-            whole.history, kept.levels + whole.levels, kept.cost + whole.cost,
+            whole.history,
+            kept.levels + whole.levels,
+            kept.cost + whole.cost,
             kept.usage + whole.usage,
-        )  # fmt: skip
+        )
 
     async def _reduce(
         self, history: list[Message], keep: int, room: int, target: int, around: Surroundings

@@ -44,10 +44,41 @@ _SCHEMA = (
 _COLUMNS = "id, agent, kind, text, task, repository, run_id, created"
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 _COMMON = frozenset(
-    ("the", "and", "for", "with", "that", "this", "from", "into", "are", "was", "were", "not",
-     "but", "you", "your", "have", "has", "its", "when", "what", "which", "will", "can",
-     "should", "then", "than", "them", "they", "their", "there", "use", "using")
-)  # fmt: skip
+    (
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "are",
+        "was",
+        "were",
+        "not",
+        "but",
+        "you",
+        "your",
+        "have",
+        "has",
+        "its",
+        "when",
+        "what",
+        "which",
+        "will",
+        "can",
+        "should",
+        "then",
+        "than",
+        "them",
+        "they",
+        "their",
+        "there",
+        "use",
+        "using",
+    )
+)
 MAX_QUERY_WORDS = 32
 KINDS = ("worked", "failed", "note")
 
@@ -192,5 +223,13 @@ class ExperienceStore:
 
 def _note(row: tuple[object, ...]) -> Note:
     id_, agent, kind, text, task, repository, run_id, created = row
-    return Note(int(str(id_)), str(agent), str(kind), str(text), str(task), str(repository),
-                str(run_id), float(str(created)))  # fmt: skip
+    return Note(
+        int(str(id_)),
+        str(agent),
+        str(kind),
+        str(text),
+        str(task),
+        str(repository),
+        str(run_id),
+        float(str(created)),
+    )

@@ -59,10 +59,11 @@ def candidates(arm: Any) -> list[Any]:
     """The arm's k candidates: the same arm, each under its own name, run once."""
     assert arm.best_of is not None
     return [
-        arm.model_copy(update={"name": candidate_name(arm.name, c), "best_of": None,
-                               "reference": False})
+        arm.model_copy(
+            update={"name": candidate_name(arm.name, c), "best_of": None, "reference": False}
+        )
         for c in range(1, arm.best_of.k + 1)
-    ]  # fmt: skip
+    ]
 
 
 async def choose(
@@ -92,11 +93,14 @@ def chosen_grade(arm: str, rule: str, candidate: int, graded: list[Grade]) -> Gr
     """The arm's grade: candidate `candidate`'s (from 1), with the judge spend of all k."""
     pick = graded[candidate - 1]
     note = f"best of {len(graded)} by {rule}: candidate {candidate}; {pick.note}"
-    return pick.model_copy(update={
-        "arm": arm, "note": note,
-        "judge_tokens": sum(g.judge_tokens for g in graded),
-        "judge_cost": sum(g.judge_cost for g in graded),
-    })  # fmt: skip
+    return pick.model_copy(
+        update={
+            "arm": arm,
+            "note": note,
+            "judge_tokens": sum(g.judge_tokens for g in graded),
+            "judge_cost": sum(g.judge_cost for g in graded),
+        }
+    )
 
 
 def record_choice(layout: Layout, arm: str, key: RunKey, candidate: int) -> None:
@@ -112,8 +116,14 @@ def _outcome(plan: Any, arm: str, task: Any, repeat: int, c: int) -> RunOutcome:
     index = [t.id for t in plan.tasks].index(task.id) * plan.experiment.repeats + repeat - 1
     run_dir = layout.run_dir(key, index)
     line = _result_line(layout.arm(key.arm), run_dir)
-    return RunOutcome(key, line.get("status", "failed"), line.get("output"), line.get("error"),
-                      run_dir, layout.checkout(key) if task.repo else None)  # fmt: skip
+    return RunOutcome(
+        key,
+        line.get("status", "failed"),
+        line.get("output"),
+        line.get("error"),
+        run_dir,
+        layout.checkout(key) if task.repo else None,
+    )
 
 
 def _result_line(batch_dir: Path, run_dir: Path) -> dict[str, Any]:
@@ -153,8 +163,10 @@ def chosen_run(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> Path 
 
 def candidate_runs(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> list[Path]:
     k = int((arm.best_of or {}).get("k", 0))
-    return [layout.run_dir(RunKey(candidate_name(arm.name, c), key.task, key.repeat), index)
-            for c in range(1, k + 1)]  # fmt: skip
+    return [
+        layout.run_dir(RunKey(candidate_name(arm.name, c), key.task, key.repeat), index)
+        for c in range(1, k + 1)
+    ]
 
 
 def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> Any:
@@ -162,9 +174,17 @@ def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> A
     cost, calls and wall clock are what all k cost (`read` folds a run, as the rows do)."""
     from dataclasses import replace
 
-    totals: dict[str, Any] = {"tokens": 0, "tokens_in": 0, "tokens_out": 0, "cached_tokens": 0,
-                              "tokens_replayed": 0, "tokens_repaid": 0,
-                              "cost": 0.0, "calls": 0, "wall": 0.0}  # fmt: skip
+    totals: dict[str, Any] = {
+        "tokens": 0,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "cached_tokens": 0,
+        "tokens_replayed": 0,
+        "tokens_repaid": 0,
+        "cost": 0.0,
+        "calls": 0,
+        "wall": 0.0,
+    }
     by_agent: dict[str, int] = {}
     for run_dir in runs:
         digest = read(run_dir).digest

@@ -65,8 +65,9 @@ def ladder_steps(rows: Sequence[Row], ladder: Sequence[str]) -> list[Step]:
         lost = tuple(p for p in common if low[p] and not high[p])
         both = sum(low[p] and high[p] for p in common)
         neither = len(common) - both - len(gained) - len(lost)
-        steps.append(Step(lower, upper, both, gained, lost, neither,
-                          mcnemar_exact(len(gained), len(lost))))  # fmt: skip
+        steps.append(
+            Step(lower, upper, both, gained, lost, neither, mcnemar_exact(len(gained), len(lost)))
+        )
     return steps
 
 

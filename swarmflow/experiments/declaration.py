@@ -116,8 +116,13 @@ class Arm(BaseModel):
         team = self.flow.team
         agents = [_changed(a, self.cards.get(a.name), self.tools.get(a.name)) for a in team.agents]
         changed = Team(agents=agents, edges=team.edges, entry=team.entry)
-        return Flow(self.flow.fn, team=changed, budget=self.flow.limits,
-                    name=self.flow.name, card_path=self.flow.card_path)  # fmt: skip
+        return Flow(
+            self.flow.fn,
+            team=changed,
+            budget=self.flow.limits,
+            name=self.flow.name,
+            card_path=self.flow.card_path,
+        )
 
 
 def _changed(agent: Any, card: str | None, tools: tuple[str, ...] | None) -> Any:

@@ -149,15 +149,29 @@ async def run_experiment(
     with batch_lock(layout.root):
         write_manifest(layout, manifest_of(experiment, tasks))
         write_graded_tasks(layout, tasks, bases)
-        plan = _Plan(experiment, layout, tasks, bases, progress, on_progress,
-                     _judge_model(experiment, model, demo), on, workers,
-                     _share(budget, len(batches)), Limits.coerce(run_budget),
-                     _order(experiment, tasks, layout), batches, parents)  # fmt: skip
+        plan = _Plan(
+            experiment,
+            layout,
+            tasks,
+            bases,
+            progress,
+            on_progress,
+            _judge_model(experiment, model, demo),
+            on,
+            workers,
+            _share(budget, len(batches)),
+            Limits.coerce(run_budget),
+            _order(experiment, tasks, layout),
+            batches,
+            parents,
+        )
         earlier = read_grades(layout.grades, plan.progress.warnings)
         plan.progress.graded = sum(
             RunKey(b.name, t.id, r) in earlier
-            for b in batches for t in tasks for r in range(1, experiment.repeats + 1)
-        )  # fmt: skip
+            for b in batches
+            for t in tasks
+            for r in range(1, experiment.repeats + 1)
+        )
         results = await _all_arms(plan, models)
         finished = write_rows(layout, plan.progress.warnings)
     stopped = [f"{arm}: {r.stopped}" for arm, r in results.items() if r.stopped]
@@ -248,8 +262,10 @@ class _Grading:
         chosen = RunKey(arm.name, key.task, key.repeat)
         if chosen in self.taken:
             return
-        found = [self.grades.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
-                 for c in range(1, arm.best_of.k + 1)]  # fmt: skip
+        found = [
+            self.grades.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
+            for c in range(1, arm.best_of.k + 1)
+        ]
         graded = [g for g in found if g is not None]
         if len(graded) < len(found):
             return  # a candidate not graded yet: its grade (or a later call) makes the choice
@@ -417,14 +433,19 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
 def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
     a = arm.assigned
     return {
-        "name": arm.name, "reference": arm.reference, "controller": arm.controller,
-        "delegation": a.delegation, "note": arm.note, "flow": arm.flow.name,
+        "name": arm.name,
+        "reference": arm.reference,
+        "controller": arm.controller,
+        "delegation": a.delegation,
+        "note": arm.note,
+        "flow": arm.flow.name,
         "tools": None if a.tools is None else {k: list(v) for k, v in a.tools.items()},
         "context": None if a.context is None else list(a.context),
-        "limits": experiment.run_limits(arm).given(), "debris": list(arm.debris),
+        "limits": experiment.run_limits(arm).given(),
+        "debris": list(arm.debris),
         "factors": factor_record(arm.factors, arm.flow),
         "best_of": None if arm.best_of is None else arm.best_of.record(),
-    }  # fmt: skip
+    }
 
 
 async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSpec:
@@ -503,8 +524,15 @@ async def _graded(plan: _Plan, task: ExperimentTask, outcome: RunOutcome) -> Gra
     try:
         base = plan.bases.get(task.id, "")
         arm = plan.parents[outcome.key.arm]
-        return await grade_run(plan.experiment.grader, task, outcome, plan.layout, base=base,
-                               judge_model=plan.judge_model, debris=arm.debris)  # fmt: skip
+        return await grade_run(
+            plan.experiment.grader,
+            task,
+            outcome,
+            plan.layout,
+            base=base,
+            judge_model=plan.judge_model,
+            debris=arm.debris,
+        )
     except ConfigError:
         raise
     except Exception as exc:  # the grader's own code (a function grader): one line

@@ -30,8 +30,15 @@ Place = Literal["worktree", "shared", "local"]
 ExperienceMode = Literal["off", "fresh", "shared"]
 WAIT = "wait_for_mention"
 FACTOR_NAMES = (
-    "listening", "workspace", "context", "feedback", "experience", "goals", "instances", "harness",
-)  # fmt: skip
+    "listening",
+    "workspace",
+    "context",
+    "feedback",
+    "experience",
+    "goals",
+    "instances",
+    "harness",
+)
 """Every factor an arm can set, in the order the report lists them."""
 
 
@@ -107,8 +114,7 @@ def apply_factors(flow: Flow[..., Any], factors: Factors) -> Flow[..., Any]:
     agents = [_changed(a, factors, places.get(a.name)) for a in team.agents]
     agents, edges = _instances(agents, tuple(team.edges), factors.instances)
     changed = Team(agents=agents, edges=edges, entry=team.entry)
-    return Flow(flow.fn, team=changed, budget=flow.limits, name=flow.name,
-                card_path=flow.card_path)  # fmt: skip
+    return Flow(flow.fn, team=changed, budget=flow.limits, name=flow.name, card_path=flow.card_path)
 
 
 def _places(team: Team, workspace: Place | dict[str, Place] | None) -> dict[str, Place]:
@@ -151,8 +157,9 @@ def instance_names(name: str, count: int) -> list[str]:
 def instance_map(flow: Flow[..., Any], factors: Factors) -> dict[str, list[str]]:
     """Every declared agent -> the names of its instances in the arm's team (a flow with an
     `instances` parameter is given this, so its code can fan out over them)."""
-    return {a.name: instance_names(a.name, factors.instances.get(a.name, 1))
-            for a in flow.team.agents}  # fmt: skip
+    return {
+        a.name: instance_names(a.name, factors.instances.get(a.name, 1)) for a in flow.team.agents
+    }
 
 
 def _instances(

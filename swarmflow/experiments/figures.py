@@ -26,8 +26,18 @@ from swarmflow.experiments.runread import END_REASONS
 from swarmflow.experiments.summary import ArmSummary
 
 END_COLORS = ("#4c9f70", "#d9a441", "#8e7cc3", "#5b9bd5", "#c0504d", "#7f7f7f")
-AGENT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+AGENT_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 """One colour per agent, the same in every panel (matplotlib's tab10)."""
 LEGEND_SIZE = 9
 NOTE_SIZE = 8.5
@@ -73,8 +83,14 @@ def _shares(ax: Any, shares: list[Any], title: str) -> None:
         low, high = share.interval
         ax.plot([100 * low, 100 * high], [y, y], color=POINT, linewidth=2)
         ax.plot([100 * share.value], [y], "o", color=POINT)
-        ax.annotate(f"{share.k}/{share.n}", xy=(100 * high, y), xytext=(4, 0),
-                    textcoords="offset points", fontsize=NOTE_SIZE, va="center")  # fmt: skip
+        ax.annotate(
+            f"{share.k}/{share.n}",
+            xy=(100 * high, y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=NOTE_SIZE,
+            va="center",
+        )
     ax.set_xlim(0, 112)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_title(title, fontsize=10)
@@ -88,8 +104,15 @@ def _effects(ax: Any, arms: list[ArmSummary]) -> None:
     for y, arm in enumerate(arms):
         paired = arm.paired
         if paired is None:
-            ax.annotate("reference", xy=(0, y), xytext=(4, 0), textcoords="offset points",
-                        fontsize=NOTE_SIZE, va="center", color="#555555")  # fmt: skip
+            ax.annotate(
+                "reference",
+                xy=(0, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                fontsize=NOTE_SIZE,
+                va="center",
+                color="#555555",
+            )
             continue
         ax.plot([100 * paired.itt], [y], "s", color="#d9a441", label="ITT")
         values.append(100 * paired.itt)
@@ -156,12 +179,20 @@ def _per_run(arms: list[ArmSummary], value: Measure, limit: Measure, label: str)
         if cap and cap not in beyond:
             ax.plot([cap, cap], [y - 0.35, y + 0.35], color="#c0392b", linewidth=2)
         elif cap:
-            ax.annotate(f"limit {cap:,.0f} →", xy=(1.0, y), xycoords=("axes fraction", "data"),
-                        xytext=(-4, 9), textcoords="offset points", ha="right",
-                        fontsize=NOTE_SIZE, color="#c0392b")  # fmt: skip
+            ax.annotate(
+                f"limit {cap:,.0f} →",
+                xy=(1.0, y),
+                xycoords=("axes fraction", "data"),
+                xytext=(-4, 9),
+                textcoords="offset points",
+                ha="right",
+                fontsize=NOTE_SIZE,
+                color="#c0392b",
+            )
         shown = f"{mean:,.0f} / {cap:,.0f}" if cap else f"{mean:,.0f} / -"
-        ax.annotate(shown, xy=(1.01, y), xycoords=("axes fraction", "data"), fontsize=NOTE_SIZE,
-                    va="center")  # fmt: skip
+        ax.annotate(
+            shown, xy=(1.01, y), xycoords=("axes fraction", "data"), fontsize=NOTE_SIZE, va="center"
+        )
     ax.set_yticks(range(len(arms)), [a.name for a in arms])
     ax.set_xlim(0, upper)
     ax.set_ylim(len(arms) - 0.5, -0.5)
@@ -170,13 +201,21 @@ def _per_run(arms: list[ArmSummary], value: Measure, limit: Measure, label: str)
 
 
 def tokens_per_run(arms: list[ArmSummary]) -> str:
-    return _per_run(arms, lambda r: r.tokens, lambda r: r.allowance,
-                    "tokens per run (dot: a run; bar: mean; red: allowance)")  # fmt: skip
+    return _per_run(
+        arms,
+        lambda r: r.tokens,
+        lambda r: r.allowance,
+        "tokens per run (dot: a run; bar: mean; red: allowance)",
+    )
 
 
 def wall_per_run(arms: list[ArmSummary]) -> str:
-    return _per_run(arms, lambda r: r.wall, lambda r: r.wall_limit,
-                    "wall clock per run, s (dot: a run; bar: mean; red: limit)")  # fmt: skip
+    return _per_run(
+        arms,
+        lambda r: r.wall,
+        lambda r: r.wall_limit,
+        "wall clock per run, s (dot: a run; bar: mean; red: limit)",
+    )
 
 
 def agent_colors(arms: list[ArmSummary]) -> dict[str, str]:
@@ -204,8 +243,14 @@ def token_shares(arms: list[ArmSummary]) -> str:
     used = {agent for _arm, shares in shown for agent in shares}
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for a, c in colors.items() if a in used]
     if handles:
-        fig.legend(handles, [a for a in colors if a in used], fontsize=LEGEND_SIZE,
-                   loc="center left", bbox_to_anchor=(1.0, 0.55), frameon=False)  # fmt: skip
+        fig.legend(
+            handles,
+            [a for a in colors if a in used],
+            fontsize=LEGEND_SIZE,
+            loc="center left",
+            bbox_to_anchor=(1.0, 0.55),
+            frameon=False,
+        )
     if left_out:
         note = f"Left out: {', '.join(left_out)} (one agent: it drew every token of its runs)."
         fig.text(0.01, -0.06, note, fontsize=NOTE_SIZE, ha="left", va="top")

@@ -55,8 +55,9 @@ def read_grades(path: Path, warnings: list[str]) -> dict[RunKey, Grade]:
     grades: dict[RunKey, Grade] = {}
 
     def torn(number: int) -> None:
-        warnings.append(f"{path}:{number}: not a grade; skipped (cut off mid-write), so its "
-                        "run is graded again")  # fmt: skip
+        warnings.append(
+            f"{path}:{number}: not a grade; skipped (cut off mid-write), so its run is graded again"
+        )
 
     if not path.exists():
         return grades

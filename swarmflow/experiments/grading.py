@@ -38,8 +38,10 @@ class RunOutcome:
 def grader_identity(grader: Grader, judge_model: Any = None) -> str:
     """Which grader this is, as every grade it gives records it."""
     if isinstance(grader, TestsGrader):
-        return (f"tests(seconds={grader.seconds:g}, sandbox={grader.sandbox}, "
-                f"restore_tests={grader.restore_tests})")  # fmt: skip
+        return (
+            f"tests(seconds={grader.seconds:g}, sandbox={grader.sandbox}, "
+            f"restore_tests={grader.restore_tests})"
+        )
     if isinstance(grader, FunctionGrader):
         fn = grader.fn
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
@@ -61,17 +63,26 @@ async def grade_run(
     """The run's grade. A run that did not end ok is not resolved, and is not graded.
     `debris`: the arm's own build-debris patterns (`products.py`)."""
     key = outcome.key
-    common = {"arm": key.arm, "task": key.task, "repeat": key.repeat,
-              "grader": grader_identity(grader, judge_model)}  # fmt: skip
+    common = {
+        "arm": key.arm,
+        "task": key.task,
+        "repeat": key.repeat,
+        "grader": grader_identity(grader, judge_model),
+    }
     if outcome.status != "ok":
         return Grade(**common, resolved=False, score=0.0, note=f"the run ended {outcome.status}")
     if isinstance(grader, TestsGrader):
         diff = await product_diff(outcome.output, outcome.checkout, base)
         verdict = await grade_tests(grader, task, base, diff, layout.grading(key), debris=debris)
-        return Grade(**common, resolved=verdict.resolved, score=float(verdict.resolved),
-                     sandboxed=verdict.sandboxed, note=verdict.note,
-                     tests_edited=bool(verdict.applied.tests_edited),
-                     grade_error=verdict.grade_error)  # fmt: skip
+        return Grade(
+            **common,
+            resolved=verdict.resolved,
+            score=float(verdict.resolved),
+            sandboxed=verdict.sandboxed,
+            note=verdict.note,
+            tests_edited=bool(verdict.applied.tests_edited),
+            grade_error=verdict.grade_error,
+        )
     if isinstance(grader, FunctionGrader):
         score = _score(grader.fn(task, outcome))
         resolved = score >= grader.threshold
@@ -81,9 +92,16 @@ async def grade_run(
         grader, task, key, outcome.output, root=layout.judge(), model=judge_model
     )
     share = rubric.passed / rubric.items if rubric.items else 0.0
-    return Grade(**common, resolved=bool(rubric.items) and rubric.passed == rubric.items,
-                 score=share, rubric_passed=rubric.passed, rubric_items=rubric.items,
-                 judge_tokens=rubric.tokens, judge_cost=rubric.cost, note=rubric.note)  # fmt: skip
+    return Grade(
+        **common,
+        resolved=bool(rubric.items) and rubric.passed == rubric.items,
+        score=share,
+        rubric_passed=rubric.passed,
+        rubric_items=rubric.items,
+        judge_tokens=rubric.tokens,
+        judge_cost=rubric.cost,
+        note=rubric.note,
+    )
 
 
 def _score(value: Any) -> float:

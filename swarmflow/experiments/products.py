@@ -104,8 +104,9 @@ async def apply_product(
     debris = debris_among(added, rules.debris)
     debris += await _ignored(repo, [p for p in added if p not in debris])
     excludes = [f"--exclude={_literal(p)}" for p in sorted(debris)]
-    code, _, err = await git_result(where, "apply", "--binary", "--whitespace=nowarn", *excludes,
-                                    "-", data=data)  # fmt: skip
+    code, _, err = await git_result(
+        where, "apply", "--binary", "--whitespace=nowarn", *excludes, "-", data=data
+    )
     if code != 0:
         problem = f"the product does not apply at the base commit: {err.strip()}"
         return Applied(problem, tuple(sorted(debris)))

@@ -78,11 +78,15 @@ class FactorFold:
     def result(self) -> dict[str, bool]:
         """Factor -> whether the run shows it, for every factor the arm set."""
         checks: dict[str, Callable[[Any], bool]] = {
-            "listening": self._listening, "workspace": self._workspace,
-            "context": self._context, "feedback": self._feedback,
-            "experience": self._experience, "goals": self._goals,
-            "instances": self._instances, "harness": self._harness,
-        }  # fmt: skip
+            "listening": self._listening,
+            "workspace": self._workspace,
+            "context": self._context,
+            "feedback": self._feedback,
+            "experience": self._experience,
+            "goals": self._goals,
+            "instances": self._instances,
+            "harness": self._harness,
+        }
         return {name: checks[name](value) for name, value in self.record.items() if name in checks}
 
     def _listening(self, mode: str) -> bool:

@@ -139,8 +139,9 @@ def _finished_runs(
         results = ResultsFile(layout.arm(arm.name), redactor)
         lines[arm.name] = results.read()
         warnings.extend(f"{arm.name}: {w}" for w in results.warnings)
-    found = [(arm, key, lines[arm.name].get(task_id(index)))
-             for arm, index, key in _batch_runs(manifest)]  # fmt: skip
+    found = [
+        (arm, key, lines[arm.name].get(task_id(index))) for arm, index, key in _batch_runs(manifest)
+    ]
     return [(arm, key, line) for arm, key, line in found if line is not None]
 
 
@@ -168,8 +169,10 @@ def _choices(layout: Layout, manifest: Manifest, grades: list[Grade]) -> list[Gr
         if not arm.best_of:
             continue
         k, rule = int(arm.best_of.get("k", 0)), str(arm.best_of.get("rule", ""))
-        graded = [found.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
-                  for c in range(1, k + 1)]  # fmt: skip
+        graded = [
+            found.get(RunKey(candidate_name(arm.name, c), key.task, key.repeat))
+            for c in range(1, k + 1)
+        ]
         complete = [g for g in graded if g is not None]
         if not k or len(complete) < k:
             continue
@@ -204,11 +207,24 @@ async def _grade(job: _Job, arm: ArmRecord, key: RunKey, line: TaskResult) -> Gr
     task = job.tasks.get(key.task)
     if task is None:
         raise ConfigError(f"{job.layout.graded_tasks} has no task {key.task!r}")
-    outcome = RunOutcome(key, line.status, line.output, line.error, Path(line.run_dir),
-                         job.layout.checkout(key) if task.repo else None)  # fmt: skip
+    outcome = RunOutcome(
+        key,
+        line.status,
+        line.output,
+        line.error,
+        Path(line.run_dir),
+        job.layout.checkout(key) if task.repo else None,
+    )
     try:
-        return await grade_run(job.grader, task, outcome, job.layout, base=task.base,
-                               judge_model=job.judge_model, debris=tuple(arm.debris))  # fmt: skip
+        return await grade_run(
+            job.grader,
+            task,
+            outcome,
+            job.layout,
+            base=task.base,
+            judge_model=job.judge_model,
+            debris=tuple(arm.debris),
+        )
     except ConfigError:
         raise
     except Exception as exc:  # the grader's own code (a function grader): one line

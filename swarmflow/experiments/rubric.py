@@ -73,9 +73,14 @@ async def grade_rubric(
     token = session_purpose.set("judge")  # its calls are recorded with purpose "judge"
     try:
         result = await run(
-            judge_flow(grader), model=model, runs_root=root, run_id=_free_id(root, key),
-            raise_on_failure=False, answer=_as_text(output), items=list(items),
-        )  # fmt: skip
+            judge_flow(grader),
+            model=model,
+            runs_root=root,
+            run_id=_free_id(root, key),
+            raise_on_failure=False,
+            answer=_as_text(output),
+            items=list(items),
+        )
     finally:
         session_purpose.reset(token)
     if result.status != "ok" or not isinstance(result.output, list):

@@ -179,9 +179,19 @@ def read_run(run_dir: Path, assigned: AssignedAxes) -> RunFacts:
     if start is None:
         raise LogError(f"{run_dir}: the log has no run_started event")
     applied = tuple(a for a in AXES if assigned.applies(a))
-    return RunFacts(digest, fold.result(), applied, timing, shares.shares(),
-                    _allowance(start), _seconds(start), lead or _entry(start),
-                    stream.note(), modes.text(), factors.result())  # fmt: skip
+    return RunFacts(
+        digest,
+        fold.result(),
+        applied,
+        timing,
+        shares.shares(),
+        _allowance(start),
+        _seconds(start),
+        lead or _entry(start),
+        stream.note(),
+        modes.text(),
+        factors.result(),
+    )
 
 
 def _with_assigned_tools(start: RunStarted, tools: dict[str, list[str]] | None) -> RunStarted:

@@ -20,8 +20,14 @@ def churn(steps: list[Step]) -> str:
     lost = [-len(s.lost) for s in steps]
     ax.bar(names, gained, color="#4c9a2a", label="gained")
     ax.bar(names, lost, color="#c0392b", label="lost")
-    ax.scatter(names, [g + x for g, x in zip(gained, lost, strict=True)], color="#222",
-               marker="D", zorder=3, label="net")  # fmt: skip
+    ax.scatter(
+        names,
+        [g + x for g, x in zip(gained, lost, strict=True)],
+        color="#222",
+        marker="D",
+        zorder=3,
+        label="net",
+    )
     ax.axhline(0, color="#888", linewidth=0.8)
     ax.set_ylabel("runs (task x repeat)")
     ax.legend(fontsize=7)

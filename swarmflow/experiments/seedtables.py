@@ -66,9 +66,11 @@ def rates(rows: list[Row], manifest: Manifest) -> tuple[float | None, float | No
 def render_seed_tables(manifest: Manifest, arms: list[ArmSummary]) -> list[str]:
     """The sections that apply, each a title line and its table."""
     rows = [r for a in arms for r in a.rows]
-    parts = ["Accuracy, rates and cost per arm (task accuracy: every item passed; weighted: "
-             "passed items over all items; macro: the mean of each repository's rate)\n"
-             + _accuracy(manifest, arms)]  # fmt: skip
+    parts = [
+        "Accuracy, rates and cost per arm (task accuracy: every item passed; weighted: "
+        "passed items over all items; macro: the mean of each repository's rate)\n"
+        + _accuracy(manifest, arms)
+    ]
     if manifest.ladder:
         steps = ladder_steps(rows, manifest.ladder)
         parts.append(
@@ -77,8 +79,10 @@ def render_seed_tables(manifest: Manifest, arms: list[ArmSummary]) -> list[str]:
         )
         parts.append("Churn: the tasks each step gains (+) and loses (-)\n" + _churn(steps))
     for key, buckets in sorted(tag_groups(manifest.tags).items()):
-        parts.append(f"Task accuracy by {key} (resolved/runs, %; rubric pass rate %)\n"
-                     + _buckets(rows, buckets, arms))  # fmt: skip
+        parts.append(
+            f"Task accuracy by {key} (resolved/runs, %; rubric pass rate %)\n"
+            + _buckets(rows, buckets, arms)
+        )
     if manifest.repeats > 1:
         parts.append("Run-to-run noise: task accuracy % per repeat\n" + _noise(rows, arms))
     return parts
@@ -86,18 +90,37 @@ def render_seed_tables(manifest: Manifest, arms: list[ArmSummary]) -> list[str]:
 
 def _accuracy(manifest: Manifest, arms: list[ArmSummary]) -> str:
     lines: list[tuple[str, ...]] = [
-        ("arm", "runs", "task acc %", "rubric %", "weighted %", "macro %", "cost/task $",
-         "tokens/task", "cache hit %", "factors realized")
-    ]  # fmt: skip
+        (
+            "arm",
+            "runs",
+            "task acc %",
+            "rubric %",
+            "weighted %",
+            "macro %",
+            "cost/task $",
+            "tokens/task",
+            "cache hit %",
+            "factors realized",
+        )
+    ]
     for a in arms:
         weighted, macro = rates(a.rows, manifest)
         best = a.record.best_of
         name = f"{a.name} (best of {best['k']}, {best['rule']})" if best else a.name
-        lines.append((
-            name, str(len(a.rows)), _pct(a.passed.value if a.rows else None),
-            _pct(a.rubric_rate), _pct(weighted), _pct(macro), _cost_per_task(a.rows),
-            f"{a.mean('tokens'):,.0f}" if a.rows else "-", _cache(a), _factors(a.rows),
-        ))  # fmt: skip
+        lines.append(
+            (
+                name,
+                str(len(a.rows)),
+                _pct(a.passed.value if a.rows else None),
+                _pct(a.rubric_rate),
+                _pct(weighted),
+                _pct(macro),
+                _cost_per_task(a.rows),
+                f"{a.mean('tokens'):,.0f}" if a.rows else "-",
+                _cache(a),
+                _factors(a.rows),
+            )
+        )
     return table(lines, right=tuple(range(1, 9)))
 
 
@@ -135,15 +158,35 @@ def _factors(rows: list[Row]) -> str:
 def _ladder(steps: list[Step], arms: list[ArmSummary]) -> str:
     by_name = {a.name: a for a in arms}
     lines: list[tuple[str, ...]] = [
-        ("step", "pairs", "both", "gained", "lost", "neither", "p", "acc % (from -> to)",
-         "rubric % (from -> to)")
-    ]  # fmt: skip
+        (
+            "step",
+            "pairs",
+            "both",
+            "gained",
+            "lost",
+            "neither",
+            "p",
+            "acc % (from -> to)",
+            "rubric % (from -> to)",
+        )
+    ]
     for s in steps:
         low, high = by_name.get(s.lower), by_name.get(s.upper)
         acc = " -> ".join(_pct(x.passed.value if x and x.rows else None) for x in (low, high))
         rub = " -> ".join(_pct(x.rubric_rate if x else None) for x in (low, high))
-        lines.append((f"{s.lower} -> {s.upper}", str(s.pairs), str(s.both), str(len(s.gained)),
-                      str(len(s.lost)), str(s.neither), _p(s.p), acc, rub))  # fmt: skip
+        lines.append(
+            (
+                f"{s.lower} -> {s.upper}",
+                str(s.pairs),
+                str(s.both),
+                str(len(s.gained)),
+                str(len(s.lost)),
+                str(s.neither),
+                _p(s.p),
+                acc,
+                rub,
+            )
+        )
     return table(lines, right=(1, 2, 3, 4, 5, 6))
 
 
@@ -198,13 +241,15 @@ def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
     for a in arms:
         weighted, macro = rates(a.rows, manifest)
         per_arm[a.name] = {
-            "task_accuracy": a.passed.value if a.rows else None, "rubric_rate": a.rubric_rate,
-            "weighted_rate": weighted, "macro_rate": macro,
+            "task_accuracy": a.passed.value if a.rows else None,
+            "rubric_rate": a.rubric_rate,
+            "weighted_rate": weighted,
+            "macro_rate": macro,
             "cost_per_task": cost_per_task(a.rows),
             "factors_realized": _realized(a.rows),
             "best_of": a.record.best_of,
             "cache_hit": a.cache_share if any(r.cached_tokens for r in a.rows) else None,
-        }  # fmt: skip
+        }
     steps = ladder_steps(rows, manifest.ladder) if manifest.ladder else []
     spread = noise(rows, [a.name for a in arms]) if manifest.repeats > 1 else []
     held, repeats = order_holds(spread)
@@ -221,18 +266,18 @@ def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
                 "p": s.p,
             }
             for s in steps
-        ],  # fmt: skip
+        ],
         "by_tag": {
             key: {
                 b: {a.name: list(bucket_passes(rows, a.name, t)) for a in arms}
                 for b, t in buckets.items()
             }
             for key, buckets in tag_groups(manifest.tags).items()
-        },  # fmt: skip
+        },
         "noise": {
             "arms": {n.arm: list(n.rates) for n in spread},
             "order_holds": [held, repeats],
-        },  # fmt: skip
+        },
     }
 
 

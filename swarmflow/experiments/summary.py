@@ -164,7 +164,16 @@ def paired(arm: list[Row], reference: list[Row]) -> Paired:
     cace = itt / low if low else None
     bracket = tuple(sorted((itt / high, itt / low))) if low and high else None
     return Paired(
-        counts[(True, True)], only_arm, only_ref, counts[(False, False)],
-        sign_test(only_arm, only_ref), itt, cace, bracket,  # type: ignore[arg-type]
-        fmean(on) if on else None, fmean(off) if off else None, len(on), len(off),
-    )  # fmt: skip
+        counts[(True, True)],
+        only_arm,
+        only_ref,
+        counts[(False, False)],
+        sign_test(only_arm, only_ref),
+        itt,
+        cace,
+        bracket,  # type: ignore[arg-type]
+        fmean(on) if on else None,
+        fmean(off) if off else None,
+        len(on),
+        len(off),
+    )

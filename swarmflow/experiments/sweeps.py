@@ -28,8 +28,9 @@ def expand_sweep(data: dict[str, Any], arm_type: type[Any]) -> dict[str, Any]:
         return data
     if not isinstance(sweep, dict):
         raise ValueError("factors is a mapping: factor -> its levels")
-    arms = [a if isinstance(a, arm_type) else arm_type.model_validate(a)
-            for a in data.get("arms", ())]  # fmt: skip
+    arms = [
+        a if isinstance(a, arm_type) else arm_type.model_validate(a) for a in data.get("arms", ())
+    ]
     base = data.get("sweep_from")
     reference = next((a for a in arms if (a.name == base if base else a.reference)), None)
     if reference is None:

@@ -70,27 +70,44 @@ def _header(manifest: Manifest, arms: list[ArmSummary], grading: Grading) -> str
     if any(n for _, n in edited):
         shown = ", ".join(f"{name} {n}" for name, n in edited if n)
         lines.append(f"tests edited (restored from the base before grading): {shown}")
-    lines += [f"grade error: {r.arm}/{r.task}/r{r.repeat}: {r.grade_error}"
-              for a in arms for r in a.rows if r.grade_error]  # fmt: skip
+    lines += [
+        f"grade error: {r.arm}/{r.task}/r{r.repeat}: {r.grade_error}"
+        for a in arms
+        for r in a.rows
+        if r.grade_error
+    ]
     return "\n".join(lines)
 
 
 def _main(arms: list[ArmSummary]) -> str:
     rows: list[tuple[str, ...]] = [
-        ("arm", "runs", "Pass@1 % [95% CI]", "Adherence % [95% CI]", "Unverified %", "ITT",
-         "CACE [sensitivity]", "vs ref")
-    ]  # fmt: skip
+        (
+            "arm",
+            "runs",
+            "Pass@1 % [95% CI]",
+            "Adherence % [95% CI]",
+            "Unverified %",
+            "ITT",
+            "CACE [sensitivity]",
+            "vs ref",
+        )
+    ]
     for a in arms:
         p = a.paired
         rubric = f" rubric {_pct(a.rubric_rate)}%" if a.rubric_rate is not None else ""
         name = f"{a.name} (reference)" if a.record.reference else a.name
-        rows.append((
-            name, str(len(a.rows)), _ci(a.passed) + rubric, _ci(a.adherence),
-            _pct(a.unverified.value) if a.rows else "-",
-            "-" if p is None else _pct(p.itt, signed=True),
-            "-" if p is None else _cace(p.cace, p.cace_range),
-            "-" if p is None else f"{p.only_arm}:{p.only_reference} ({_p(p.p)})",
-        ))  # fmt: skip
+        rows.append(
+            (
+                name,
+                str(len(a.rows)),
+                _ci(a.passed) + rubric,
+                _ci(a.adherence),
+                _pct(a.unverified.value) if a.rows else "-",
+                "-" if p is None else _pct(p.itt, signed=True),
+                "-" if p is None else _cace(p.cace, p.cace_range),
+                "-" if p is None else f"{p.only_arm}:{p.only_reference} ({_p(p.p)})",
+            )
+        )
     return table(rows, right=(1,))
 
 
@@ -115,35 +132,62 @@ def _pairs(arms: list[ArmSummary]) -> str:
         p = a.paired
         if p is None:
             continue
-        rows.append((
-            a.name, str(p.both), str(p.only_arm), str(p.only_reference), str(p.neither),
-            _p(p.p),
-            f"{_pct(p.paired_adherent, signed=True)} (n={p.adherent_pairs})",
-            f"{_pct(p.paired_not_adherent, signed=True)} (n={p.not_adherent_pairs})",
-        ))  # fmt: skip
+        rows.append(
+            (
+                a.name,
+                str(p.both),
+                str(p.only_arm),
+                str(p.only_reference),
+                str(p.neither),
+                _p(p.p),
+                f"{_pct(p.paired_adherent, signed=True)} (n={p.adherent_pairs})",
+                f"{_pct(p.paired_not_adherent, signed=True)} (n={p.not_adherent_pairs})",
+            )
+        )
     return table(rows, right=(1, 2, 3, 4, 5)) if len(rows) > 1 else "  (only the reference)"
 
 
 def _axes(arms: list[ArmSummary]) -> str:
     rows: list[tuple[str, ...]] = [("arm", "delegation assigned", *AXES)]
     for a in arms:
-        rows.append((a.name, a.record.delegation,
-                     *(_pct(a.axes[x].value) if x in a.axes else "n/a" for x in AXES)))  # fmt: skip
+        rows.append(
+            (
+                a.name,
+                a.record.delegation,
+                *(_pct(a.axes[x].value) if x in a.axes else "n/a" for x in AXES),
+            )
+        )
     return table(rows)
 
 
 def _resources(arms: list[ArmSummary]) -> str:
     rows: list[tuple[str, ...]] = [
-        ("arm", "tokens", "cost $", "cache hit %", "wall s", "model s", "tool s", "engine s",
-         "judge tokens")
-    ]  # fmt: skip
+        (
+            "arm",
+            "tokens",
+            "cost $",
+            "cache hit %",
+            "wall s",
+            "model s",
+            "tool s",
+            "engine s",
+            "judge tokens",
+        )
+    ]
     for a in arms:
-        rows.append((
-            a.name, f"{a.mean('tokens'):,.0f}", f"{a.mean('cost'):.4f}", _pct(a.cache_share),
-            f"{a.mean('wall'):.2f}", f"{a.mean('model_seconds'):.2f}",
-            f"{a.mean('tool_seconds'):.2f}", f"{a.mean('engine_seconds'):.2f}",
-            f"{a.mean('judge_tokens'):,.0f}",
-        ))  # fmt: skip
+        rows.append(
+            (
+                a.name,
+                f"{a.mean('tokens'):,.0f}",
+                f"{a.mean('cost'):.4f}",
+                _pct(a.cache_share),
+                f"{a.mean('wall'):.2f}",
+                f"{a.mean('model_seconds'):.2f}",
+                f"{a.mean('tool_seconds'):.2f}",
+                f"{a.mean('engine_seconds'):.2f}",
+                f"{a.mean('judge_tokens'):,.0f}",
+            )
+        )
     return table(rows, right=tuple(range(1, 9)))
 
 
@@ -228,10 +272,18 @@ def _arm_json(a: ArmSummary) -> dict[str, Any]:
         "tests_edited": sum(r.tests_edited for r in a.rows),
         "grade_errors": sum(bool(r.grade_error) for r in a.rows),
         "output_modes": a.output_modes(),
-        "vs_reference": None if p is None else {
-            "both": p.both, "only_arm": p.only_arm, "only_reference": p.only_reference,
-            "neither": p.neither, "p": p.p, "itt": p.itt, "cace": p.cace,
-            "cace_sensitivity": p.cace_range, "paired_adherent": p.paired_adherent,
+        "vs_reference": None
+        if p is None
+        else {
+            "both": p.both,
+            "only_arm": p.only_arm,
+            "only_reference": p.only_reference,
+            "neither": p.neither,
+            "p": p.p,
+            "itt": p.itt,
+            "cace": p.cace,
+            "cace_sensitivity": p.cace_range,
+            "paired_adherent": p.paired_adherent,
             "paired_not_adherent": p.paired_not_adherent,
         },
-    }  # fmt: skip
+    }

@@ -188,8 +188,17 @@ def sandboxed_launch(
     fd = os.open(handed, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(env, out)
-    inner = [sys.executable, "-I", "-S", str(forwarder), "--env", str(private.seen / "env.json"),
-             *relays, "--", *argv]  # fmt: skip
+    inner = [
+        sys.executable,
+        "-I",
+        "-S",
+        str(forwarder),
+        "--env",
+        str(private.seen / "env.json"),
+        *relays,
+        "--",
+        *argv,
+    ]
     path = f"{private.seen / 'bin'}:{sandbox_env(ShellPolicy())['PATH']}"
     policy = ShellPolicy(
         mode="bwrap", network=agent.network, env=tuple((dict(agent.env) | {"PATH": path}).items())

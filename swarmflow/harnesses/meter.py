@@ -1,12 +1,9 @@
 """The metering endpoint: a harness's model calls, governed as a native session's are.
 
-Each `POST /v1/chat/completions`: the key is checked (401) and the body read (400); all the
-request would show the model (messages, tool-call arguments, each tool's name, description
-and schema) passes the handoff rule (403, `handoff_refused` via "harness request"); then it is
-the metered call (`calls.metered`, purpose "harness"): step limit and budget (429), rails
-(403), write barrier, journal, model, settling, one `model_called` with the request's shape.
-First of all, the program's steps are read (`harnesses.transcript`: a repeat is 429).
-The answer goes back as a `chat.completion`, or as server-sent events when it asked to stream.
+Each `POST /v1/chat/completions`: key (401), body (400), the program's steps read (a repeat is
+429, `harnesses.transcript`), the handoff rule on all the request would show the model (403),
+then the metered call (`calls.metered`, purpose "harness": limits 429, rails 403, barrier,
+journal, model, settling, one `model_called`). The answer goes back whole or streamed.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from swarmflow.core.harness_spec import Harness
 from swarmflow.core.states import EndReason
 from swarmflow.harnesses import replies
 from swarmflow.harnesses.http_server import HttpRequest, Reply
-from swarmflow.harnesses.replies import answered, model_request, refusal_of, request_shape
 from swarmflow.harnesses.transcript import HarnessSteps
 from swarmflow.harnesses.wire import ChatRequest, WireError, parse_request
 from swarmflow.record.events import HarnessRefused
@@ -30,11 +26,9 @@ from swarmflow.sessions.outside import OutsideTurn
 from swarmflow.sessions.prefix import PrefixMeter
 
 CHAT_PATH = "/v1/chat/completions"
-MODEL_TIMEOUT = 300.0
-"""Seconds one forwarded model call may take before it is answered 504."""
+MODEL_TIMEOUT = 300.0  # seconds a forwarded model call may take before it is answered 504
 
-Stop = Callable[[EndReason, str], None]
-"""Ends the harness call (its program is killed) with a session end reason and detail."""
+Stop = Callable[[EndReason, str], None]  # ends the harness call: its program is killed
 
 
 @dataclass
@@ -45,13 +39,10 @@ class Meter:
     harness: Harness
     key: str
     stop: Stop
+    steps: HarnessSteps
     refusals: Counter[str] = field(default_factory=Counter)
     ended: bool = False
-    steps: HarnessSteps = field(init=False)
     _prefix: PrefixMeter = field(default_factory=PrefixMeter)
-
-    def __post_init__(self) -> None:
-        self.steps = HarnessSteps(self.harness.name)
 
     async def handle(self, request: HttpRequest) -> Reply:
         """Answer one request of the program."""
@@ -92,7 +83,7 @@ class Meter:
         if (loop := self.steps.seen(chat, turn.emit)) is not None:
             self._end(EndReason.LOOP_BLOCK, loop)
             return self.refuse("loop_block", 429, f"loop block limit reached: {loop}", record=True)
-        request = model_request(turn, chat)
+        request = replies.model_request(turn, chat)
         try:
             turn.check(request)
         except TopologyError as exc:
@@ -100,7 +91,7 @@ class Meter:
         try:
             called = await metered_call(
                 turn.caller, turn.model, request, steps=turn.steps, measure=self._prefix.measure,
-                recorded={"request_shape": request_shape(chat)}, timeout=MODEL_TIMEOUT,
+                recorded={"request_shape": replies.request_shape(chat)}, timeout=MODEL_TIMEOUT,
             )  # fmt: skip
         except TimeoutError:
             return self.refuse("model_error", 504, f"the model took over {MODEL_TIMEOUT:g}s")
@@ -116,12 +107,12 @@ class Meter:
             return self.refuse("budget", 429, why, record=True)
         assert called.response is not None
         self.steps.answered(called.response, turn.steps)
-        return answered(chat, called.response, self.harness.model_name)
+        return replies.answered(chat, called.response, self.harness.model_name)
 
     def _refused(self, refusal: Refusal) -> Reply:
         """A call the metered call refused: the program's call ends, the request is refused."""
         self._end(refusal.reason, refusal.detail)
-        return self.refuse(*refusal_of(refusal), record=True)
+        return self.refuse(*replies.refusal_of(refusal), record=True)
 
     def _end(self, reason: EndReason, detail: str) -> None:
         if not self.ended:

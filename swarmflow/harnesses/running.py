@@ -38,6 +38,7 @@ from swarmflow.harnesses.launch import (
 from swarmflow.harnesses.meter import Meter
 from swarmflow.harnesses.process import Exited, run_program
 from swarmflow.harnesses.relay import relay_unix_to_tcp
+from swarmflow.harnesses.transcript import HarnessSteps
 from swarmflow.record.events import HarnessEnded, HarnessStarted, SandboxUnavailable
 from swarmflow.sessions.outside import begin_outside, end_outside
 from swarmflow.sessions.session import AgentSession
@@ -72,7 +73,7 @@ async def run_harness(session: AgentSession, harness: Harness, prompt: str) -> N
     ending = _Ending()
     key = f"sfk-{secrets.token_hex(24)}"
     session.run.deps.log.redactor.add(key)  # never in the record, whatever the program prints
-    meter = Meter(turn, harness, key, ending.stop)
+    meter = Meter(turn, harness, key, ending.stop, HarnessSteps(harness.name))
     started = perf_counter()
     exited: Exited | None = None
     try:

@@ -58,7 +58,7 @@ def mini_swe_agent(
             "{answer_file}",
             "--task",
             "{task}",
-        ),  # fmt: skip
+        ),
         answer="file",
         answer_field="info.submission",
         timeout=timeout,
@@ -99,7 +99,7 @@ def codex_cli(*, timeout: float = 900.0, board: bool = False) -> Harness:
             "--output-last-message",
             "{answer_file}",
             "{task}",
-        ),  # fmt: skip
+        ),
         answer="file",
         timeout=timeout,
         board=board,
@@ -125,7 +125,7 @@ def aider(*, timeout: float = 900.0, board: bool = False) -> Harness:
             "openai/{model}",
             "--message",
             "{task}",
-        ),  # fmt: skip
+        ),
         timeout=timeout,
         board=board,
         env=OFFLINE_LITELLM,
@@ -150,7 +150,7 @@ def claude_code(*, base_url: str, timeout: float = 900.0, board: bool = False) -
             "--model",
             "{model}",
             "{task}",
-        ),  # fmt: skip
+        ),
         answer_field="result",
         timeout=timeout,
         board=board,

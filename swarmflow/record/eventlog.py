@@ -163,8 +163,14 @@ class EventLog:
         t = self._clock() - self._t0
         seq = self._seq
         self._seq = seq + 1
-        data = {"run_id": self.run_id, "seq": seq, "ts": self._wall0 + t, "t": self._start_t + t,
-                **shape.envelope, **fields}  # fmt: skip
+        data = {
+            "run_id": self.run_id,
+            "seq": seq,
+            "ts": self._wall0 + t,
+            "t": self._start_t + t,
+            **shape.envelope,
+            **fields,
+        }
         if shape.tallied:
             self._tally(data)
         rendered = self._render(None, "event", data)

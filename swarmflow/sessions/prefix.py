@@ -90,9 +90,15 @@ class PrefixMeter:
     """Remembers one session's previous request and compares the next one against it."""
 
     __slots__ = (
-        "_cumulative", "_first", "_messages", "_prompt_tokens",
-        "_rewritten", "_tools", "_tools_units", "bust",
-    )  # fmt: skip
+        "_cumulative",
+        "_first",
+        "_messages",
+        "_prompt_tokens",
+        "_rewritten",
+        "_tools",
+        "_tools_units",
+        "bust",
+    )
 
     def __init__(
         self,

@@ -175,8 +175,9 @@ class RunShell:
             code = outcome.exit_code
         finally:  # logged however it ended: the others are told what it changed
             with anyio.CancelScope(shield=True):
-                await ws.command_finished(before, command=a.command, session=ctx.session,
-                                          exit_code=code)  # fmt: skip
+                await ws.command_finished(
+                    before, command=a.command, session=ctx.session, exit_code=code
+                )
         return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
 
 

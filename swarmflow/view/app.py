@@ -57,8 +57,16 @@ REPORT_POLICY = (
 )
 """The report page carries its script and style inline, and loads nothing."""
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
-RUN_FRAGMENTS = ("summary", "budgets", "sessions", "timeline", "transcripts", "refusals",
-                 "adherence", "board")  # fmt: skip
+RUN_FRAGMENTS = (
+    "summary",
+    "budgets",
+    "sessions",
+    "timeline",
+    "transcripts",
+    "refusals",
+    "adherence",
+    "board",
+)
 EXPERIMENT_FRAGMENTS = ("progress", "working", "cells", "report")
 
 
@@ -152,8 +160,14 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
     report, figures = view.reports.get(item.path) if state.done else (None, {})
     watch = view.watches.setdefault(item.path, RunWatch(item.path))
     working = watch.at_work() if not state.done else []
-    return {"item": item, "x": state, "report": report, "figures": figures,
-            "working": working, "live": not state.done}  # fmt: skip
+    return {
+        "item": item,
+        "x": state,
+        "report": report,
+        "figures": figures,
+        "working": working,
+        "live": not state.done,
+    }
 
 
 def _fragments(page: str, names: tuple[str, ...], context: dict[str, Any]) -> dict[str, Any]:

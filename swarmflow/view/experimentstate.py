@@ -82,8 +82,10 @@ def read_experiment_state(
     layout = Layout(root)
     warnings: list[str] = []
     grades = read_grades(layout.grades, warnings)
-    progress = {arm.name: ArmProgress(arm.name, len(manifest.tasks) * manifest.repeats)
-                for arm in manifest.arms}  # fmt: skip
+    progress = {
+        arm.name: ArmProgress(arm.name, len(manifest.tasks) * manifest.repeats)
+        for arm in manifest.arms
+    }
     cells: dict[tuple[str, str], list[RunCell]] = {
         (arm.name, task): [] for arm in manifest.arms for task in manifest.tasks
     }

@@ -259,8 +259,17 @@ async def _registered_git_dir(repo: Path, root: Path) -> tuple[Path, Path]:
 async def _unstage_debris(root: Path, base: str, where: tuple[str, ...]) -> None:
     """Take the build debris a product adds (`workspaces.debris`) out of the index: it stays on
     disk, and out of the commit and the patch."""
-    added = await git(root, *where, "diff", "--cached", "--name-only", "--diff-filter=A", "-z",
-                      "--no-renames", base)  # fmt: skip
+    added = await git(
+        root,
+        *where,
+        "diff",
+        "--cached",
+        "--name-only",
+        "--diff-filter=A",
+        "-z",
+        "--no-renames",
+        base,
+    )
     found = debris_among(name for name in added.split("\0") if name)
     if found:
         names = "".join(f"{name}\0" for name in found).encode("utf-8")

@@ -51,9 +51,18 @@ class OTelSink:
     """An event sink that records the run as OpenTelemetry spans."""
 
     event_types = frozenset(
-        {"run_started", "run_finished", "operator_started", "operator_finished",
-         "session_started", "session_ended", "model_called", "tool_executed", "tool_refused"}
-    )  # fmt: skip
+        {
+            "run_started",
+            "run_finished",
+            "operator_started",
+            "operator_finished",
+            "session_started",
+            "session_ended",
+            "model_called",
+            "tool_executed",
+            "tool_refused",
+        }
+    )
     """The events it reads; the event log may skip building the others as objects."""
 
     def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
@@ -98,9 +107,13 @@ class OTelSink:
         return best[1] if best is not None else self._open.run
 
     def _start(
-        self, name: str, parent: Span | None, start: float, attributes: dict[str, Any],
+        self,
+        name: str,
+        parent: Span | None,
+        start: float,
+        attributes: dict[str, Any],
         kind: SpanKind = SpanKind.INTERNAL,
-    ) -> Span:  # fmt: skip
+    ) -> Span:
         return self.tracer.start_span(
             name,
             context=self._context(parent),
@@ -116,16 +129,26 @@ class OTelSink:
             f"invoke_workflow {e.flow}",
             None,
             e.ts,
-            {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": e.flow,
-             "swarmflow.run_id": e.run_id, "swarmflow.agents": list(e.agents)},
-        )  # fmt: skip
+            {
+                "gen_ai.operation.name": "invoke_workflow",
+                "gen_ai.workflow.name": e.flow,
+                "swarmflow.run_id": e.run_id,
+                "swarmflow.agents": list(e.agents),
+            },
+        )
 
     def _run_finished(self, e: RunFinished) -> None:
         span = self._open.run
         if span is None:
             return
-        span.set_attributes({"swarmflow.status": e.status, "swarmflow.tokens": e.tokens,
-                             "swarmflow.cost_usd": e.cost, "swarmflow.calls": e.calls})  # fmt: skip
+        span.set_attributes(
+            {
+                "swarmflow.status": e.status,
+                "swarmflow.tokens": e.tokens,
+                "swarmflow.cost_usd": e.cost,
+                "swarmflow.calls": e.calls,
+            }
+        )
         if e.status in ("failed", "cancelled"):
             _fail(span, e.error or e.status)
         span.end(end_time=_ns(e.ts))
@@ -137,9 +160,12 @@ class OTelSink:
             f"{e.operator} {e.node}",
             parent,
             e.ts,
-            {"swarmflow.operator": e.operator, "swarmflow.node": e.node,
-             "swarmflow.branch": e.branch},
-        )  # fmt: skip
+            {
+                "swarmflow.operator": e.operator,
+                "swarmflow.node": e.node,
+                "swarmflow.branch": e.branch,
+            },
+        )
         self._open.operators[e.node] = (e.branch, span)
 
     def _operator_finished(self, e: OperatorFinished) -> None:
@@ -157,17 +183,28 @@ class OTelSink:
             f"invoke_agent {agent}",
             self._operator_for(e.branch),
             e.ts,
-            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-             "gen_ai.agent.id": e.session, "gen_ai.conversation.id": e.session,
-             "gen_ai.request.model": e.model, "swarmflow.branch": e.branch},
-        )  # fmt: skip
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                "gen_ai.agent.id": e.session,
+                "gen_ai.conversation.id": e.session,
+                "gen_ai.request.model": e.model,
+                "swarmflow.branch": e.branch,
+            },
+        )
 
     def _session_ended(self, e: SessionEnded) -> None:
         span = self._open.sessions.pop(e.session or "?", None)
         if span is None:
             return
-        span.set_attributes({"swarmflow.state": e.state, "swarmflow.reason": e.reason,
-                             "swarmflow.steps": e.steps, "swarmflow.tokens": e.tokens})  # fmt: skip
+        span.set_attributes(
+            {
+                "swarmflow.state": e.state,
+                "swarmflow.reason": e.reason,
+                "swarmflow.steps": e.steps,
+                "swarmflow.tokens": e.tokens,
+            }
+        )
         if e.state == "error":
             _fail(span, e.detail or e.reason)
         span.end(end_time=_ns(e.ts))
@@ -178,19 +215,24 @@ class OTelSink:
             f"chat {model}",
             self._open.sessions.get(e.session or "?") or self._operator_for(e.branch),
             e.ts - e.latency,
-            {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
-             "gen_ai.response.model": model, "gen_ai.agent.name": e.agent,
-             "gen_ai.conversation.id": e.session,
-             "gen_ai.usage.input_tokens": e.tokens_in,
-             "gen_ai.usage.output_tokens": e.tokens_out,
-             "gen_ai.usage.cache_read.input_tokens": e.tokens_cached,
-             "gen_ai.response.finish_reasons": [e.finish_reason],
-             "swarmflow.step": e.step, "swarmflow.cost_usd": e.cost,
-             "swarmflow.prompt_tokens": e.prompt_tokens,
-             "swarmflow.prefix_tokens": e.prefix_tokens,
-             "swarmflow.tool_calls": list(e.tool_calls)},
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.response.model": model,
+                "gen_ai.agent.name": e.agent,
+                "gen_ai.conversation.id": e.session,
+                "gen_ai.usage.input_tokens": e.tokens_in,
+                "gen_ai.usage.output_tokens": e.tokens_out,
+                "gen_ai.usage.cache_read.input_tokens": e.tokens_cached,
+                "gen_ai.response.finish_reasons": [e.finish_reason],
+                "swarmflow.step": e.step,
+                "swarmflow.cost_usd": e.cost,
+                "swarmflow.prompt_tokens": e.prompt_tokens,
+                "swarmflow.prefix_tokens": e.prefix_tokens,
+                "swarmflow.tool_calls": list(e.tool_calls),
+            },
             kind=SpanKind.CLIENT,
-        )  # fmt: skip
+        )
         span.end(end_time=_ns(e.ts))
 
     def _tool_executed(self, e: ToolExecuted) -> None:
@@ -198,10 +240,14 @@ class OTelSink:
             f"execute_tool {e.tool}",
             self._open.sessions.get(e.session or "?") or self._operator_for(e.branch),
             e.ts - e.duration,
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": e.tool,
-             "gen_ai.tool.call.id": e.call_id or None, "gen_ai.tool.type": "function",
-             "gen_ai.agent.name": e.agent},
-        )  # fmt: skip
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": e.tool,
+                "gen_ai.tool.call.id": e.call_id or None,
+                "gen_ai.tool.type": "function",
+                "gen_ai.agent.name": e.agent,
+            },
+        )
         if not e.ok:
             _fail(span, "tool failed", "tool_error")
         span.end(end_time=_ns(e.ts))
@@ -211,9 +257,13 @@ class OTelSink:
             f"execute_tool {e.tool}",
             self._open.sessions.get(e.session or "?") or self._operator_for(e.branch),
             e.ts,
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": e.tool,
-             "gen_ai.tool.call.id": e.call_id or None, "gen_ai.agent.name": e.agent},
-        )  # fmt: skip
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": e.tool,
+                "gen_ai.tool.call.id": e.call_id or None,
+                "gen_ai.agent.name": e.agent,
+            },
+        )
         _fail(span, e.reason, "tool_refused")
         span.end(end_time=_ns(e.ts))
 
