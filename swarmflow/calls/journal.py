@@ -40,21 +40,28 @@ class SentDigest:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
         messages = request.messages
         start = _shared(messages, self._messages)
-        state = self._state.copy() if start else hashlib.blake2b(digest_size=_DIGEST_BYTES)
+        # A shared start extends the running state in place; anything else starts afresh.
+        state = self._state if start else hashlib.blake2b(digest_size=_DIGEST_BYTES)
         for message in messages[start:]:
             state.update(_message_bytes(message))
-        self._messages, self._state = messages, state.copy()
-        state.update(self._fixed_of(request))
-        return state.hexdigest()
+        self._messages, self._state = messages, state
+        final = state.copy()
+        final.update(self._fixed_of(request))
+        return final.hexdigest()
 
     def _fixed_of(self, request: ModelRequest) -> bytes:
         """The tools, the model, the tool choice and the output form, as bytes (kept while
         they stay the same objects: a session sends the same ones every time)."""
-        fixed = (request.tools, request.model, request.tool_choice, request.output)
-        if len(self._fixed) != len(fixed) or any(
-            a is not b for a, b in zip(fixed, self._fixed, strict=True)
+        fixed = self._fixed
+        if not (
+            fixed
+            and request.tools is fixed[0]
+            and request.model is fixed[1]
+            and request.tool_choice is fixed[2]
+            and request.output is fixed[3]
         ):
-            self._fixed, self._fixed_bytes = fixed, _fixed_bytes(request)
+            self._fixed = (request.tools, request.model, request.tool_choice, request.output)
+            self._fixed_bytes = _fixed_bytes(request)
         return self._fixed_bytes
 
 
