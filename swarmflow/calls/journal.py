@@ -32,7 +32,9 @@ class SentDigest:
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
-        self._state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+        self._state: hashlib.blake2b | None = None
+        """The digest of `_messages`; made at the first request (a caller that never calls
+        with a journal on holds none)."""
         self._fixed: tuple[object, ...] = ()
         self._fixed_bytes = b""
 
@@ -41,7 +43,9 @@ class SentDigest:
         messages = request.messages
         start = _shared(messages, self._messages)
         # A shared start extends the running state in place; anything else starts afresh.
-        state = self._state if start else hashlib.blake2b(digest_size=_DIGEST_BYTES)
+        state = self._state
+        if not start or state is None:
+            state, start = hashlib.blake2b(digest_size=_DIGEST_BYTES), 0
         for message in messages[start:]:
             state.update(_message_bytes(message))
         self._messages, self._state = messages, state
