@@ -5,11 +5,12 @@ Each question is one small request to the endpoint, with the model's own answer 
 - **structured answers**: `response_format` as a JSON schema (`json_schema`), then as
   llama-cpp-python's `{"type": "json_object", "schema": ...}` (`json_object`): honoured when
   the answer is a JSON object with the schema's required key; neither: `prompt`;
-- **forced tool calls**: `tool_choice: "required"`, then the tool named: honoured when the
-  answer calls the tool; neither, with a structured form: `json_schema` (an answer constrained
-  to the tools' union, which needs no `tool_choice`);
-- **tool calls unforced**: asked plainly to call the tool, does the model call it? A model
-  that does not is run with forced tool calls;
+- **forced tool calls**: `tool_choice: "required"`, honoured when the answer calls the tool;
+  else, with a structured form, `json_schema` (an answer constrained to the tools' union,
+  which needs no `tool_choice`); else the tool named, which forces one tool only;
+- **tool calls unforced**: asked plainly to call the tool, does the model call it, every
+  time of `UNFORCED_TRIALS`? A model that does not is run with forced tool calls (a weak model
+  that calls a tool once by chance writes prose in a real turn, so one success is not enough);
 - **streaming**: two streamed calls at once, each answered whole (`[DONE]` and content);
 - **context length**: from `GET /models` (`context_length`, `max_model_len`, `n_ctx`, or
   llama.cpp's `meta.n_ctx_train`) or llama.cpp's `GET /props`, where the server says.
@@ -58,6 +59,8 @@ TOOL = {
 }
 ASK = "Reply with the word ok as the answer."
 ASK_TOOL = "Call the record_answer tool with the answer ok. Do not reply in text."
+UNFORCED_TRIALS = 3
+"""How many plain requests must each come back as a tool call for a model to go unforced."""
 
 
 class ProbeFailed(ConfigError):
@@ -101,15 +104,24 @@ def probe(base_url: str, model: str, api_key: str | None = None) -> EndpointProf
         ask.reachable()
         structured: StructuredMode = _first(("json_schema", "json_object"), ask.structured)
         structured = structured or "prompt"
-        forced: ForcedToolMode = _first(("required", "named"), ask.forced)
-        if forced is None:
-            forced = "json_schema" if structured != "prompt" else "required"
-        unforced = ask.tool_call(None)
+        forced = _forced_form(ask, structured)
+        unforced = all(ask.tool_call(None) for _ in range(UNFORCED_TRIALS))
         streaming = ask.streams_together()
         context = _context_length(client, base_url)
     return EndpointProfile(
         base_url.rstrip("/"), model, structured, forced, unforced, streaming, context, notes
     )
+
+
+def _forced_form(ask: _Asker, structured: StructuredMode) -> ForcedToolMode:
+    """The forced-tool form that holds for any number of tools: `tool_choice: "required"`
+    where honoured, else an answer constrained to the tools' union where a structured form
+    works; naming the tool forces one tool only, so it is the last resort."""
+    if ask.forced("required"):
+        return "required"
+    if structured != "prompt":
+        return "json_schema"
+    return "named" if ask.forced("named") else "required"
 
 
 def _first(forms: tuple[Any, ...], honoured: Callable[[Any], bool]) -> Any:

@@ -6,6 +6,7 @@ answer comes back valid and that a forced tool call is executed, is.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,47 @@ async def test_structured_answer_from_the_python_api(llama_url: str) -> None:
     async with _model(llama_url) as model:
         result = await run(review, model=model, draft="def add(a, b): return a - b")
     assert isinstance(result.output, Review)
+
+
+CLI_FLOW = """
+from swarmflow import Agent, Team, agent, flow
+
+TEAM = Team([Agent("reader", tools=["read_file", "submit"], workspace="local", max_steps=4)])
+
+
+@flow(team=TEAM)
+async def read_and_answer(question: str) -> str:
+    return (await agent("reader", question)).text
+"""
+
+
+def test_a_cli_run_with_no_mode_flags_makes_forced_tool_calls_that_execute(
+    llama_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`swarmflow run --model` on a llama.cpp endpoint with no mode flag: the run probes the
+    endpoint, chooses the forms that work, and its first model call is a tool call that runs."""
+    from swarmflow.cli import main
+
+    monkeypatch.delenv("SWARMFLOW_PROBE", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", llama_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "notes.txt").write_text("The secret word is pelican.\n")
+    (tmp_path / "flows.py").write_text(CLI_FLOW)
+    question = "question=Read notes.txt with read_file, then submit the secret word."
+    argv = ["run", f"{tmp_path}/flows.py:read_and_answer", "--model", "smollm2", "--repo"]
+    code = main([*argv, str(repo), "--input", question, "--json"])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    assert "as probed now" in captured.err
+    result = json.loads(captured.out)
+    events = [json.loads(line) for line in Path(result["events"]).read_text().splitlines()]
+    assert [e for e in events if e["type"] == "endpoint_probed"]
+    first = next(e for e in events if e["type"] == "model_called")
+    assert first["tool_calls"], (captured.err, json.dumps(first))  # forced: a tool call
+    executed = [e for e in events if e["type"] == "tool_executed"]
+    assert executed and executed[0]["tool"] == "read_file", executed  # run, whatever its path
