@@ -22,6 +22,7 @@ file that cannot be read is probed again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -291,10 +292,8 @@ def probe_cached(
     key = f"{base_url.rstrip('/')} {model}"
     known = read_cache(cache_path())
     if isinstance(known.get(key), dict):
-        try:
+        with contextlib.suppress(TypeError, ValueError):  # an older or forged entry: probe again
             return EndpointProfile(**known[key]), True
-        except (TypeError, ValueError):
-            pass
     profile = probe(base_url, model, api_key)
     known[key] = asdict(profile)
     write_cache(cache_path(), known)

@@ -134,3 +134,13 @@ def test_a_run_without_mode_flags_uses_the_probe_and_records_it(
     assert probed["structured"] == "json_object" and probed["context_length"] == 2048
     (measured,) = [e for e in events if e["type"] == "tool_executed" and e["tool"] == "measure"]
     assert measured["ok"] and "6,650 km" in measured["result"]  # the forced call ran, first try
+
+
+def test_a_forged_cache_entry_is_probed_again(server: ChatServer) -> None:
+    import os
+
+    cache = Path(os.environ["SWARMFLOW_PROBES"])
+    cache.write_text(json.dumps({f"{server.url.rstrip('/')} test-model": {"structured": 5}}))
+    profile, cached = probe_cached(server.url, "test-model")
+    assert cached is False and profile.structured == "json_object"
+    assert json.loads(cache.read_text())[f"{server.url.rstrip('/')} test-model"]["structured"]
