@@ -97,11 +97,13 @@ def test_kill_nine_then_run_again(tmp_path: Path) -> None:
     out = tmp_path / "out"
     stalled = [out / "arms/stalls/runs" / f"task-00000{n}" for n in (1, 2, 3)]
     process = _start(tmp_path, out, stall=True)
-    # Killed once the quick arm is graded and each stalled run has paid for its first call.
-    _wait_until(lambda: len(_lines(out / "grades.jsonl")) == 3
-                and all(_called(r) == 1 for r in stalled), process)  # fmt: skip
-    os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    try:  # killed once the quick arm is graded and each stalled run has paid its first call
+        _wait_until(lambda: len(_lines(out / "grades.jsonl")) == 3
+                    and all(_called(r) == 1 for r in stalled), process)  # fmt: skip
+    finally:  # and whether or not it got there: no process outlives the test
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
     quick = {p: p.read_bytes() for p in out.glob("arms/quick/runs/*/events.jsonl")}
     assert len(quick) == 3
     with (out / "grades.jsonl").open("ab") as torn:  # a line cut off mid-write
