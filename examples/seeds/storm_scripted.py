@@ -70,6 +70,8 @@ def coder_model() -> FunctionModel:
         prompt = next((m.content or "" for m in messages if m.role == "user"), "")
         interface, method, part = _brief(prompt)
         history = _history(messages)
+        # The shared interface gains the method first, as an abstract declaration in the
+        # task's own code; each part then implements it.
         stub = f"\n    def {method}(self):\n        raise NotImplementedError\n"
         steps = [(interface, lambda c: None if f"def {method}(" in c else c + stub)]
         for path, body in part.items():

@@ -57,16 +57,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="with --on ray: worker actors (default: one per CPU of the cluster)",
     )
-    for name, kind, unit in BUDGETS:
-        cmd.add_argument(
-            f"--budget-{name}",
-            type=kind,
-            metavar="N",
-            help=f"{unit} shared by every run of the batch",
-        )
-        cmd.add_argument(
-            f"--run-budget-{name}", type=kind, metavar="N", help=f"{unit} each run may spend"
-        )
+    add_budget_options(cmd, "shared by every run of the batch")
     add_model_choice(
         cmd,
         model_help="a model on an OpenAI-compatible endpoint",
@@ -75,6 +66,16 @@ def register(subparsers: Any) -> None:
     cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
     cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
     cmd.set_defaults(handler=batch_command)
+
+
+def add_budget_options(cmd: argparse.ArgumentParser, shared: str) -> None:
+    """`--budget-*` (the whole call's limits, `shared` as the help says) and `--run-budget-*`
+    (each run's), one of each per limit."""
+    for name, kind, unit in BUDGETS:
+        cmd.add_argument(f"--budget-{name}", type=kind, metavar="N", help=f"{unit} {shared}")
+        cmd.add_argument(
+            f"--run-budget-{name}", type=kind, metavar="N", help=f"{unit} each run may spend"
+        )
 
 
 def batch_command(args: argparse.Namespace) -> int:

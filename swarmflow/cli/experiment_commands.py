@@ -15,7 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmflow.cli.batch_commands import BUDGETS, ProgressLine, limits_from
+from swarmflow.cli.batch_commands import (
+    ProgressLine,
+    add_budget_options,
+    limits_from,
+)
 from swarmflow.cli.model_choice import add_model_choice
 
 OK, LEFT, USAGE, INTERRUPTED = 0, 1, 2, 130
@@ -61,16 +65,8 @@ def _run_parser(sub: Any) -> None:
         help="run only the first N tasks of the set (a pilot)",
     )
     _require_sandbox_option(cmd)
-    for name, kind, unit in BUDGETS:
-        cmd.add_argument(
-            f"--budget-{name}",
-            type=kind,
-            metavar="N",
-            help=f"{unit} for the whole call, split evenly over the arms",
-        )
-        cmd.add_argument(
-            f"--run-budget-{name}", type=kind, metavar="N", help=f"{unit} each run may spend"
-        )
+    split = "split evenly over its batches (one per arm, one per best-of candidate)"
+    add_budget_options(cmd, f"for the whole call, {split}")
     add_model_choice(
         cmd,
         model_help="a model on an OpenAI-compatible endpoint for every arm that names none",
