@@ -1,14 +1,16 @@
-"""What every built-in tool shares: a strict argument base model and small context helpers."""
+"""What every built-in tool shares: one way to declare it, a strict argument base model and small
+context helpers."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from swarmflow.core.errors import ToolError
-from swarmflow.core.ports import ToolContext, Workspace
+from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.tools.paths import private_dirs, resolve_inside
 
 A = TypeVar("A", bound=BaseModel)
@@ -27,6 +29,47 @@ def expect_args(args: BaseModel, model: type[A]) -> A:
     if isinstance(args, model):
         return args
     return model.model_validate(args.model_dump())
+
+
+class BuiltinTool(ABC, Generic[A]):
+    """A built-in tool, declared in its class line: `class ReadFile(BuiltinTool[ReadFileArgs],
+    name="read_file", workspace=True)`. The type parameter is the arguments model and, as for
+    `@tool` functions, the docstring is the description the model reads (white space folded);
+    `description=` stands in for a docstring when the text needs computed values. `run`
+    validates the arguments as that model and hands them to `call`."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    needs_workspace: bool
+    _model: type[A]
+
+    def __init_subclass__(
+        cls, *, name: str, workspace: bool = False, description: str | None = None
+    ) -> None:
+        super().__init_subclass__()
+        cls.name = name
+        cls.description = description or " ".join((cls.__doc__ or "").split())
+        cls.args = _arguments_model(cls)
+        cls._model = cast("type[A]", cls.args)  # the `A` of the class line, found at run time
+        cls.needs_workspace = workspace
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        """Run the tool with `args` validated as its own arguments model."""
+        return await self.call(expect_args(args, self._model), ctx)
+
+    @abstractmethod
+    async def call(self, args: A, ctx: ToolContext) -> ToolResult:
+        """What the tool does with its validated arguments."""
+
+
+def _arguments_model(cls: type) -> type[BaseModel]:
+    """The `A` of `class X(BuiltinTool[A], ...)`."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        model = get_args(base)[0] if get_args(base) else None
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model
+    raise TypeError(f"{cls.__name__} must name its arguments model: BuiltinTool[ArgsModel]")
 
 
 def workspace_of(ctx: ToolContext, tool: str) -> Workspace:

@@ -8,11 +8,11 @@ saying why. `wait_for_mention` is the blocking receive: one step spent listening
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import BoardPort, ToolContext, ToolResult
-from swarmflow.tools.base import ArgsModel, expect_args
+from swarmflow.tools.base import ArgsModel, BuiltinTool
 
 DEFAULT_WAIT = 60.0
 """Seconds `wait_for_mention` waits when the model gives no timeout."""
@@ -54,52 +54,28 @@ def board_of(ctx: ToolContext, tool: str) -> BoardPort:
     return ctx.board
 
 
-class CreateThread:
-    """Opens a thread on the run's board with the given participants."""
+class CreateThread(BuiltinTool[CreateThreadArgs], name="create_thread"):
+    """Open a thread on the team's message board. Invite participants by name; you can only
+    invite agents you have an edge to."""
 
-    name = "create_thread"
-    description = (
-        "Open a thread on the team's message board. Invite participants by name; you can only "
-        "invite agents you have an edge to."
-    )
-    args: type[BaseModel] = CreateThreadArgs
-    needs_workspace = False
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        a = expect_args(args, CreateThreadArgs)
-        text = board_of(ctx, self.name).create_thread(ctx.agent, a.name, a.participants)
-        return ToolResult(text)
+    async def call(self, args: CreateThreadArgs, ctx: ToolContext) -> ToolResult:
+        board = board_of(ctx, self.name)
+        return ToolResult(board.create_thread(ctx.agent, args.name, args.participants))
 
 
-class SendMessage:
-    """Posts a message to a board thread, @mentioning participants."""
+class SendMessage(BuiltinTool[SendMessageArgs], name="send_message"):
+    """Post a message to a thread you take part in. Mentioned participants are notified; only
+    participants you have an edge to see the message."""
 
-    name = "send_message"
-    description = (
-        "Post a message to a thread you take part in. Mentioned participants are notified; "
-        "only participants you have an edge to see the message."
-    )
-    args: type[BaseModel] = SendMessageArgs
-    needs_workspace = False
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        a = expect_args(args, SendMessageArgs)
-        text = board_of(ctx, self.name).send_message(ctx.agent, a.thread, a.content, a.mentions)
-        return ToolResult(text)
+    async def call(self, args: SendMessageArgs, ctx: ToolContext) -> ToolResult:
+        board = board_of(ctx, self.name)
+        return ToolResult(board.send_message(ctx.agent, args.thread, args.content, args.mentions))
 
 
-class WaitForMention:
-    """Blocks until someone @mentions this agent; returns the mentions and the board."""
+class WaitForMention(BuiltinTool[WaitForMentionArgs], name="wait_for_mention"):
+    """Wait until another agent @mentions you (or the timeout passes). Returns the mentions and
+    a snapshot of every thread you take part in."""
 
-    name = "wait_for_mention"
-    description = (
-        "Wait until another agent @mentions you (or the timeout passes). Returns the "
-        "mentions and a snapshot of every thread you take part in."
-    )
-    args: type[BaseModel] = WaitForMentionArgs
-    needs_workspace = False
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        a = expect_args(args, WaitForMentionArgs)
-        text = await board_of(ctx, self.name).wait_for_mention(ctx.agent, a.timeout)
-        return ToolResult(text)
+    async def call(self, args: WaitForMentionArgs, ctx: ToolContext) -> ToolResult:
+        board = board_of(ctx, self.name)
+        return ToolResult(await board.wait_for_mention(ctx.agent, args.timeout))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError, TopologyError
 from swarmflow.core.ports import ToolContext, ToolResult
-from swarmflow.tools.base import ArgsModel, expect_args
+from swarmflow.tools.base import ArgsModel, BuiltinTool
 
 
 class SubmitArgs(ArgsModel):
@@ -22,36 +22,25 @@ class MessageAgentArgs(ArgsModel):
     text: str = Field(description="The message.")
 
 
-class Submit:
-    """Ends the session: the work is done."""
+class Submit(BuiltinTool[SubmitArgs], name="submit"):
+    """Finish: submit your work with a short summary. Call it once, when done."""
 
-    name = "submit"
-    description = "Finish: submit your work with a short summary. Call it once, when done."
-    args: type[BaseModel] = SubmitArgs
-    needs_workspace = False
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Return a submitted result carrying the summary."""
-        a = expect_args(args, SubmitArgs)
-        return ToolResult(f"submitted: {a.summary}", submitted=True, value=a.summary)
+    async def call(self, args: SubmitArgs, ctx: ToolContext) -> ToolResult:
+        """Return a submitted result carrying the summary: the session ends."""
+        return ToolResult(f"submitted: {args.summary}", submitted=True, value=args.summary)
 
 
-class MessageAgent:
-    """Sends a message to another agent and returns its answer (the team's edges decide who)."""
+class MessageAgent(BuiltinTool[MessageAgentArgs], name="message_agent"):
+    """Send a message to another agent on your team and wait for its reply."""
 
-    name = "message_agent"
-    description = "Send a message to another agent on your team and wait for its reply."
-    args: type[BaseModel] = MessageAgentArgs
-    needs_workspace = False
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Deliver through the session's messenger, which enforces the topology."""
-        a = expect_args(args, MessageAgentArgs)
+    async def call(self, args: MessageAgentArgs, ctx: ToolContext) -> ToolResult:
+        """Deliver through the session's messenger, which enforces the topology (the team's
+        edges decide who may be messaged)."""
         if ctx.message_agent is None:
             raise ToolError("messaging other agents is not available in this session")
         try:
-            reply = await ctx.message_agent(a.to, a.text)
+            reply = await ctx.message_agent(args.to, args.text)
         except TopologyError as exc:
             # An undeclared edge is the model's mistake to learn from, not a crash.
-            raise ToolError(f"message to {a.to!r} refused: {exc.message}") from None
+            raise ToolError(f"message to {args.to!r} refused: {exc.message}") from None
         return ToolResult(reply, value=reply)

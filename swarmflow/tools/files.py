@@ -6,12 +6,12 @@ so the model can cite lines; the numbers are not part of the file and `edit` mus
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import read_text, unseen_notes, write_text
-from swarmflow.tools.base import ArgsModel, expect_args
+from swarmflow.tools.base import ArgsModel, BuiltinTool
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -48,65 +48,44 @@ class EditArgs(ArgsModel):
     intent: str = Field("", max_length=500, description=INTENT)
 
 
-class ReadFile:
-    """Shows a file's lines, numbered."""
+class ReadFile(BuiltinTool[ReadFileArgs], name="read_file", workspace=True):
+    """Read a text file. Lines come numbered like `cat -n` (number, tab, text); the numbers are
+    not part of the file. Use offset/limit to page through long files."""
 
-    name = "read_file"
-    description = (
-        "Read a text file. Lines come numbered like `cat -n` (number, tab, text); the numbers "
-        "are not part of the file. Use offset/limit to page through long files."
-    )
-    args: type[BaseModel] = ReadFileArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def call(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         """Read and number the requested lines."""
-        a = expect_args(args, ReadFileArgs)
-        notes = unseen_notes(ctx, self.name, a.path)  # before the read marks them seen
-        text = await read_text(ctx, self.name, a.path)
-        shown = number_lines(a.path, text, a.offset, a.limit)
+        notes = unseen_notes(ctx, self.name, args.path)  # before the read marks them seen
+        text = await read_text(ctx, self.name, args.path)
+        shown = number_lines(args.path, text, args.offset, args.limit)
         if notes:
             intents = "\n".join(f"- {note}" for note in notes)
             shown = f"Intent notes on changes you have not seen:\n{intents}\n\n{shown}"
         return ToolResult(shown)
 
 
-class WriteFile:
-    """Writes a whole file, creating directories as needed."""
+class WriteFile(BuiltinTool[WriteFileArgs], name="write_file", workspace=True):
+    """Create or overwrite a text file with the given content (parent dirs are made)."""
 
-    name = "write_file"
-    description = "Create or overwrite a text file with the given content (parent dirs are made)."
-    args: type[BaseModel] = WriteFileArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Write the file."""
-        a = expect_args(args, WriteFileArgs)
-        await write_text(ctx, self.name, a.path, a.content, note=a.intent)
-        size = len(a.content.encode("utf-8"))
-        return ToolResult(f"wrote {size} bytes ({_count_lines(a.content)} lines) to {a.path}")
+    async def call(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        """Write the whole file, creating directories as needed."""
+        await write_text(ctx, self.name, args.path, args.content, note=args.intent)
+        size = len(args.content.encode("utf-8"))
+        lines = _count_lines(args.content)
+        return ToolResult(f"wrote {size} bytes ({lines} lines) to {args.path}")
 
 
-class Edit:
-    """Replaces one exact, unique piece of text in a file."""
+class Edit(BuiltinTool[EditArgs], name="edit", workspace=True):
+    """Replace the exact text `old` with `new` in a file. `old` must occur exactly once:
+    include enough surrounding lines to make it unique. Do not include line numbers."""
 
-    name = "edit"
-    description = (
-        "Replace the exact text `old` with `new` in a file. `old` must occur exactly once: "
-        "include enough surrounding lines to make it unique. Do not include line numbers."
-    )
-    args: type[BaseModel] = EditArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def call(self, args: EditArgs, ctx: ToolContext) -> ToolResult:
         """Check that `old` is unique, then replace it."""
-        a = expect_args(args, EditArgs)
         # Peek without recording: in a shared workspace the write must be judged against the
         # version the agent read before, not against this internal read.
-        text = await read_text(ctx, self.name, a.path, record=False)
-        updated, line = replace_once(a.path, text, a.old, a.new)
-        await write_text(ctx, self.name, a.path, updated, note=a.intent)
-        return ToolResult(f"edited {a.path}: replaced 1 occurrence at line {line}")
+        text = await read_text(ctx, self.name, args.path, record=False)
+        updated, line = replace_once(args.path, text, args.old, args.new)
+        await write_text(ctx, self.name, args.path, updated, note=args.intent)
+        return ToolResult(f"edited {args.path}: replaced 1 occurrence at line {line}")
 
 
 def replace_once(path: str, text: str, old: str, new: str) -> tuple[str, int]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.record.events import FileReserved, ReservationRefused
-from swarmflow.tools.base import ArgsModel, expect_args, resolve_path, workspace_of
+from swarmflow.tools.base import ArgsModel, BuiltinTool, resolve_path, workspace_of
 
 DEFAULT_SECONDS = 30.0
 """STORM's reservation time."""
@@ -62,23 +62,15 @@ def _table(ctx: ToolContext, tool: str, path: str) -> tuple[Reserving, str]:
     return ws, ws.key_of(path)
 
 
-class Reserve:
-    """Holds a file for a short time so no other agent writes it meanwhile."""
+class Reserve(BuiltinTool[ReserveArgs], name="reserve", workspace=True):
+    """Reserve a file of the shared workspace for a short time (default 30 s): other agents'
+    writes to it are refused until you release it, your session ends or the time is up. Answers
+    at once: granted, or refused with who holds it."""
 
-    name = "reserve"
-    description = (
-        "Reserve a file of the shared workspace for a short time (default 30 s): other "
-        "agents' writes to it are refused until you release it, your session ends or the time "
-        "is up. Answers at once: granted, or refused with who holds it."
-    )
-    args: type[BaseModel] = ReserveArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        a = expect_args(args, ReserveArgs)
-        ws, key = _table(ctx, self.name, a.path)
+    async def call(self, args: ReserveArgs, ctx: ToolContext) -> ToolResult:
+        ws, key = _table(ctx, self.name, args.path)
         try:
-            seconds = ws.reservations.reserve(key, ctx.session, ctx.agent, a.seconds)
+            seconds = ws.reservations.reserve(key, ctx.session, ctx.agent, args.seconds)
         except ToolError as exc:
             holder = getattr(exc, "holder", None)
             if isinstance(holder, str):
@@ -89,17 +81,11 @@ class Reserve:
         return ToolResult(f"reserved {key} for {seconds:g}s; release it when you are done")
 
 
-class Release:
-    """Gives a reserved file back."""
+class Release(BuiltinTool[ReleaseArgs], name="release", workspace=True):
+    """Release a file you reserved, so other agents may write it again."""
 
-    name = "release"
-    description = "Release a file you reserved, so other agents may write it again."
-    args: type[BaseModel] = ReleaseArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        a = expect_args(args, ReleaseArgs)
-        ws, key = _table(ctx, self.name, a.path)
+    async def call(self, args: ReleaseArgs, ctx: ToolContext) -> ToolResult:
+        ws, key = _table(ctx, self.name, args.path)
         if not ws.reservations.release(key, ctx.session):
             return ToolResult(f"{key} was not reserved by you; nothing to release")
         ctx.emit(FileReserved, path=key, seconds=0.0)

@@ -16,12 +16,12 @@ from subprocess import DEVNULL, PIPE
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import kind_of
-from swarmflow.tools.base import ArgsModel, expect_args, private_of, resolve_path, root_of
+from swarmflow.tools.base import ArgsModel, BuiltinTool, private_of, resolve_path, root_of
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.paths import relative_name
@@ -63,64 +63,56 @@ class SearchArgs(ArgsModel):
     )
 
 
-class ListFiles:
-    """Lists files below a directory, recursively, skipping `.git` and the run's records."""
+class ListFiles(BuiltinTool[ListFilesArgs], name="list_files", workspace=True):
+    """List files below a directory recursively (skips .git), one path per line, relative to the
+    workspace root. Optionally filter with a glob pattern."""
 
-    name = "list_files"
-    description = (
-        "List files below a directory recursively (skips .git), one path per line, relative to "
-        "the workspace root. Optionally filter with a glob pattern."
-    )
-    args: type[BaseModel] = ListFilesArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files) and list them."""
-        a = expect_args(args, ListFilesArgs)
+    async def call(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
+        """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files, none of the run's
+        records) and list them."""
         root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, a.path)
+        start = resolve_path(ctx, self.name, args.path)
         skip = private_of(ctx, root)
-        names = await anyio.to_thread.run_sync(_list, root, start, a.pattern, a.path, skip)
+        names = await anyio.to_thread.run_sync(_list, root, start, args.pattern, args.path, skip)
         if not names:
-            matching = f" match {a.pattern!r}" if a.pattern else ""
-            return ToolResult(f"no files under {a.path!r}{matching}")
+            matching = f" match {args.pattern!r}" if args.pattern else ""
+            return ToolResult(f"no files under {args.path!r}{matching}")
         text = "\n".join(names[:MAX_ENTRIES])
         if len(names) > MAX_ENTRIES:
             text += f"\n... (listing stopped at {MAX_ENTRIES} entries; narrow the path or pattern)"
         return ToolResult(text)
 
 
-class Search:
+SEARCH_DESCRIPTION = (
+    "Search files for a Python regular expression. Prints `file:line: text` for each "
+    f"matching line (at most {MAX_MATCHES}); skips .git, binary and special files. Stops "
+    f"after `timeout` seconds (default {SEARCH_SECONDS:g})."
+)
+
+
+class Search(
+    BuiltinTool[SearchArgs], name="search", workspace=True, description=SEARCH_DESCRIPTION
+):
     """Finds lines matching a regular expression, as `file:line: text`."""
 
-    name = "search"
-    description = (
-        "Search files for a Python regular expression. Prints `file:line: text` for each "
-        f"matching line (at most {MAX_MATCHES}); skips .git, binary and special files. Stops "
-        f"after `timeout` seconds (default {SEARCH_SECONDS:g})."
-    )
-    args: type[BaseModel] = SearchArgs
-    needs_workspace = True
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def call(self, args: SearchArgs, ctx: ToolContext) -> ToolResult:
         """Check the pattern and the path, then grep in a child process."""
-        a = expect_args(args, SearchArgs)
-        _compile(a.pattern, a.ignore_case)
+        _compile(args.pattern, args.ignore_case)
         root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, a.path)
-        _check_start(start, a.path)
-        limit = time_limit(min(a.timeout, MAX_SEARCH_SECONDS))
+        start = resolve_path(ctx, self.name, args.path)
+        _check_start(start, args.path)
+        limit = time_limit(min(args.timeout, MAX_SEARCH_SECONDS))
         request = {
             "root": str(root),
             "start": str(start),
-            "pattern": a.pattern,
-            "ignore_case": a.ignore_case,
-            "glob": a.glob,
+            "pattern": args.pattern,
+            "ignore_case": args.ignore_case,
+            "glob": args.glob,
             "limit": MAX_MATCHES,
             "skip": [str(folder) for folder in private_of(ctx, root)],
         }
         hits, finished = await run_grep(request, limit.seconds)
-        return ToolResult(_report(a.pattern, hits, None if finished else limit))
+        return ToolResult(_report(args.pattern, hits, None if finished else limit))
 
 
 def _report(pattern: str, hits: list[str], stopped: TimeLimit | None) -> str:

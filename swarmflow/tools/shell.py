@@ -30,14 +30,14 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult, Workspace
 from swarmflow.core.secrets import public_environment
 from swarmflow.record.events import SandboxUnavailable
 from swarmflow.record.runs_root import RUNS_ENV
-from swarmflow.tools.base import ArgsModel, expect_args, private_of, workspace_of
+from swarmflow.tools.base import ArgsModel, BuiltinTool, private_of, workspace_of
 from swarmflow.tools.limits import TimeLimit, time_limit
 from swarmflow.tools.sandbox import (
     QUIET_ENV,
@@ -145,42 +145,6 @@ class CappedOutput:
         return f"{head}\n... [{omitted} bytes of output omitted] ...\n{tail}"
 
 
-class RunShell:
-    """Runs a shell command in the workspace root, in the sandbox when there is one, under
-    resource limits (`RunShell(ShellLimits(memory=16 << 30))` changes them for the agents
-    given this object)."""
-
-    name = "run_shell"
-    args: type[BaseModel] = RunShellArgs
-    needs_workspace = True
-
-    def __init__(self, limits: ShellLimits | None = None) -> None:
-        self.limits = limits if limits is not None else ShellLimits()
-        self.description = _description(self.limits)
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        """Run the command and report how it ended."""
-        a = expect_args(args, RunShellArgs)
-        limit = time_limit(min(a.timeout, MAX_TIMEOUT))
-        limits = self.limits.for_command(limit.seconds)
-        launch = await prepare(a.command, ctx, limits)
-        ws = workspace_of(ctx, self.name)
-        if not isinstance(ws, CommandLog):
-            outcome = await run_process(launch, limit.seconds)
-            return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
-        before = await ws.command_started()
-        code: int | None = None
-        try:
-            outcome = await run_process(launch, limit.seconds)
-            code = outcome.exit_code
-        finally:  # logged however it ended: the others are told what it changed
-            with anyio.CancelScope(shield=True):
-                await ws.command_finished(
-                    before, command=a.command, session=ctx.session, exit_code=code
-                )
-        return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
-
-
 def _description(limits: ShellLimits) -> str:
     """What the model is told about the tool, its limits included."""
     bounds = [
@@ -196,6 +160,42 @@ def _description(limits: ShellLimits) -> str:
         "unless allowed, and background processes end with the command."
         + (f" Each process may use {per_process}." if per_process else "")
     )
+
+
+class RunShell(
+    BuiltinTool[RunShellArgs],
+    name="run_shell",
+    workspace=True,
+    description=_description(ShellLimits()),
+):
+    """Runs a shell command in the workspace root, in the sandbox when there is one, under
+    resource limits (`RunShell(ShellLimits(memory=16 << 30))` changes them for the agents
+    given this object, and what the model is told of them)."""
+
+    def __init__(self, limits: ShellLimits | None = None) -> None:
+        self.limits = limits if limits is not None else ShellLimits()
+        self.description = _description(self.limits)
+
+    async def call(self, args: RunShellArgs, ctx: ToolContext) -> ToolResult:
+        """Run the command and report how it ended."""
+        limit = time_limit(min(args.timeout, MAX_TIMEOUT))
+        limits = self.limits.for_command(limit.seconds)
+        launch = await prepare(args.command, ctx, limits)
+        ws = workspace_of(ctx, self.name)
+        if not isinstance(ws, CommandLog):
+            outcome = await run_process(launch, limit.seconds)
+            return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
+        before = await ws.command_started()
+        code: int | None = None
+        try:
+            outcome = await run_process(launch, limit.seconds)
+            code = outcome.exit_code
+        finally:  # logged however it ended: the others are told what it changed
+            with anyio.CancelScope(shield=True):
+                await ws.command_finished(
+                    before, command=args.command, session=ctx.session, exit_code=code
+                )
+        return ToolResult(describe(outcome, limit, limits), value=outcome.exit_code)
 
 
 async def prepare(command: str, ctx: ToolContext, limits: ShellLimits | None = None) -> Launch:
