@@ -22,20 +22,11 @@ from swarmflow.report.adherence import adherence
 from swarmflow.report.digest import Digest, digest
 from swarmflow.report.log import RunLog
 from swarmflow.report.team import message_matrix, token_shares
-from swarmflow.report.timeline import Entry, lanes, timeline
+from swarmflow.report.timeline import placed_lanes, span_of, timeline
 from swarmflow.runtime.graph import Node, node_of, node_text
 
 MIN_SPAN = 0.35
 """The narrowest an entry is drawn, in percent of the timeline, so instants stay clickable."""
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One entry placed on its lane, in percent of the run's duration."""
-
-    entry: Entry
-    left: float
-    width: float
 
 
 @dataclass(frozen=True)
@@ -49,16 +40,21 @@ class TreeNode:
     """The text of the sibling it followed, or ''."""
 
 
-@cache
-def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("swarmflow.report", "templates"),
+def page_templates(package: str) -> jinja2.Environment:
+    """The templates in `package`'s `templates` folder, set up as every page of swarmflow is
+    rendered: values escaped, an undefined name an error, block tags leaving no blank lines."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return env.get_template("report.html.j2")
+
+
+@cache
+def _template() -> jinja2.Template:
+    return page_templates("swarmflow.report").get_template("report.html.j2")
 
 
 def render_html(log: RunLog) -> str:
@@ -70,14 +66,14 @@ def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
     """The page for a run's events."""
     d = digest(events)
     entries = timeline(events)
-    span = max([d.seconds, d.last_t, *(e.end for e in entries)]) or 1.0
+    span = span_of(d, entries)
     return _template().render(
         d=d,
         title=f"{d.flow or 'run'} · {d.run_id or '?'} · {d.status}",
         note=note,
         output=clip(as_json(d.output), 2000) if d.has_output else None,
         span=span,
-        lanes=_lanes(entries, span),
+        lanes=placed_lanes(entries, span, MIN_SPAN),
         agents=_agents(d),
         matrix=message_matrix(events),
         shares=token_shares(events),
@@ -89,16 +85,6 @@ def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
         adherence=adherence(events) if d.agents else None,
         harnesses={e.agent: e.harness for e in events if isinstance(e, HarnessStarted) and e.agent},
     )
-
-
-def _lanes(entries: list[Entry], span: float) -> list[tuple[str, list[Bar]]]:
-    """Each lane with its entries placed in percent of `span`."""
-    placed: dict[str, list[Bar]] = {lane: [] for lane in lanes(entries)}
-    for e in entries:
-        left = min(100.0 - MIN_SPAN, 100.0 * e.start / span)
-        width = max(MIN_SPAN, min(100.0 - left, 100.0 * e.duration / span))
-        placed[e.lane].append(Bar(e, round(left, 3), round(width, 3)))
-    return list(placed.items())
 
 
 def _agents(d: Digest) -> list[dict[str, Any]]:

@@ -66,7 +66,7 @@ class RunWatch:
         return found
 
     def _read_run(self, run_dir: Path) -> _Read:
-        mark = _mark(run_dir / EVENTS_FILE)
+        mark = file_mark(run_dir / EVENTS_FILE)
         held = self._read.get(run_dir)
         if held is not None and (held.finished or held.mark == mark):
             return held
@@ -107,7 +107,10 @@ def _run_dirs(root: Path) -> Iterator[Path]:
                 yield path
 
 
-def _mark(path: Path) -> tuple[int, int]:
+def file_mark(path: Path) -> tuple[int, int]:
+    """The file's size and modification time, which change when it is written: a reader that
+    keeps what it read with its mark reads again only when the mark changed; (-1, -1) when
+    there is no file."""
     try:
         st = os.stat(path)
     except OSError:
@@ -115,4 +118,4 @@ def _mark(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-__all__ = ["AtWork", "RunWatch"]
+__all__ = ["AtWork", "RunWatch", "file_mark"]

@@ -34,7 +34,7 @@ from swarmflow.record.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
-from swarmflow.report.digest import agent_label, refusal_text
+from swarmflow.report.digest import Digest, agent_label, refusal_text
 
 FLOW_LANE = "flow"
 WAITING_TOOLS = frozenset({"message_agent", "wait_for_mention"})
@@ -234,3 +234,30 @@ def lanes(entries: Iterable[Entry]) -> list[str]:
     for entry in entries:
         seen.setdefault(entry.lane, None)
     return list(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One entry placed on its lane, in percent of the run's span (how a page draws it)."""
+
+    entry: Entry
+    left: float
+    width: float
+
+
+def span_of(d: Digest, entries: Iterable[Entry]) -> float:
+    """The seconds a drawn timeline spans: the run's, or its last event's or entry's end."""
+    return max([d.seconds, d.last_t, *(e.end for e in entries)]) or 1.0
+
+
+def placed_lanes(
+    entries: list[Entry], span: float, narrowest: float
+) -> list[tuple[str, list[Placed]]]:
+    """Each lane (`lanes`) with its entries placed in percent of `span`, none narrower than
+    `narrowest` percent, so that instants stay clickable."""
+    placed: dict[str, list[Placed]] = {lane: [] for lane in lanes(entries)}
+    for e in entries:
+        left = min(100.0 - narrowest, 100.0 * e.start / span)
+        width = max(narrowest, min(100.0 - left, 100.0 * e.duration / span))
+        placed[e.lane].append(Placed(e, round(left, 3), round(width, 3)))
+    return list(placed.items())

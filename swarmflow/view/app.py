@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
+from swarmflow.report.html import page_templates
 from swarmflow.report.live import RunWatch
 from swarmflow.report.log import LogError
 from swarmflow.view.catalog import Catalog, Item, Kind, scan
@@ -95,13 +97,7 @@ class View:
 
 @cache
 def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("swarmflow.view", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = page_templates("swarmflow.view")
     env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
     return env
 
@@ -202,13 +198,25 @@ def _with_item(view: View, kind: Kind, show: Show) -> Any:
     return endpoint
 
 
-def _run_page(view: View, item: Item, request: Request) -> Response:
-    context = _run_context(view, item)
-    return _page(_render("run.html.j2", fragments=RUN_FRAGMENTS, **context))
+@dataclass(frozen=True, slots=True)
+class _LivePage:
+    """A page that stays live: `<kind>.html.j2` drawn whole, then each of its `fragments`
+    (`<kind>_<name>.html.j2`) drawn again when the page polls for them."""
+
+    kind: Kind
+    fragments: tuple[str, ...]
+    context: Callable[[View, Item], dict[str, Any]]
+
+    def page(self, view: View, item: Item, request: Request) -> Response:
+        context = self.context(view, item)
+        return _page(_render(f"{self.kind}.html.j2", fragments=self.fragments, **context))
+
+    def fragment(self, view: View, item: Item, request: Request) -> Response:
+        return _json(_fragments(self.kind, self.fragments, self.context(view, item)))
 
 
-def _run_fragment(view: View, item: Item, request: Request) -> Response:
-    return _json(_fragments("run", RUN_FRAGMENTS, _run_context(view, item)))
+_RUN_PAGE = _LivePage("run", RUN_FRAGMENTS, _run_context)
+_EXPERIMENT_PAGE = _LivePage("experiment", EXPERIMENT_FRAGMENTS, _experiment_context)
 
 
 def _report_page(view: View, item: Item, request: Request) -> Response:
@@ -216,15 +224,6 @@ def _report_page(view: View, item: Item, request: Request) -> Response:
     from swarmflow.report.log import read_log
 
     return _page(render_html(read_log(item.path)), policy=REPORT_POLICY)
-
-
-def _experiment_page(view: View, item: Item, request: Request) -> Response:
-    context = _experiment_context(view, item)
-    return _page(_render("experiment.html.j2", fragments=EXPERIMENT_FRAGMENTS, **context))
-
-
-def _experiment_fragment(view: View, item: Item, request: Request) -> Response:
-    return _json(_fragments("experiment", EXPERIMENT_FRAGMENTS, _experiment_context(view, item)))
 
 
 def _experiment_runs(view: View, item: Item, request: Request) -> Response:
@@ -249,13 +248,13 @@ def build_app(root: Path) -> Starlette:
     routes = [
         Route("/", index),
         Route("/fragment/index", index_fragment),
-        Route("/run/{key:path}", _with_item(view, "run", _run_page)),
-        Route("/fragment/run/{key:path}", _with_item(view, "run", _run_fragment)),
+        Route("/run/{key:path}", _with_item(view, "run", _RUN_PAGE.page)),
+        Route("/fragment/run/{key:path}", _with_item(view, "run", _RUN_PAGE.fragment)),
         Route("/report/{key:path}", _with_item(view, "run", _report_page)),
-        Route("/experiment/{key:path}", _with_item(view, "experiment", _experiment_page)),
+        Route("/experiment/{key:path}", _with_item(view, "experiment", _EXPERIMENT_PAGE.page)),
         Route(
             "/fragment/experiment/{key:path}",
-            _with_item(view, "experiment", _experiment_fragment),
+            _with_item(view, "experiment", _EXPERIMENT_PAGE.fragment),
         ),
         Route("/experiment-runs/{key:path}", _with_item(view, "experiment", _experiment_runs)),
         Mount("/static", StaticFiles(packages=[("swarmflow.view", "static")]), name="static"),

@@ -8,7 +8,6 @@ state through the view's run cache (the report's log reader).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from swarmflow.experiments.bestof import candidate_runs, chosen_run
 from swarmflow.experiments.grades import Grade, read_grades
 from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, RunKey, read_manifest
 from swarmflow.experiments.report import ExperimentReport, read_experiment
+from swarmflow.report.live import file_mark
 from swarmflow.report.log import LogError
 from swarmflow.view.runstate import StateCache
 
@@ -148,7 +148,7 @@ class ReportCache:
 
     def get(self, root: Path) -> tuple[ExperimentReport, dict[str, str]]:
         """The report and its figures as inline SVG by key."""
-        mark = _mark(Layout(root).grades)
+        mark = file_mark(Layout(root).grades)
         with self._lock:
             held = self._held.get(root)
         if held is not None and held[0] == mark:
@@ -164,14 +164,6 @@ def _figures(report: ExperimentReport) -> dict[str, str]:
     from swarmflow.experiments.figures import FIGURES
 
     return {key: draw(report.arms) for key, _caption, draw in FIGURES}
-
-
-def _mark(path: Path) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return st.st_size, st.st_mtime_ns
 
 
 __all__ = [

@@ -25,21 +25,12 @@ from swarmflow.record.files import EVENTS_FILE
 from swarmflow.report.adherence import Adherence, adherence
 from swarmflow.report.digest import Digest, SessionDigest, agent_label, digest
 from swarmflow.report.log import LogError, read_log
-from swarmflow.report.timeline import Entry, lanes, timeline
+from swarmflow.report.timeline import Entry, Placed, placed_lanes, span_of, timeline
 from swarmflow.view.transcript import Part, transcripts
 
 MIN_WIDTH = 0.4
 """The narrowest a block is drawn, in percent of the timeline, so instants stay clickable."""
 FINAL = frozenset({"ok", "failed", "cancelled", "paused"})
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One timeline entry placed on its lane, in percent of the run's span."""
-
-    entry: Entry
-    left: float
-    width: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +52,7 @@ class RunState:
 
     digest: Digest
     note: str
-    lanes: list[tuple[str, list[Block]]]
+    lanes: list[tuple[str, list[Placed]]]
     span: float
     budgets: list[Budget]
     transcripts: dict[str, list[Part]]
@@ -92,7 +83,7 @@ def read_state(run_dir: Path) -> RunState:
     events = list(stream)
     d = digest(events)
     entries = timeline(events)
-    span = max([d.seconds, d.last_t, *(e.end for e in entries)]) or 1.0
+    span = span_of(d, entries)
     ended = d.status in FINAL
     return RunState(
         digest=d,
@@ -107,13 +98,9 @@ def read_state(run_dir: Path) -> RunState:
     )
 
 
-def _placed(entries: list[Entry], span: float) -> list[tuple[str, list[Block]]]:
-    placed: dict[str, list[Block]] = {lane: [] for lane in lanes(entries)}
-    for e in entries:
-        left = min(100.0 - MIN_WIDTH, 100.0 * e.start / span)
-        width = max(MIN_WIDTH, min(100.0 - left, 100.0 * e.duration / span))
-        placed[e.lane].append(Block(e, round(left, 3), round(width, 3)))
-    return [(lane, blocks) for lane, blocks in placed.items() if blocks]
+def _placed(entries: list[Entry], span: float) -> list[tuple[str, list[Placed]]]:
+    """The lanes that have entries, placed (the page leaves an empty flow lane out)."""
+    return [(lane, blocks) for lane, blocks in placed_lanes(entries, span, MIN_WIDTH) if blocks]
 
 
 def _budgets(events: list[EventBase], d: Digest) -> list[Budget]:
@@ -176,4 +163,4 @@ def _mark(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-__all__ = ["Block", "Budget", "RunState", "StateCache", "read_state"]
+__all__ = ["Budget", "RunState", "StateCache", "read_state"]
