@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmflow.record.eventlog import AgentUsage
 from swarmflow.record.events import (
     AgentFinished,
     CacheBust,
@@ -53,14 +54,10 @@ def agent_label(agent: str, branch: str) -> str:
 
 
 @dataclass
-class Spend:
-    """Model calls and what they cost, with the prompt-prefix figures."""
+class Spend(AgentUsage):
+    """Model calls and what they cost (as the run's own tally counts them), with the
+    prompt-prefix figures."""
 
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_cached: int = 0
-    cost: float = 0.0
     prompt_tokens: int = 0
     """Prompt tokens of the calls that had a previous request in their session."""
     prefix_tokens: int = 0
