@@ -25,15 +25,15 @@ import stat
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swarmflow.core.harness_spec import Harness
 from swarmflow.core.team import Agent
 from swarmflow.tools.paths import private_dirs
 from swarmflow.tools.sandbox import ShellPolicy, bwrap_argv, sandbox_env
-from swarmflow.tools.shell import scrubbed_env
-from swarmflow.tools.shell_limits import ShellLimits, limited_argv
+from swarmflow.tools.shell import Launch, scrubbed_env
+from swarmflow.tools.shell_limits import ShellLimits
 
 INSIDE = Path("/run/swarmflow")
 """Where the private folder shows inside the sandbox."""
@@ -132,14 +132,6 @@ def _sweep_orphans() -> None:
             os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    sandboxed: bool
-
-
 def placeholders(private: Private, base_url: str, harness: Harness, prompt: str) -> dict[str, str]:
     return {
         "task": prompt,
@@ -223,5 +215,4 @@ def host_launch(
 def limited(launch: Launch, harness: Harness) -> Launch:
     """The launch under the shell's resource limits (memory, file size, open files, processes
     per process; CPU time for its whole timeout)."""
-    limits = ShellLimits().for_command(harness.timeout)
-    return Launch(limited_argv(limits, launch.argv), launch.env, launch.cwd, launch.sandboxed)
+    return replace(launch, limits=ShellLimits().for_command(harness.timeout))

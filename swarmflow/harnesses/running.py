@@ -27,7 +27,6 @@ from swarmflow.harnesses.http_server import Bounds, HttpServer, serving
 from swarmflow.harnesses.launch import (
     BOARD_PORT,
     ENDPOINT_PORT,
-    Launch,
     Private,
     endpoint_env,
     host_launch,
@@ -44,6 +43,7 @@ from swarmflow.sessions.outside import begin_outside, end_outside
 from swarmflow.sessions.session import AgentSession
 from swarmflow.teams.http import agent_token, serving_board
 from swarmflow.tools.sandbox import bwrap_problem
+from swarmflow.tools.shell import Launch
 
 ANSWER_CAP = 4 << 20
 

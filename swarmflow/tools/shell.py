@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
 from swarmflow.core.errors import ToolError
@@ -279,6 +279,24 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
     """Run the launch under the supervisor: everything it started is gone when it ends."""
     out = CappedOutput()
+    try:
+        code = await run_to_end(launch, seconds, out)
+    except OSError as exc:
+        raise ToolError(f"cannot start the command in {launch.cwd}: {exc}") from None
+    return ShellOutcome(out.text(), code, timed_out=code is None)
+
+
+async def run_to_end(
+    launch: Launch,
+    seconds: float,
+    out: CappedOutput,
+    err: CappedOutput | None = None,
+    stdin: bytes | None = None,
+) -> int | None:
+    """Run `launch` under the supervisor for at most `seconds`, its output into `out` (and its
+    standard error into `err`, else into `out` too), `stdin` written to it; its exit code, None
+    when it was stopped at `seconds`. Its whole process tree (in the sandbox, the sandbox's PID
+    namespace) is gone when this returns, or raises when cancelled."""
     argv, info = list(launch.argv), None
     if launch.sandboxed:
         # bwrap reports the host pid of the sandbox's init on this pipe.
@@ -292,13 +310,11 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
             argv,
             cwd=launch.cwd,
             env=launch.env,
-            stdin=DEVNULL,
+            stdin=DEVNULL if stdin is None else PIPE,
             stdout=PIPE,
-            stderr=STDOUT,
+            stderr=STDOUT if err is None else PIPE,
             pass_fds=(info_w,) if info is not None else (),
         )
-    except OSError as exc:
-        raise ToolError(f"cannot start the command in {launch.cwd}: {exc}") from None
     finally:
         if info is not None:
             os.close(info_w)
@@ -307,6 +323,10 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         with anyio.move_on_after(seconds):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_pump, process.stdout, out)
+                if err is not None:
+                    tg.start_soon(_pump, process.stderr, err)
+                if stdin is not None:
+                    tg.start_soon(_feed, process, stdin)
                 await process.wait()  # the subreaper exits once its whole tree is gone
                 finished = True
     finally:
@@ -314,7 +334,7 @@ async def run_process(launch: Launch, seconds: float) -> ShellOutcome:
         if info is not None:
             with anyio.CancelScope(shield=True):
                 await end_sandbox(info)
-    return ShellOutcome(out.text(), process.returncode if finished else None, not finished)
+    return process.returncode if finished else None
 
 
 async def end_sandbox(info: int) -> None:
@@ -363,6 +383,17 @@ async def run_command(command: str, cwd: Path, seconds: float) -> ShellOutcome:
     `run_shell` falls back to."""
     limits = ShellLimits().for_command(seconds)
     return await run_process(host_launch(command, cwd, ShellPolicy(mode="none"), limits), seconds)
+
+
+async def _feed(process: Process, data: bytes) -> None:
+    """Write `data` to the process's standard input, then close it."""
+    assert process.stdin is not None
+    try:
+        await process.stdin.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass  # it stopped reading: what it read is its task
+    finally:
+        await process.stdin.aclose()
 
 
 async def _pump(stream: ByteReceiveStream | None, out: CappedOutput) -> None:
