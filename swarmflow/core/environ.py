@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 
 def env_pairs(value: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> tuple[tuple[str, str], ...]:
@@ -11,3 +13,7 @@ def env_pairs(value: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> tuple[tup
     and in one order, so two declarations of the same variables compare equal."""
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+EnvPairs = Annotated[tuple[tuple[str, str], ...], BeforeValidator(env_pairs)]
+"""A model field of environment variables: given as a mapping or as pairs, held as `env_pairs`."""

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from swarmflow.core.environ import env_pairs
+from swarmflow.core.environ import EnvPairs
 
 PLACEHOLDERS = frozenset({"task", "task_file", "answer_file", "base_url", "model"})
 _FIELD = re.compile(r"\{([a-z_]+)\}")
@@ -44,7 +44,7 @@ class Harness(BaseModel):
     """Where the final answer is: the program's stdout, or the file at `{answer_file}`."""
     answer_field: str | None = None
     """A dotted path into the answer read as JSON (`info.submission`); None: the whole text."""
-    env: tuple[tuple[str, str], ...] = ()
+    env: EnvPairs = ()
     """Environment variables for the program besides the endpoint's (a mapping is accepted)."""
     timeout: float = Field(default=600.0, gt=0)
     """Seconds the program may run; then it and every process it started are killed."""
@@ -62,11 +62,6 @@ class Harness(BaseModel):
         if isinstance(value, str):
             raise ValueError("command is a list of arguments, not one string")
         return value
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
-        return env_pairs(value)
 
     @model_validator(mode="after")
     def _placeholders_fit(self) -> Harness:

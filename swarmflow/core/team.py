@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.context_policy import ContextPolicy
-from swarmflow.core.environ import env_pairs
+from swarmflow.core.environ import EnvPairs
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.feedback_policy import Feedback
 from swarmflow.core.harness_spec import Harness
@@ -64,7 +64,7 @@ class Agent(BaseModel):
     when it is not), "bwrap" only under bubblewrap (refused without it), "none" on the host."""
     network: bool = False
     """Whether sandboxed `run_shell` commands may reach the network."""
-    env: tuple[tuple[str, str], ...] = ()
+    env: EnvPairs = ()
     """Environment variables for `run_shell` (a mapping is accepted). In the sandbox they are
     all it sees besides PATH, HOME, LANG and the pager settings."""
     feedback: Feedback | None = None
@@ -102,11 +102,6 @@ class Agent(BaseModel):
     @classmethod
     def _feedback_policy(cls, value: Any) -> Feedback | None:
         return Feedback.coerce(value)
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_pairs(cls, value: Any) -> tuple[tuple[str, str], ...]:
-        return env_pairs(value)
 
     @model_validator(mode="after")
     def _harness_has_a_workspace(self) -> Agent:
