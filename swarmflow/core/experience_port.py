@@ -11,10 +11,10 @@ from swarmflow.core.messages import Message
 
 
 @dataclass(frozen=True, slots=True)
-class Note:
-    """One experience note: what worked or failed, with the task and repository it came from."""
+class NewNote:
+    """One experience note, what worked or failed, with the task and repository it came from,
+    before it is stored (the store gives it its id and time)."""
 
-    id: int
     agent: str
     kind: str
     """"worked", "failed" or "note"."""
@@ -22,6 +22,13 @@ class Note:
     task: str
     repository: str
     run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Note(NewNote):
+    """One stored experience note."""
+
+    id: int
     created: float
     """When it was written (seconds since the epoch)."""
 

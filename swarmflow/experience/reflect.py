@@ -17,11 +17,11 @@ import anyio
 from swarmflow.calls.ledgers import charged_ledgers
 from swarmflow.calls.metered import Caller, metered_call
 from swarmflow.core.errors import SwarmflowError
-from swarmflow.core.experience_port import Trajectory
+from swarmflow.core.experience_port import NewNote, Trajectory
 from swarmflow.core.messages import Message, ModelRequest
 from swarmflow.core.tokens import message_units
 from swarmflow.experience.run_notes import RunExperience
-from swarmflow.experience.store import KINDS, NewNote
+from swarmflow.experience.store import KINDS
 from swarmflow.record.events import EventBase, ExperienceRefused, ExperienceWritten
 from swarmflow.runtime.context import RunContext
 

@@ -19,12 +19,11 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
-from swarmflow.core.experience_port import Note
+from swarmflow.core.experience_port import NewNote, Note
 from swarmflow.core.secrets import scrubbed
 
 FORMAT = "swarmflow-experience-1"
@@ -85,18 +84,6 @@ KINDS = ("worked", "failed", "note")
 
 class ExperienceError(ConfigError):
     """The experience store cannot be used: it names the file and what is wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class NewNote:
-    """A note before it is stored (the store gives it its id and time)."""
-
-    agent: str
-    kind: str
-    text: str
-    task: str
-    repository: str
-    run_id: str
 
 
 class ExperienceStore:
@@ -168,13 +155,13 @@ class ExperienceStore:
             try:
                 for n in notes:
                     text, task = scrubbed(n.text), scrubbed(n.task)
-                    values = (n.agent, n.kind, text, task, n.repository, n.run_id, now)
+                    given = (n.agent, n.kind, text, task, n.repository, n.run_id)
                     cursor = conn.execute(
                         "INSERT INTO notes (agent, kind, text, task, repository, run_id, "
                         "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        values,
+                        (*given, now),
                     )
-                    stored.append(Note(int(cursor.lastrowid or 0), *values))
+                    stored.append(Note(*given, id=int(cursor.lastrowid or 0), created=now))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -224,12 +211,12 @@ class ExperienceStore:
 def _note(row: tuple[object, ...]) -> Note:
     id_, agent, kind, text, task, repository, run_id, created = row
     return Note(
-        int(str(id_)),
         str(agent),
         str(kind),
         str(text),
         str(task),
         str(repository),
         str(run_id),
-        float(str(created)),
+        id=int(str(id_)),
+        created=float(str(created)),
     )
