@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from swarmflow.record.eventlog import AgentUsage
@@ -76,6 +76,11 @@ class Spend(AgentUsage):
         if follows:  # a session's first request has nothing before it to repeat
             self.prompt_tokens += e.prompt_tokens
             self.prefix_tokens += e.prefix_tokens
+
+    def absorb(self, other: Spend) -> None:
+        """Add every count of `other` to this one's."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     @property
     def prefix_share(self) -> float | None:
@@ -201,13 +206,7 @@ class Digest:
         """Spend per agent, in declaration order (then any agent not declared)."""
         totals: dict[str, Spend] = {name: Spend() for name in self.agents}
         for s in self.sessions.values():
-            total = totals.setdefault(s.agent, Spend())
-            for name in ("calls", "tokens_in", "tokens_out", "tokens_cached", "cost"):
-                setattr(total, name, getattr(total, name) + getattr(s.spend, name))
-            total.prompt_tokens += s.spend.prompt_tokens
-            total.prefix_tokens += s.spend.prefix_tokens
-            total.cross_prompt_tokens += s.spend.cross_prompt_tokens
-            total.cross_shared_tokens += s.spend.cross_shared_tokens
+            totals.setdefault(s.agent, Spend()).absorb(s.spend)
         return totals
 
     def add(self, event: EventBase) -> None:
@@ -224,8 +223,7 @@ class Digest:
         """The run's spend over every session."""
         total = Spend()
         for spend in self.by_agent().values():
-            for name in vars(total):
-                setattr(total, name, getattr(total, name) + getattr(spend, name))
+            total.absorb(spend)
         return total
 
 
