@@ -16,27 +16,23 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
+from swarmflow.cli.signals import stopped
 from swarmflow.core.budget import Limits
 
 OK, PROBLEMS, USAGE = 0, 1, 2
-INTERRUPTED = 130
 BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
 
 
 def register(subparsers: Any) -> None:
     """Add `batch` to the `swarmflow` command."""
     cmd = subparsers.add_parser("batch", help="run a flow once per line of a task list")
-    cmd.add_argument("flow", metavar="FLOW", help="a .swarm file, file.py:flow or module:flow")
+    add_flow_argument(cmd, "flow")
     cmd.add_argument(
         "--inputs", required=True, metavar="FILE", help="a .jsonl file: one object of inputs a line"
     )
-    cmd.add_argument(
-        "--out",
-        default="batch",
-        metavar="DIR",
-        help="where results.jsonl and the runs go (default ./batch); run again to go on",
-    )
+    add_out_option(cmd, "batch", "where results.jsonl and the runs go")
     cmd.add_argument(
         "--retry-failed",
         action="store_true",
@@ -44,6 +40,30 @@ def register(subparsers: Any) -> None:
         "its journal; the tasks that ended ok (or paused) are kept, not run again",
     )
     cmd.add_argument("--concurrency", type=int, default=8, metavar="N", help="runs at once")
+    add_where_options(cmd)
+    add_budget_options(cmd, "shared by every run of the batch")
+    add_model_choice(
+        cmd,
+        model_help="a model on an OpenAI-compatible endpoint",
+        demo_help="a scripted demo model: offline",
+    )
+    cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
+    cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
+    cmd.set_defaults(handler=batch_command)
+
+
+def add_out_option(cmd: argparse.ArgumentParser, default: str, what: str) -> None:
+    """`--out DIR`: the folder a call writes and, called again, goes on from."""
+    cmd.add_argument(
+        "--out",
+        default=default,
+        metavar="DIR",
+        help=f"{what} (default ./{default}); run again to go on",
+    )
+
+
+def add_where_options(cmd: argparse.ArgumentParser) -> None:
+    """`--on` (where the runs run) and `--workers` (how many Ray actors)."""
     cmd.add_argument(
         "--on",
         default="local",
@@ -57,15 +77,14 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="with --on ray: worker actors (default: one per CPU of the cluster)",
     )
-    add_budget_options(cmd, "shared by every run of the batch")
-    add_model_choice(
-        cmd,
-        model_help="a model on an OpenAI-compatible endpoint",
-        demo_help="a scripted demo model: offline",
-    )
-    cmd.add_argument("--repo", metavar="PATH", help="the git repository worktrees branch from")
-    cmd.add_argument("--fsync", action="store_true", help="fsync every result line and event")
-    cmd.set_defaults(handler=batch_command)
+
+
+def stopped_kept(exc: KeyboardInterrupt, command: str, kept: str) -> int:
+    """After Ctrl-C or SIGTERM, for a command that keeps what finished: one line saying so,
+    where it is (`kept`) and how to go on; the exit status."""
+    word, code = stopped(exc)
+    print(f"\n{command}: {word}; {kept}, run the same command again to go on", file=sys.stderr)
+    return code
 
 
 def add_budget_options(cmd: argparse.ArgumentParser, shared: str) -> None:
@@ -84,7 +103,6 @@ def batch_command(args: argparse.Namespace) -> int:
 
     from swarmflow.cli.flow_refs import FlowDiagnostics, load_flow_named
     from swarmflow.cli.model_choice import chosen_model
-    from swarmflow.core.errors import ConfigError
     from swarmflow.core.secrets import scrubbed
 
     if not model_chosen(args):
@@ -96,16 +114,10 @@ def batch_command(args: argparse.Namespace) -> int:
     except FlowDiagnostics as exc:
         print(str(exc), file=sys.stderr)
         return PROBLEMS
-    except ConfigError as exc:
-        print(f"swarmflow batch: {scrubbed(str(exc))}", file=sys.stderr)
-        return USAGE
-    except KeyboardInterrupt:
-        print(
-            f"\nswarmflow batch: interrupted; finished tasks are in {args.out}/results.jsonl, "
-            "run the same command again to go on",
-            file=sys.stderr,
+    except KeyboardInterrupt as exc:  # a ConfigError reaches the one handler of every command
+        return stopped_kept(
+            exc, "swarmflow batch", f"finished tasks are in {args.out}/results.jsonl"
         )
-        return INTERRUPTED
     if sys.stderr.isatty():
         print(file=sys.stderr)  # end the progress line
     print(scrubbed(result.summary()))

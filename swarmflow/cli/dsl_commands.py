@@ -1,7 +1,7 @@
-"""`swarmflow check`: the command line for reading `.swarm` files.
+"""`swarmflow check FLOW...`: print each problem of `.swarm` files (or of Python flows'
+declarations) as file:line:col: severity: message, with the source line and a caret.
 
 Exit status: 0 clean, 1 diagnostics, 2 usage.
-The DSL package is imported only when one of these commands runs.
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import Any
 
 OK, PROBLEMS, USAGE = 0, 1, 2
+# The DSL package is imported only when the command runs: `swarmflow --help` stays quick.
 
 
 def register(subparsers: Any) -> None:
     """Add `check` to the `swarmflow` command."""
     check = subparsers.add_parser(
-        "check",
-        help="check .swarm files and print diagnostics",
-        description="Print each problem as file:line:col: severity: "
-        "message, with the source line and a caret.",
+        "check", help="check .swarm files and print diagnostics", description=__doc__
     )
     check.add_argument(
         "files",

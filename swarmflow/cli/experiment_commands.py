@@ -18,11 +18,14 @@ from typing import Any
 from swarmflow.cli.batch_commands import (
     ProgressLine,
     add_budget_options,
+    add_out_option,
+    add_where_options,
     limits_from,
+    stopped_kept,
 )
 from swarmflow.cli.model_choice import add_model_choice
 
-OK, LEFT, USAGE, INTERRUPTED = 0, 1, 2, 130
+OK, LEFT, USAGE = 0, 1, 2
 
 
 def register(subparsers: Any) -> None:
@@ -43,19 +46,8 @@ def _no_subcommand(cmd: argparse.ArgumentParser) -> int:
 def _run_parser(sub: Any) -> None:
     cmd = sub.add_parser("run", help="run every arm x task x repeat; run again to go on")
     cmd.add_argument("experiment", metavar="EXP", help="file.py:NAME or module:NAME")
-    cmd.add_argument(
-        "--out",
-        default="experiment",
-        metavar="DIR",
-        help="the experiment's folder (default ./experiment)",
-    )
-    cmd.add_argument(
-        "--on",
-        default="local",
-        metavar="WHERE",
-        help="local (default), ray or ray://HOST:PORT (docs/ray.md)",
-    )
-    cmd.add_argument("--workers", type=int, metavar="N", help="with --on ray: worker actors")
+    add_out_option(cmd, "experiment", "the experiment's folder")
+    add_where_options(cmd)
     cmd.add_argument("--repeats", type=int, metavar="N", help="override the declared repeats")
     cmd.add_argument(
         "--tasks",
@@ -75,9 +67,15 @@ def _run_parser(sub: Any) -> None:
     cmd.set_defaults(handler=run_command)
 
 
-def _grade_parser(sub: Any) -> None:
-    cmd = sub.add_parser("grade", help="grade a finished experiment again, running no arm")
+def _folder_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    """`experiment NAME DIR`: a subcommand over an experiment's folder."""
+    cmd: argparse.ArgumentParser = sub.add_parser(name, help=help)
     cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
+    return cmd
+
+
+def _grade_parser(sub: Any) -> None:
+    cmd = _folder_parser(sub, "grade", "grade a finished experiment again, running no arm")
     cmd.add_argument(
         "--grader",
         metavar="REF",
@@ -95,8 +93,7 @@ def _grade_parser(sub: Any) -> None:
 
 
 def _report_parser(sub: Any) -> None:
-    cmd = sub.add_parser("report", help="the per-arm tables of an experiment's folder")
-    cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
+    cmd = _folder_parser(sub, "report", "the per-arm tables of an experiment's folder")
     cmd.add_argument("--json", action="store_true", help="the figures as one JSON object")
     cmd.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page")
     cmd.set_defaults(handler=report_command)
@@ -117,13 +114,8 @@ def run_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"swarmflow experiment run: {scrubbed(str(exc))}", file=sys.stderr)
         return USAGE
-    except KeyboardInterrupt:
-        print(
-            f"\nswarmflow experiment run: interrupted; what finished is in {args.out}, run the "
-            "same command again to go on",
-            file=sys.stderr,
-        )
-        return INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return stopped_kept(exc, "swarmflow experiment run", f"what finished is in {args.out}")
     if sys.stderr.isatty():
         print(file=sys.stderr)
     for why in result.stopped:

@@ -1,4 +1,6 @@
-"""`swarmflow demo`: the flagship flow, end to end."""
+"""`swarmflow demo`: the flagship flow, end to end: parallel coders in git worktrees,
+reviewers that run the tests, an arbiter and a human fallback. Without --model a scripted demo
+policy plays the model, offline."""
 
 from __future__ import annotations
 
@@ -18,10 +20,7 @@ def register(subparsers: Any) -> None:
 def _register_demo(subparsers: Any) -> None:
     """Add `demo` and its options."""
     demo = subparsers.add_parser(
-        "demo",
-        help="run the parallel-coders-plus-arbiter flow end to end",
-        description="Parallel coders in git worktrees, reviewers that run the tests, an arbiter "
-        "and a human fallback. Without --model a scripted demo policy plays the model, offline.",
+        "demo", help="run the parallel-coders-plus-arbiter flow end to end", description=__doc__
     )
     add = demo.add_argument
     add(

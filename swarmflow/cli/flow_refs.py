@@ -15,6 +15,7 @@ rendered diagnostics), which `run` and `batch` report with exit status 1 as `che
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import sys
@@ -30,6 +31,11 @@ REFERENCE_FORMS = "a .swarm file, file.py:NAME or module:NAME"
 
 class FlowDiagnostics(ConfigError):
     """A `.swarm` file that does not check or compile; the text is its rendered diagnostics."""
+
+
+def add_flow_argument(cmd: argparse.ArgumentParser, dest: str) -> None:
+    """The command's FLOW argument, named as every command names a flow."""
+    cmd.add_argument(dest, metavar="FLOW", help="a .swarm file, file.py:flow or module:flow")
 
 
 def python_reference(reference: str) -> tuple[str, str] | None:

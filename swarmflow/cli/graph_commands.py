@@ -1,9 +1,10 @@
-"""`swarmflow graph FLOW|RUN_DIR`: one diagram of a flow or of a finished run.
+"""`swarmflow graph FLOW|RUN_DIR`: one diagram of a flow or of a finished run, as Mermaid, DOT,
+PNG or SVG.
 
 `--which` picks the diagram: the declared team (`topology`), the step graph of a `.swarm`
-file (`steps`) or what a run executed (`run`); a Python flow (`file.py:flow` or
-`module:flow`, found as every command finds it: `swarmflow.cli.flow_refs`) has only its
-team, since its steps are code. `--format` prints Mermaid or DOT, or renders
+file (`steps`) or what a run executed, with every edge it followed (`run`); a Python flow
+(`file.py:flow` or `module:flow`, found as every command finds one) has only its team, since
+its steps are code. `--format` prints Mermaid or DOT, or renders
 PNG/SVG through Graphviz. Exit status: 0 drawn, 1 the file has diagnostics, 2 usage (an
 unreadable file, no such graph, no Graphviz).
 """
@@ -23,8 +24,7 @@ def register(subparsers: Any) -> None:
     graph = subparsers.add_parser(
         "graph",
         help="print one diagram of a flow (team or steps) or of a finished run",
-        description="One diagram: the declared team, a .swarm file's steps, or a run's "
-        "executed graph (with every edge it followed), as Mermaid, DOT, PNG or SVG.",
+        description=__doc__,
     )
     graph.add_argument(
         "file",

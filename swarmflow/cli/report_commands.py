@@ -1,4 +1,5 @@
-"""`swarmflow report RUN_DIR [--html [PATH]]`: a run's report, read from its event log alone.
+"""`swarmflow report RUN_DIR [--html [PATH]]`: the report of a run (output, status, cost and
+tokens per agent, timeline, refusals, retries, adherence), read from RUN_DIR/events.jsonl alone.
 
 Exit status: 0 reported, 2 no readable log there (one line says why).
 """
@@ -17,10 +18,7 @@ HTML_NAME = "report.html"
 def register(subparsers: Any) -> None:
     """Add the `report` command."""
     report = subparsers.add_parser(
-        "report",
-        help="print a run's report from its event log",
-        description="Print the report of a run (output, status, cost and tokens per agent, "
-        "timeline, refusals, retries, adherence), read from RUN_DIR/events.jsonl alone.",
+        "report", help="print a run's report from its event log", description=__doc__
     )
     report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, e.g. runs/<run id>")
     report.add_argument(

@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 from swarmflow.cli.signals import cancelled_on_sigterm, stopped
 from swarmflow.core.secrets import scrubbed
@@ -28,7 +29,7 @@ CAPS = (
 def register(subparsers: Any) -> None:
     """Add `run` to the `swarmflow` command."""
     run = subparsers.add_parser("run", help="run a flow: a .swarm file or a Python flow")
-    run.add_argument("file", metavar="FLOW", help="a .swarm file, file.py:flow or module:flow")
+    add_flow_argument(run, "file")
     run.add_argument(
         "--input",
         action="append",

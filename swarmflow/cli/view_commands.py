@@ -1,7 +1,10 @@
 """`swarmflow view [RUNS_DIR | OUT]`: the runs and experiments of a folder as a live local page.
 
-Serves the page on 127.0.0.1 (a free port unless `--port`), prints its URL and opens it in
-the browser (not with `--no-open`), until Ctrl-C. Exit status: 0 stopped, 2 the folder is not
+The folder holds run directories and experiment folders (a runs root, an experiment's OUT, or
+one run); the page shows runs and experiments as they go, each run's timeline and
+transcripts, each experiment's progress, table and figures, and loads nothing from elsewhere.
+It is served on 127.0.0.1 (a free port unless `--port`); its URL is printed and opened in the
+browser (not with `--no-open`), until Ctrl-C. Exit status: 0 stopped, 2 the folder is not
 one, or the `view` extra is not installed (one line says how to install it).
 """
 
@@ -21,10 +24,7 @@ def register(subparsers: Any) -> None:
     view = subparsers.add_parser(
         "view",
         help="a live local web page of the runs and experiments in a folder",
-        description="Serve a web page on 127.0.0.1 over the run directories and experiment "
-        "folders in a folder (a runs root, an experiment's OUT, or one run): runs and "
-        "experiments as they go, each run's timeline and transcripts, each experiment's "
-        "progress, table and figures. The page loads nothing from elsewhere.",
+        description=__doc__,
     )
     view.add_argument(
         "folder",
