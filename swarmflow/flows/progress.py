@@ -17,7 +17,6 @@ from swarmflow.record.events import (
     AgentFinished,
     CacheBust,
     EventBase,
-    HandoffRefused,
     HumanAnswered,
     HumanRequested,
     ModelCalled,
@@ -30,7 +29,7 @@ from swarmflow.record.events import (
     ToolExecuted,
     WorkspaceChanged,
 )
-from swarmflow.report.digest import agent_label
+from swarmflow.report.digest import agent_label, refusal_text
 
 _COLORS = {
     "done": "32",
@@ -235,11 +234,10 @@ def _note(event: EventBase, rows: dict[str, Row]) -> str:
         return f"asking a human ({event.channel}): {_short(event.question, 70)}"
     if isinstance(event, HumanAnswered):
         return f"{event.answered_by} answered {event.answer!r}"
-    if isinstance(event, HandoffRefused):
-        return f"refused {event.source} -> {event.target} via {event.via}: {event.reason}"
     if isinstance(event, RunFinished):
         return f"run {event.status} in {event.seconds:.2f}s"
-    return ""
+    refused = refusal_text(event)  # every kind of refusal, worded as the report words it
+    return f"refused {refused}" if refused else ""
 
 
 def _workspace_note(event: WorkspaceChanged, rows: dict[str, Row]) -> str:
