@@ -109,17 +109,28 @@ def node_text(n: Node) -> str:
     return shown
 
 
+def drawn(
+    nodes: Sequence[Node], max_nodes: int
+) -> tuple[Sequence[Node], list[tuple[int, int, str]], int]:
+    """What a drawing shows of a large graph: the first `max_nodes` nodes, the edges
+    (`edges_of`) that start among them, and how many nodes it leaves out."""
+    shown = nodes[:max_nodes]
+    edges = [edge for edge in edges_of(shown) if edge[0] < max_nodes]
+    return shown, edges, max(0, len(nodes) - max_nodes)
+
+
+_MERMAID_ARROWS = {"inside": "-->", "then": "-.->"}
+_DOT_STYLES = {"inside": "", "then": " [style=dashed]"}
+
+
 def mermaid_of(nodes: Sequence[Node], max_nodes: int = MAX_DRAWN) -> str:
     """A Mermaid flowchart: unique ids `n<id>`, solid edges inside, dotted edges `then`."""
-    shown = nodes[:max_nodes]
+    shown, edges, left_out = drawn(nodes, max_nodes)
     lines = ["flowchart TD"]
     lines.extend(f'    n{n.id}["{_escape(node_text(n))}"]:::{n.status}' for n in shown)
-    for source, target, kind in edges_of(shown):
-        if source < max_nodes:
-            arrow = "-->" if kind == "inside" else "-.->"
-            lines.append(f"    n{source} {arrow} n{target}")
-    if len(nodes) > max_nodes:
-        lines.append(f'    more["... {len(nodes) - max_nodes} more nodes"]')
+    lines.extend(f"    n{s} {_MERMAID_ARROWS[kind]} n{t}" for s, t, kind in edges)
+    if left_out:
+        lines.append(f'    more["... {left_out} more nodes"]')
     lines.append("    classDef failed stroke:#c00;")
     lines.append("    classDef cancelled stroke:#888,stroke-dasharray: 4;")
     return "\n".join(lines)
@@ -127,18 +138,15 @@ def mermaid_of(nodes: Sequence[Node], max_nodes: int = MAX_DRAWN) -> str:
 
 def dot_of(nodes: Sequence[Node], name: str = "run", max_nodes: int = MAX_DRAWN) -> str:
     """The same graph as Graphviz DOT."""
-    shown = nodes[:max_nodes]
+    shown, edges, left_out = drawn(nodes, max_nodes)
     colors = {"failed": "#cc0000", "cancelled": "#888888", "running": "#cc8800"}
     lines = [f"digraph {_quote(name)} {{", "    rankdir=TB;", "    node [shape=box];"]
     for n in shown:
         color = colors.get(n.status, "#000000")
         lines.append(f"    n{n.id} [label={_quote(node_text(n))}, color={_quote(color)}];")
-    for source, target, kind in edges_of(shown):
-        if source < max_nodes:
-            style = "" if kind == "inside" else " [style=dashed]"
-            lines.append(f"    n{source} -> n{target}{style};")
-    if len(nodes) > max_nodes:
-        lines.append(f"    more [label={_quote(f'... {len(nodes) - max_nodes} more nodes')}];")
+    lines.extend(f"    n{s} -> n{t}{_DOT_STYLES[kind]};" for s, t, kind in edges)
+    if left_out:
+        lines.append(f"    more [label={_quote(f'... {left_out} more nodes')}];")
     lines.append("}")
     return "\n".join(lines)
 
