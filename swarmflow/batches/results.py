@@ -44,6 +44,7 @@ from swarmflow.batches.files import (
     json_value,
     lines,
 )
+from swarmflow.batches.names import NAME_PATTERN
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.reading import depth, open_regular
 from swarmflow.core.secrets import Redactor
@@ -54,8 +55,6 @@ SET_ASIDE = "results.retrying.jsonl"
 """The lines of the tasks being retried, until each has a new line in `results.jsonl`."""
 FINISHED = ("ok", "failed", "paused")
 """Statuses of a finished task: a re-run of the batch skips it."""
-TASK_ID = r"^task-[0-9]{6,}$"
-"""The ids the batch gives its tasks (`tasks.task_id`): each names a run directory."""
 
 
 @dataclass(slots=True)
@@ -83,7 +82,8 @@ class ResultLine(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    task: Annotated[str, Field(pattern=TASK_ID)]
+    task: Annotated[str, Field(pattern=NAME_PATTERN)]
+    """The task's id, its run folder's name (`names.py`)."""
     input: dict[str, Any]
     status: Literal["ok", "failed", "paused", "cancelled"]
     output: Any = None
