@@ -22,6 +22,7 @@ from swarmflow.record.events import (
     ContextCompacted,
     EventBase,
     EvidenceDelivered,
+    HarnessAnswered,
     HarnessEnded,
     HarnessStarted,
     HarnessToolExecuted,
@@ -78,6 +79,11 @@ def _harness_tool(e: HarnessToolExecuted) -> list[Part]:
     title = f"{e.tool}({e.call_id}), run by {e.harness}{back}"
     call = Part(e.seq - 0.5, "call", title, _args(e.arguments))
     return [call, Part(e.seq, "result", f"result of {e.tool}", e.result)] if e.fed_back else [call]
+
+
+def _harness_answer(e: HarnessAnswered) -> list[Part]:
+    calls = f" → {', '.join(e.tool_calls)}" if e.tool_calls else ""
+    return [Part(e.seq, "answer", f"{e.harness} step {e.step}: the model said{calls}", e.text)]
 
 
 def _started(e: SessionStarted) -> list[Part]:
@@ -139,6 +145,7 @@ _PARTS: dict[type[EventBase], Callable[[Any], list[Part]]] = {
     ModelCalled: _model,
     ToolExecuted: _tool,
     HarnessToolExecuted: _harness_tool,
+    HarnessAnswered: _harness_answer,
     SessionStarted: _started,
     SessionEnded: _ended,
     EvidenceDelivered: _evidence,
