@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
-from swarmflow.report.live import RunWatch
+from swarmflow.report.live import RunWatch, calls_by_arm
 from swarmflow.report.log import LogError
 from swarmflow.view.catalog import Catalog, Item, Kind, scan
 from swarmflow.view.experimentstate import ReportCache, read_experiment_state
@@ -160,7 +160,9 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
     report, figures = view.reports.get(item.path) if state.done else (None, {})
     watch = view.watches.setdefault(item.path, RunWatch(item.path))
     working = watch.at_work() if not state.done else []
+    calls = calls_by_arm(watch.in_flight()) if not state.done else {}
     return {
+        "calls": {p.name: _arm_calls(p.name, calls) for p in state.progress},
         "item": item,
         "x": state,
         "report": report,
@@ -168,6 +170,11 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
         "working": working,
         "live": not state.done,
     }
+
+
+def _arm_calls(arm: str, calls: dict[str, int]) -> int:
+    """The calls in flight of an arm's batch, or of its best-of candidates' (`<arm>.c1` ...)."""
+    return sum(n for name, n in calls.items() if name == arm or name.startswith(f"{arm}.c"))
 
 
 def _fragments(page: str, names: tuple[str, ...], context: dict[str, Any]) -> dict[str, Any]:
