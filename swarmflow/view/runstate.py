@@ -39,11 +39,11 @@ MIN_WIDTH = 0.4
 FINAL = frozenset({"ok", "failed", "cancelled", "paused"})
 MAX_BLOCKS = 5_000
 """The most timeline blocks a run's page holds: its last ones."""
-MAX_TRANSCRIPTS = 100
+MAX_TRANSCRIPTS = 40
 """The most sessions' transcripts a run's page holds: those of the sessions last at work."""
-MAX_PARTS = 500
+MAX_PARTS = 250
 """The most steps of one session's transcript a run's page holds: its last ones."""
-MAX_POSTS = 500
+MAX_POSTS = 250
 """The most posts of one board thread a run's page holds: its last ones."""
 MAX_HELD = 64
 """The most runs whose folds the view keeps."""
