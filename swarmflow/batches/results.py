@@ -11,9 +11,9 @@ saying where it is (the `run_finished` event of the task's run).
 
 Reading the file back, each line is checked against `ResultLine`. A line that is not a task
 result (not JSON, not UTF-8, too long, nested too deep, a field of the wrong type, a task id
-the batch does not make) is skipped with a warning naming the file and the line, so its task
-counts as not done: a re-run rebuilds its line from its run's log, or runs it. (A retry, which
-replaces the file whole, leaves such lines out of it.)
+that could not name a run folder: `names.NAME_PATTERN`) is skipped with a warning naming the
+file and the line, so its task counts as not done: a re-run rebuilds its line from its run's
+log, or runs it. (A retry, which replaces the file whole, leaves such lines out of it.)
 
 Retrying the failed tasks (`batch(..., retry_failed=True)`) keeps the file at one line per
 task: their lines are first set aside in `results.retrying.jsonl` and taken out of
