@@ -142,7 +142,7 @@ def _index_context(view: View) -> dict[str, Any]:
     rows = []
     for item in catalog.runs():
         try:
-            rows.append((item, view.runs.get(item.path)))
+            rows.append((item, view.runs.digest(item.path)))
         except LogError:
             continue
     live = any(state.live for _item, state in rows)

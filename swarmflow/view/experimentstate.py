@@ -128,7 +128,7 @@ def _cell(
     if not run_dir.is_dir():
         return RunCell(key, "", "not started", resolved)
     try:
-        status = runs.get(run_dir).digest.status
+        status = runs.digest(run_dir).digest.status
     except LogError:
         return RunCell(key, "", "not started", resolved)
     return RunCell(key, view_key(run_dir), status, resolved)

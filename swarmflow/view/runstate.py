@@ -120,9 +120,11 @@ class RunFold:
     ended, its journal's prompts and answers join the transcripts kept, within the same caps.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, light: bool = False) -> None:
         read_log(run_dir)  # a regular file whose first line is an event, or one `LogError`
         self.run_dir = run_dir
+        self.light = light
+        """Fold the digest alone (what a list of runs shows): no page parts."""
         self.tail = LineTail(log_path(run_dir), "an event log", MAX_LINE)
         self.digest = Digest()
         self.adherence = AdherenceFold()
@@ -151,6 +153,8 @@ class RunFold:
             self.let_go["lines"] += 1
             return
         self.digest.add(e)
+        if self.light:
+            return
         self.adherence.add(e)
         self._keep(self.blocks, self.made.entry(e), "blocks")
         if e.session:
@@ -189,7 +193,7 @@ class RunFold:
         d = self.digest
         entries = list(self.blocks)
         span = max([d.seconds, d.last_t, *(e.end for e in entries)]) or 1.0
-        ended = d.status in FINAL
+        ended = d.status in FINAL and not self.light
         return RunState(
             digest=d,
             note=self._note(),
@@ -258,16 +262,32 @@ class _Held:
 
 class StateCache:
     """Run states by run directory, each log read on from where it was when it changed on
-    disk; the folds of the `MAX_HELD` runs looked at last are kept (another is read afresh)."""
+    disk; the folds of the `MAX_HELD` runs looked at last are kept (another is read afresh).
+    The digests that lists of runs show are folded apart and kept for every run (`digest`):
+    a list of many runs does not push the pages' folds out."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: OrderedDict[Path, _Held] = OrderedDict()
+        self._light: dict[Path, _Held] = {}
 
     def get(self, run_dir: Path) -> RunState:
         """The state of `run_dir`; `LogError` when it has no readable log."""
+        return self._read(run_dir, self._entry(run_dir))
+
+    def digest(self, run_dir: Path) -> RunState:
+        """The state of `run_dir` with its digest alone (no timeline, no transcripts), as a
+        list of runs shows it; `LogError` when it has no readable log."""
+        with self._lock:
+            held = self._light.get(run_dir)
+        if held is None:
+            made = _Held(RunFold(run_dir, light=True))
+            with self._lock:
+                held = self._light.setdefault(run_dir, made)
+        return self._read(run_dir, held)
+
+    def _read(self, run_dir: Path, held: _Held) -> RunState:
         mark = _mark(run_dir / EVENTS_FILE)
-        held = self._entry(run_dir)
         with held.lock:  # one reader of a fold at a time; others wait for its state
             if held.state is None or held.mark != mark:
                 held.fold.read()
