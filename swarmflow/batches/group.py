@@ -11,6 +11,7 @@ them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ import anyio
 
 from swarmflow.batches.executor import Executor, open_executors
 from swarmflow.batches.lock import batch_lock
+from swarmflow.batches.names import names_in
 from swarmflow.batches.outcome import BatchResult, Unfinished
 from swarmflow.batches.progress import Progress
 from swarmflow.batches.recovered import settled
@@ -34,8 +36,8 @@ from swarmflow.runtime.flow import Flow
 
 RUNS = "runs"
 ProgressHook = Callable[[Progress], None]
-Order = Sequence[tuple[int, str]]
-"""Which batch (its index) starts which task (its id) next."""
+Order = Sequence[tuple[int, int]]
+"""Which batch (its index) starts which task (its place in the batch's task list) next."""
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,8 @@ async def run_batches(
     return [s.result() for s in shared]
 
 
-def _natural(specs: Sequence[BatchSpec]) -> list[tuple[int, str]]:
-    return [(index, task.id) for index, spec in enumerate(specs) for task in spec.tasks]
+def _natural(specs: Sequence[BatchSpec]) -> list[tuple[int, int]]:
+    return [(index, place) for index, spec in enumerate(specs) for place in range(len(spec.tasks))]
 
 
 def _open(spec: BatchSpec, locks: contextlib.ExitStack) -> _Opened:
@@ -168,11 +170,20 @@ def _open(spec: BatchSpec, locks: contextlib.ExitStack) -> _Opened:
     locks.enter_context(batch_lock(spec.root))
     files.restore_set_aside()  # a retry that was killed: its lines come back first
     earlier = files.read()
+    spec = _named_as_written(spec)
     _check_same_tasks(spec.tasks, earlier, files)
     if spec.retry_failed:
         earlier = _set_failed_aside(files, spec.tasks, earlier)
     setup = Setup(spec.flow, spec.root / RUNS, spec.options, spec.run_budget, spec.budget)
     return _Opened(spec, files, earlier, setup)
+
+
+def _named_as_written(spec: BatchSpec) -> BatchSpec:
+    """`spec` with its tasks named as its folder names them (`names.names_in`: a folder of the
+    older layout names each run by its place)."""
+    names = names_in(spec.root, [t.id for t in spec.tasks])
+    tasks = [Task(name, t.inputs) for name, t in zip(names, spec.tasks, strict=True)]
+    return dataclasses.replace(spec, tasks=tasks)
 
 
 def _redactor(model: Any) -> Redactor:
@@ -187,10 +198,10 @@ async def _run_all(shared: list[_Batch], order: Order, concurrency: int) -> None
         batch.tell()
     try:
         limiter = anyio.CapacityLimiter(concurrency)
-        tasks = [{t.id: t for t in batch.spec.tasks} for batch in shared]
         async with anyio.create_task_group() as group:
-            for index, task_id in order:
-                batch, task = shared[index], tasks[index][task_id]
+            for index, at in order:
+                batch = shared[index]
+                task = batch.spec.tasks[at]
                 if task.id not in batch.earlier:
                     place = await _place(limiter)
                     group.start_soon(_task, batch, limiter, place, task)

@@ -11,9 +11,9 @@ saying where it is (the `run_finished` event of the task's run).
 
 Reading the file back, each line is checked against `ResultLine`. A line that is not a task
 result (not JSON, not UTF-8, too long, nested too deep, a field of the wrong type, a task id
-the batch does not make) is skipped with a warning naming the file and the line, so its task
-counts as not done: a re-run rebuilds its line from its run's log, or runs it. (A retry, which
-replaces the file whole, leaves such lines out of it.)
+that could not name a run folder: `names.NAME_PATTERN`) is skipped with a warning naming the
+file and the line, so its task counts as not done: a re-run rebuilds its line from its run's
+log, or runs it. (A retry, which replaces the file whole, leaves such lines out of it.)
 
 Retrying the failed tasks (`batch(..., retry_failed=True)`) keeps the file at one line per
 task: their lines are first set aside in `results.retrying.jsonl` and taken out of
@@ -44,6 +44,7 @@ from swarmflow.batches.files import (
     json_value,
     lines,
 )
+from swarmflow.batches.names import NAME_PATTERN
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.reading import depth, open_regular
 from swarmflow.core.secrets import Redactor
@@ -54,8 +55,6 @@ SET_ASIDE = "results.retrying.jsonl"
 """The lines of the tasks being retried, until each has a new line in `results.jsonl`."""
 FINISHED = ("ok", "failed", "paused")
 """Statuses of a finished task: a re-run of the batch skips it."""
-TASK_ID = r"^task-[0-9]{6,}$"
-"""The ids the batch gives its tasks (`tasks.task_id`): each names a run directory."""
 
 
 @dataclass(slots=True)
@@ -83,7 +82,8 @@ class ResultLine(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    task: Annotated[str, Field(pattern=TASK_ID)]
+    task: Annotated[str, Field(pattern=NAME_PATTERN)]
+    """The task's id, its run folder's name (`names.py`)."""
     input: dict[str, Any]
     status: Literal["ok", "failed", "paused", "cancelled"]
     output: Any = None

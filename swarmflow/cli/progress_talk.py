@@ -1,5 +1,6 @@
 """Progress that talks: every few seconds, while a batch or an experiment runs, the count line,
-the counts per arm, and each session at work in a running run with the last thing it did.
+the counts per arm, the model calls in flight (per arm in an experiment), and each session at
+work in a running run with the last thing it did (and whether it is calling the model).
 
 The counts come from the progress hook's latest value; what the sessions do from the runs'
 logs (`swarmflow.report.live`). One thread, woken by a timer and stopped when the command
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from swarmflow.core.secrets import scrubbed
-from swarmflow.report.live import RunWatch
+from swarmflow.report.live import RunWatch, calls_by_arm
 
 EVERY = 5.0
 """Seconds between two reports."""
@@ -30,12 +31,21 @@ def report_lines(progress: Any, watch: RunWatch) -> list[str]:
     if callable(arm_lines):
         lines.extend(arm_lines())
     working = watch.at_work()
+    calls = watch.in_flight()
+    if calls:
+        lines.append(f"  model calls in flight: {sum(calls.values())}{_by_arm(calls)}")
     if working:
         lines.append(f"  {len(working)} sessions at work:")
         lines.extend(f"    {w.line()}" for w in working[:MOST_SESSIONS])
         if len(working) > MOST_SESSIONS:
             lines.append(f"    ... and {len(working) - MOST_SESSIONS} more")
     return lines
+
+
+def _by_arm(calls: dict[str, int]) -> str:
+    """` (single 2, team 1)` for an experiment's runs (`arms/<arm>/runs/...`), else ''."""
+    arms = calls_by_arm(calls)
+    return f" ({', '.join(f'{arm} {n}' for arm, n in arms.items())})" if arms else ""
 
 
 @contextmanager

@@ -165,3 +165,67 @@ def bound_queries(conn: sqlite3.Connection, seconds: float = QUERY_SECONDS) -> N
     then raises `OperationalError: interrupted`): a connection is opened for one use."""
     deadline = time.monotonic() + seconds
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+
+
+class LineTail:
+    """The whole lines appended to a growing file since the last read: a live log read as it
+    is written, by the rules above (a regular file; no more than `max_line` bytes of a line
+    held: a longer line is skipped, and counted in `skipped`). A last line without its newline
+    is left for the next read (its writer may be in the middle of it), and nothing is ever
+    cut off the file. A file replaced or cut shorter is read again from its start."""
+
+    def __init__(self, path: Path, what: str, max_line: int = MAX_LINE) -> None:
+        self.path, self.what, self.max_line = path, what, max_line
+        self.offset = 0
+        """Where the next read starts: the end of the last whole line read."""
+        self.number = 0
+        """The number of the last whole line read."""
+        self.skipped = 0
+        self.restarted = 0
+        """How many times the file was found replaced or cut, and read again from its start."""
+        self._file: tuple[int, int] | None = None
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """(number, bytes) of each whole, non-blank line written since the last read, without
+        its newline; where it stopped is kept as each line is taken.
+
+        Raises:
+            Unreadable: the file is not there, cannot be opened, or is not a regular file.
+        """
+        with open_regular(self.path, self.what) as fh:
+            self._check_same(os.fstat(fh.fileno()))
+            fh.seek(self.offset)
+            while raw := fh.readline(self.max_line + 1):
+                if len(raw) > self.max_line:
+                    if not self._skip_rest(fh):
+                        return
+                    continue
+                if not raw.endswith(b"\n"):  # being written, or torn: not taken
+                    return
+                self.offset += len(raw)
+                self.number += 1
+                if raw.strip():
+                    yield self.number, raw[:-1]
+
+    def _check_same(self, st: os.stat_result) -> None:
+        file = (st.st_dev, st.st_ino)
+        if (self._file is not None and file != self._file) or st.st_size < self.offset:
+            self.offset = self.number = 0
+            self.restarted += 1
+        self._file = file
+
+    def _skip_rest(self, fh: BinaryIO) -> bool:
+        """Past the end of an over-long line (counted as skipped), reading it a chunk at a
+        time; False when it has no end yet (left for the next read)."""
+        start = self.offset
+        fh.seek(start)
+        while chunk := fh.read(_CHUNK):
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                self.offset = fh.tell() - len(chunk) + newline + 1
+                fh.seek(self.offset)
+                self.number += 1
+                self.skipped += 1
+                return True
+        fh.seek(start)
+        return False

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.grading import RunOutcome
-from swarmflow.experiments.layout import ArmRecord, Layout, RunKey
+from swarmflow.experiments.layout import ArmRecord, Layout, RunDirs, RunKey
 
 CHOSEN = "chosen.json"
 
@@ -113,8 +113,7 @@ def record_choice(layout: Layout, arm: str, key: RunKey, candidate: int) -> None
 def _outcome(plan: Any, arm: str, task: Any, repeat: int, c: int) -> RunOutcome:
     layout: Layout = plan.layout
     key = RunKey(candidate_name(arm, c), task.id, repeat)
-    index = [t.id for t in plan.tasks].index(task.id) * plan.experiment.repeats + repeat - 1
-    run_dir = layout.run_dir(key, index)
+    run_dir = plan.dirs(key)
     line = _result_line(layout.arm(key.arm), run_dir)
     return RunOutcome(
         key,
@@ -153,20 +152,18 @@ def _write_chosen(layout: Layout, arm: str, chosen: dict[str, int]) -> None:
     temporary.replace(folder / CHOSEN)
 
 
-def chosen_run(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> Path | None:
+def chosen_run(dirs: RunDirs, arm: ArmRecord, key: RunKey) -> Path | None:
     """The run directory of the candidate a best-of arm's run took; None before the choice."""
-    candidate = read_chosen(layout, arm.name).get(key.text)
+    candidate = read_chosen(dirs.layout, arm.name).get(key.text)
     if candidate is None:
         return None
-    return layout.run_dir(RunKey(candidate_name(arm.name, candidate), key.task, key.repeat), index)
+    return dirs(RunKey(candidate_name(arm.name, candidate), key.task, key.repeat))
 
 
-def candidate_runs(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> list[Path]:
+def candidate_runs(dirs: RunDirs, arm: ArmRecord, key: RunKey) -> list[Path]:
     k = int((arm.best_of or {}).get("k", 0))
-    return [
-        layout.run_dir(RunKey(candidate_name(arm.name, c), key.task, key.repeat), index)
-        for c in range(1, k + 1)
-    ]
+    names = [candidate_name(arm.name, c) for c in range(1, k + 1)]
+    return [dirs(RunKey(name, key.task, key.repeat)) for name in names]
 
 
 def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> Any:

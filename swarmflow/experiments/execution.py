@@ -34,7 +34,7 @@ from swarmflow.batches.group import RUNS, BatchSpec, run_batches
 from swarmflow.batches.lock import batch_lock
 from swarmflow.batches.outcome import BatchResult
 from swarmflow.batches.results import TaskResult
-from swarmflow.batches.tasks import as_tasks, task_id
+from swarmflow.batches.tasks import as_tasks
 from swarmflow.core.budget import Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.experiments.bestof import candidate_name, candidates, choose, record_choice
@@ -49,7 +49,15 @@ from swarmflow.experiments.grading_notes import (
     refuse_unsandboxed,
     unsandboxed_reason,
 )
-from swarmflow.experiments.layout import Layout, RunKey, read_manifest, run_index, write_manifest
+from swarmflow.experiments.layout import (
+    Layout,
+    RunDirs,
+    RunKey,
+    read_manifest,
+    run_index,
+    run_name,
+    write_manifest,
+)
 from swarmflow.experiments.order import run_order
 from swarmflow.experiments.progress import ExperimentProgress, ProgressHook
 from swarmflow.experiments.rows import write_rows
@@ -104,6 +112,8 @@ class _Plan:
     k candidates (`<arm>.c1` ...)."""
     parents: dict[str, Arm]
     """A batch's name -> the declared arm it runs for (itself, or a candidate's arm)."""
+    dirs: RunDirs
+    """Each run's directory, as its arm's batch folder names it."""
     said: set[str] = field(default_factory=set)
     """What this call has said once already (grading outside the sandbox)."""
 
@@ -164,6 +174,7 @@ async def run_experiment(
             _order(experiment, tasks, layout),
             batches,
             parents,
+            RunDirs(layout, [t.id for t in tasks], experiment.repeats),
         )
         earlier = read_grades(layout.grades, plan.progress.warnings)
         plan.progress.graded = sum(
@@ -224,10 +235,10 @@ class _Grading:
         self.limiter = anyio.CapacityLimiter(plan.experiment.concurrency)
         self.tasks = {t.id: t for t in plan.tasks}
         self.keys = {
-            arm.name: {task_id(i): key for i, key in enumerate(_keys(plan, arm.name))}
+            arm.name: dict(zip(plan.dirs.names(arm.name), _keys(plan, arm.name), strict=True))
             for arm in plan.batches
         }
-        """Batch -> its task id -> the run's key."""
+        """Batch -> its task id (its run's folder name) -> the run's key."""
         self.saying = anyio.Lock()
         """Held while the first grading says whether it runs outside the sandbox."""
 
@@ -298,15 +309,12 @@ def _keys(plan: _Plan, arm: str) -> list[RunKey]:
     return [RunKey(arm, t.id, r) for t in plan.tasks for r in repeats]
 
 
-def _batch_order(plan: _Plan) -> list[tuple[int, str]]:
-    """The order of the runs, as (arm's batch, task id in that batch)."""
+def _batch_order(plan: _Plan) -> list[tuple[int, int]]:
+    """The order of the runs, as (arm's batch, the run's place in that batch)."""
     arms = {arm.name: index for index, arm in enumerate(plan.batches)}
     tasks = {t.id: index for index, t in enumerate(plan.tasks)}
     repeats = plan.experiment.repeats
-    return [
-        (arms[key.arm], task_id(run_index(tasks[key.task], key.repeat, repeats)))
-        for key in plan.order
-    ]
+    return [(arms[key.arm], run_index(tasks[key.task], key.repeat, repeats)) for key in plan.order]
 
 
 def _order(experiment: Experiment, tasks: list[ExperimentTask], layout: Layout) -> list[RunKey]:
@@ -454,7 +462,7 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     flow = arm.variant()
     keys = _keys(plan, arm.name)
     lines = [await _inputs(plan, arm, key, flow) for key in keys]
-    tasks = as_tasks(lines)
+    tasks = as_tasks(lines, names=[run_name(key.task, key.repeat) for key in keys])
 
     def tell(progress: Any) -> None:
         plan.progress.arms[arm.name] = progress

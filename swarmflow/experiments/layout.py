@@ -2,7 +2,7 @@
 
 ```
 OUT/experiment.json            the declaration and the runs' order, written by the first run
-OUT/arms/<arm>/                one batch per arm: results.jsonl, runs/task-000001/ ...
+OUT/arms/<arm>/                one batch per arm: results.jsonl, runs/<task>-r1/ ...
 OUT/checkouts/<arm>/<task>/r1  each run's own checkout of its task's repository
 OUT/grades.jsonl               one line per graded run, appended once (each names its grader)
 OUT/graded-tasks.jsonl         the tasks as graded (base commits resolved), for `experiment grade`
@@ -11,21 +11,25 @@ OUT/judge/                     a rubric judge's own runs, apart from the arms'
 OUT/rows.csv                   one row per finished run (pandas / DuckDB read it in a line)
 ```
 
-A batch names its runs `task-000001`, ... in the order of its task list, which is task by
-task, repeat by repeat: run `i` (from 0) is task `i // repeats`, repeat `i % repeats + 1`.
+An arm's batch runs task by task, repeat by repeat: run `i` (from 0) is task `i // repeats`,
+repeat `i % repeats + 1`. Each run's folder is named after its task and repeat, `<task>-r1`,
+made safe and unique by the batch's rule (`batches.names`: `median-r1`, `Median-r1-2`); an
+arm folder written before runs were named so keeps its `task-000001`, ... (`RunDirs`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarmflow.batches.tasks import task_id
+from swarmflow.batches.names import names_in, run_names
 from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
@@ -134,9 +138,6 @@ class Layout:
     def arm(self, arm: str) -> Path:
         return self.root / "arms" / arm
 
-    def run_dir(self, key: RunKey, index: int) -> Path:
-        return self.arm(key.arm) / "runs" / task_id(index)
-
     def checkout(self, key: RunKey) -> Path:
         return self.root / "checkouts" / key.arm / key.task / f"r{key.repeat}"
 
@@ -145,6 +146,47 @@ class Layout:
 
     def judge(self) -> Path:
         return self.root / "judge"
+
+
+def run_name(task: str, repeat: int) -> str:
+    """The name a run of `task` wants for its folder (`batches.names` makes it safe)."""
+    return f"{task}-r{repeat}"
+
+
+def batch_names(tasks: Sequence[str], repeats: int) -> list[str]:
+    """The names of an arm's runs, in its batch's order (task by task, repeat by repeat)."""
+    return run_names([run_name(t, r) for t in tasks for r in range(1, repeats + 1)])
+
+
+@dataclass
+class RunDirs:
+    """Where each run of an experiment is: in its arm's `runs/`, named as the arm's batch
+    folder names it (`batches.names.names_in`; each arm's folder is looked at once)."""
+
+    layout: Layout
+    tasks: Sequence[str]
+    repeats: int
+    _arms: dict[str, list[str]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def _places(self) -> dict[str, int]:
+        return {task: place for place, task in enumerate(self.tasks)}
+
+    @classmethod
+    def of(cls, layout: Layout, manifest: Manifest) -> RunDirs:
+        return cls(layout, manifest.tasks, manifest.repeats)
+
+    def names(self, arm: str) -> list[str]:
+        """The names of the arm's (or a best-of candidate's) runs, in its batch's order."""
+        if arm not in self._arms:
+            made = batch_names(self.tasks, self.repeats)
+            self._arms[arm] = names_in(self.layout.arm(arm), made)
+        return self._arms[arm]
+
+    def __call__(self, key: RunKey) -> Path:
+        """The run directory of `key`."""
+        index = run_index(self._places[key.task], key.repeat, self.repeats)
+        return self.layout.arm(key.arm) / "runs" / self.names(key.arm)[index]
 
 
 def run_index(task_index: int, repeat: int, repeats: int) -> int:

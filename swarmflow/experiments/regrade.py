@@ -24,7 +24,6 @@ import anyio.to_thread
 
 from swarmflow.batches.lock import batch_lock
 from swarmflow.batches.results import ResultsFile, TaskResult
-from swarmflow.batches.tasks import task_id
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.bestof import (
@@ -43,7 +42,14 @@ from swarmflow.experiments.grading_notes import (
     sandbox_required,
     unsandboxed_reason,
 )
-from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, RunKey, read_manifest
+from swarmflow.experiments.layout import (
+    ArmRecord,
+    Layout,
+    Manifest,
+    RunDirs,
+    RunKey,
+    read_manifest,
+)
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.tasks import ExperimentTask, read_task_set
 
@@ -139,8 +145,10 @@ def _finished_runs(
         results = ResultsFile(layout.arm(arm.name), redactor)
         lines[arm.name] = results.read()
         warnings.extend(f"{arm.name}: {w}" for w in results.warnings)
+    dirs = RunDirs.of(layout, manifest)
     found = [
-        (arm, key, lines[arm.name].get(task_id(index))) for arm, index, key in _batch_runs(manifest)
+        (arm, key, lines[arm.name].get(dirs.names(arm.name)[index]))
+        for arm, index, key in _batch_runs(manifest)
     ]
     return [(arm, key, line) for arm, key, line in found if line is not None]
 

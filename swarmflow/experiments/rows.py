@@ -19,7 +19,7 @@ from typing import Any
 from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.bestof import candidate_runs, chosen_run, with_all_spend
 from swarmflow.experiments.grades import Grade, read_grades
-from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, read_manifest
+from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, RunDirs, read_manifest
 from swarmflow.experiments.runread import AXES, AssignedAxes, RunFacts, read_run
 from swarmflow.report.log import LogError
 from swarmflow.report.text import model_label
@@ -96,19 +96,20 @@ def collect(root: Path, warnings: list[str]) -> tuple[Manifest, list[Row]]:
     layout = Layout(root)
     manifest = read_manifest(root)
     grades = read_grades(layout.grades, warnings)
+    dirs = RunDirs.of(layout, manifest)
     rows: list[Row] = []
-    for arm, index, key in manifest.runs():
+    for arm, _, key in manifest.runs():
         grade = grades.get(key)
         if grade is None:
             continue
-        run_dir = layout.run_dir(key, index)
+        run_dir = dirs(key)
         if arm.best_of:  # the chosen candidate's run (`bestof`)
-            run_dir = chosen_run(layout, arm, key, index) or run_dir
+            run_dir = chosen_run(dirs, arm, key) or run_dir
         try:
             facts = read_run(run_dir, assigned_of(arm))
             row = row_of(grade, facts, run_dir)
             if arm.best_of:
-                candidates = candidate_runs(layout, arm, key, index)
+                candidates = candidate_runs(dirs, arm, key)
                 row = with_all_spend(row, candidates, lambda d: read_run(d, AssignedAxes()))
         except LogError as exc:
             warnings.append(f"{key.text}: graded, but its run cannot be read: {exc}")

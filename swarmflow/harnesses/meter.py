@@ -106,7 +106,7 @@ class Meter:
             why = f"budget exceeded after this call: over the limit of {over}"
             return self.refuse("budget", 429, why, record=True)
         assert called.response is not None
-        self.steps.answered(called.response, turn.steps)
+        self.steps.answered(called.response, turn.steps, turn.emit)
         return replies.answered(chat, called.response, self.harness.model_name)
 
     def _refused(self, refusal: Refusal) -> Reply:

@@ -1,11 +1,14 @@
 """A harness's steps, read from the traffic through its metering endpoint.
 
 A harness program runs its own tools: the endpoint sees each tool call in the model's answer,
-and the result the program feeds back as a `tool` message in its next request. Each pair is
-recorded as one `harness_tool_executed` event, so a harness agent's transcript reads like a
-native session's (`tool_executed`). A call whose result never comes back (the program's last
-command, or a program that went on without answering it) is recorded when the next request
-or the end of the call shows it will not, with `fed_back` False.
+and the result the program feeds back as a `tool` message in its next request. What the model
+said at each step is recorded as one `harness_answered` event (its text cut to 2,000
+characters, as the log keeps a message), and each call and its result as one
+`harness_tool_executed` event, so a harness agent's transcript reads like a native session's
+(`tool_executed`). Both are scrubbed of secrets by the event log, as every event is. A call
+whose result never comes back (the program's last command, or a program that went on without
+answering it) is recorded when the next request or the end of the call shows it will not,
+with `fed_back` False.
 
 The loop block of native sessions applies to these steps too: the same tool called with the
 same arguments, and the same result fed back, `LOOP_BLOCK_LIMIT` times in a row (3) ends the
@@ -23,7 +26,7 @@ from typing import Any
 
 from swarmflow.core.messages import Message, ModelResponse, ToolCall
 from swarmflow.harnesses.wire import ChatRequest
-from swarmflow.record.events import HarnessToolExecuted
+from swarmflow.record.events import HarnessAnswered, HarnessToolExecuted
 from swarmflow.sessions.toolrun import LOOP_BLOCK_LIMIT, RESULT_PREVIEW
 
 Emit = Callable[..., None]
@@ -59,11 +62,20 @@ class HarnessSteps:
         self._pending = []
         return loop
 
-    def answered(self, answer: ModelResponse, step: int) -> None:
-        """The model answered the harness: its tool calls wait for their results."""
+    def answered(self, answer: ModelResponse, step: int, emit: Emit) -> None:
+        """The model answered the harness: what it said is recorded, its tool calls wait for
+        their results."""
         self._pending = list(answer.tool_calls)
         self._step = step
         self._answered = perf_counter()
+        if answer.text:
+            emit(
+                HarnessAnswered,
+                harness=self.harness,
+                step=step,
+                text=answer.text[:RESULT_PREVIEW],
+                tool_calls=[call.name for call in answer.tool_calls],
+            )
 
     def ended(self, emit: Emit) -> None:
         """The call ended: the calls still waiting are recorded without a result."""

@@ -613,6 +613,20 @@ class HarnessToolExecuted(EventBase):
     """Seconds from the answer to the request that carried the result."""
 
 
+class HarnessAnswered(EventBase):
+    """The text the model answered a harness's program with at one step (recorded when it
+    said something; its tool calls follow as `harness_tool_executed`)."""
+
+    type: Literal["harness_answered"] = "harness_answered"
+    harness: str
+    step: int = 0
+    """The model call that answered."""
+    text: str = ""
+    """The answer's text, cut to 2,000 characters."""
+    tool_calls: list[str] = []
+    """The tools the answer called, by name."""
+
+
 class BranchFinished(EventBase):
     type: Literal["branch_finished"] = "branch_finished"
     outcome: Literal["ok", "failed", "cancelled", "empty"]
@@ -692,7 +706,8 @@ Event = Annotated[
     | BoardServed
     | TeamEnded
     | OutputModeSteppedDown
-    | CacheBust,
+    | CacheBust
+    | HarnessAnswered,
     Field(discriminator="type"),
 ]
 

@@ -42,7 +42,7 @@ from starlette.staticfiles import StaticFiles
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import environment_redactor
 from swarmflow.report.html import page_templates
-from swarmflow.report.live import RunWatch
+from swarmflow.report.live import RunWatch, calls_by_arm
 from swarmflow.report.log import LogError
 from swarmflow.view.catalog import Catalog, Item, Kind, scan
 from swarmflow.view.experimentstate import ReportCache, read_experiment_state
@@ -138,7 +138,7 @@ def _index_context(view: View) -> dict[str, Any]:
     rows = []
     for item in catalog.runs():
         try:
-            rows.append((item, view.runs.get(item.path)))
+            rows.append((item, view.runs.digest(item.path)))
         except LogError:
             continue
     live = any(state.live for _item, state in rows)
@@ -156,7 +156,9 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
     report, figures = view.reports.get(item.path) if state.done else (None, {})
     watch = view.watches.setdefault(item.path, RunWatch(item.path))
     working = watch.at_work() if not state.done else []
+    calls = calls_by_arm(watch.in_flight()) if not state.done else {}
     return {
+        "calls": {p.name: _arm_calls(p.name, calls) for p in state.progress},
         "item": item,
         "x": state,
         "report": report,
@@ -164,6 +166,11 @@ def _experiment_context(view: View, item: Item) -> dict[str, Any]:
         "working": working,
         "live": not state.done,
     }
+
+
+def _arm_calls(arm: str, calls: dict[str, int]) -> int:
+    """The calls in flight of an arm's batch, or of its best-of candidates' (`<arm>.c1` ...)."""
+    return sum(n for name, n in calls.items() if name == arm or name.startswith(f"{arm}.c"))
 
 
 def _fragments(page: str, names: tuple[str, ...], context: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from swarmflow.experiments.bestof import candidate_runs, chosen_run
 from swarmflow.experiments.grades import Grade, read_grades
-from swarmflow.experiments.layout import ArmRecord, Layout, Manifest, RunKey, read_manifest
+from swarmflow.experiments.layout import (
+    ArmRecord,
+    Layout,
+    Manifest,
+    RunDirs,
+    RunKey,
+    read_manifest,
+)
 from swarmflow.experiments.report import ExperimentReport, read_experiment
 from swarmflow.report.live import file_mark
 from swarmflow.report.log import LogError
@@ -89,22 +96,23 @@ def read_experiment_state(
     cells: dict[tuple[str, str], list[RunCell]] = {
         (arm.name, task): [] for arm in manifest.arms for task in manifest.tasks
     }
-    for arm, index, key in manifest.runs():
-        cell = _cell(_run_dir(layout, arm, key, index), key, grades.get(key), runs, view_key)
+    dirs = RunDirs.of(layout, manifest)
+    for arm, _, key in manifest.runs():
+        cell = _cell(_run_dir(dirs, arm, key), key, grades.get(key), runs, view_key)
         cells[(key.arm, key.task)].append(cell)
         _count(progress[key.arm], cell)
     return ExperimentState(manifest, cells, list(progress.values()), warnings=warnings)
 
 
-def _run_dir(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> Path:
+def _run_dir(dirs: RunDirs, arm: ArmRecord, key: RunKey) -> Path:
     """The run behind a cell: a best-of arm's chosen candidate's, or before the choice the
     last of its candidates' runs that has started (they start in candidate order)."""
     if not arm.best_of:
-        return layout.run_dir(key, index)
-    chosen = chosen_run(layout, arm, key, index)
+        return dirs(key)
+    chosen = chosen_run(dirs, arm, key)
     if chosen is not None:
         return chosen
-    candidates = candidate_runs(layout, arm, key, index)
+    candidates = candidate_runs(dirs, arm, key)
     started = [run_dir for run_dir in candidates if run_dir.is_dir()]
     return started[-1] if started else candidates[0]
 
@@ -120,7 +128,7 @@ def _cell(
     if not run_dir.is_dir():
         return RunCell(key, "", "not started", resolved)
     try:
-        status = runs.get(run_dir).digest.status
+        status = runs.digest(run_dir).digest.status
     except LogError:
         return RunCell(key, "", "not started", resolved)
     return RunCell(key, view_key(run_dir), status, resolved)

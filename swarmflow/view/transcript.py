@@ -3,25 +3,29 @@ ended, its journal: what the session was asked, every model call and the tool ca
 each tool's result, evidence and messages it was given, board posts, refusals, its answer.
 
 The events hold every step (tool results cut to what the log keeps); the journal adds the
-prompt and the final text of each finished call. The journal is read only when the run has
-ended: its reader cuts a torn last line, which a live writer may be in the middle of.
+prompt and the final text of each finished call, each clipped to `MAX_TEXT`. The journal is
+read only when the run has ended, a record at a time (`core.reading.LineTail`: nothing is cut
+off it, no record is held past its parts).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import LineTail
 from swarmflow.record.events import (
     AgentFinished,
     BoardMessagePosted,
     ContextCompacted,
     EventBase,
     EvidenceDelivered,
+    HarnessAnswered,
     HarnessEnded,
     HarnessStarted,
     HarnessToolExecuted,
@@ -34,7 +38,7 @@ from swarmflow.record.events import (
     ToolExecuted,
 )
 from swarmflow.record.files import JOURNAL_FILE
-from swarmflow.record.journal import read_journal
+from swarmflow.record.records import CallFinished, parse_record
 from swarmflow.report.digest import refusal_text
 
 MAX_TEXT = 20_000
@@ -78,6 +82,11 @@ def _harness_tool(e: HarnessToolExecuted) -> list[Part]:
     title = f"{e.tool}({e.call_id}), run by {e.harness}{back}"
     call = Part(e.seq - 0.5, "call", title, _args(e.arguments))
     return [call, Part(e.seq, "result", f"result of {e.tool}", e.result)] if e.fed_back else [call]
+
+
+def _harness_answer(e: HarnessAnswered) -> list[Part]:
+    calls = f" → {', '.join(e.tool_calls)}" if e.tool_calls else ""
+    return [Part(e.seq, "answer", f"{e.harness} step {e.step}: the model said{calls}", e.text)]
 
 
 def _started(e: SessionStarted) -> list[Part]:
@@ -139,6 +148,7 @@ _PARTS: dict[type[EventBase], Callable[[Any], list[Part]]] = {
     ModelCalled: _model,
     ToolExecuted: _tool,
     HarnessToolExecuted: _harness_tool,
+    HarnessAnswered: _harness_answer,
     SessionStarted: _started,
     SessionEnded: _ended,
     EvidenceDelivered: _evidence,
@@ -170,33 +180,59 @@ def transcripts(events: Iterable[EventBase], run_dir: Path | None) -> dict[str, 
         if e.session:
             found.setdefault(e.session, []).extend(parts_of(e))
     if run_dir is not None:
-        for session, parts in _journaled(run_dir).items():
+        for session, parts in journal_parts(run_dir, set(found)).items():
             found.setdefault(session, []).extend(parts)
     return {s: sorted(parts, key=lambda p: p.order) for s, parts in found.items()}
 
 
-def _journaled(run_dir: Path) -> dict[str, list[Part]]:
-    """Per session, each finished call's prompt (at the call's start) and its answer."""
-    path = run_dir / JOURNAL_FILE
+def journal_parts(run_dir: Path, sessions: Container[str], most: int = 0) -> dict[str, list[Part]]:
+    """Per session of `sessions`, each finished call's prompt (at the call's start) and its
+    answer, from the run's journal, read one record at a time and never cut (`most`: keep
+    only each session's last `most` calls; 0: all)."""
+    calls: dict[str, deque[CallFinished]] = {}
+    for record in _call_records(run_dir / JOURNAL_FILE):
+        if record.session in sessions:
+            held = calls.setdefault(record.session, deque(maxlen=most or None))
+            held.append(_clipped(record))
+    return {session: _parts_of_calls(held) for session, held in calls.items()}
+
+
+def _call_records(path: Path) -> Iterator[CallFinished]:
+    """The journal's `call_finished` records (the others are not parsed); a damaged journal
+    ends the reading, leaving the events' transcript."""
     if not path.is_file() or path.is_symlink():
-        return {}
+        return
+    tail = LineTail(path, "a run journal")
     try:
-        recorded = read_journal(path)
-    except (ConfigError, OSError):  # a damaged journal leaves the events' transcript
-        return {}
-    calls = sorted((r.data for r in recorded.at.values()), key=lambda d: d.event_seq)
-    found: dict[str, list[Part]] = {}
-    last: dict[str, float] = {}
-    for data in calls:
-        parts = found.setdefault(data.session, [])
-        start = last.get(data.session, -1.0) + 0.25
-        asked = data.given or _asked(data.messages)
-        if asked:
-            parts.append(Part(start, "request", "asked", _clip(asked)))
+        for _number, raw in tail.lines():
+            if b'"call_finished"' not in raw[:48]:  # where a record's `kind` is
+                continue
+            record = parse_record(raw)
+            if isinstance(record, CallFinished):
+                yield record
+    except (ConfigError, OSError, ValueError):
+        return
+
+
+def _clipped(record: CallFinished) -> CallFinished:
+    """What a transcript shows of a call, and no more: its prompt and its text, clipped."""
+    asked = record.given or _asked(record.messages)
+    return record.model_copy(
+        update={"given": _clip(asked), "text": _clip(record.text), "messages": None,
+                "value": None, "patch": None}
+    )  # fmt: skip
+
+
+def _parts_of_calls(calls: Iterable[CallFinished]) -> list[Part]:
+    parts: list[Part] = []
+    last = -1.0
+    for data in sorted(calls, key=lambda d: d.event_seq):
+        if data.given:
+            parts.append(Part(last + 0.25, "request", "asked", data.given))
         if data.text:
-            parts.append(Part(data.event_seq - 0.25, "answer", "answered", _clip(data.text)))
-        last[data.session] = data.event_seq
-    return found
+            parts.append(Part(data.event_seq - 0.25, "answer", "answered", data.text))
+        last = data.event_seq
+    return parts
 
 
 def _asked(messages: list[Any] | None) -> str:
@@ -209,4 +245,4 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"\n… ({len(text):,} characters)"
 
 
-__all__ = ["MAX_TEXT", "Part", "parts_of", "transcripts"]
+__all__ = ["MAX_TEXT", "Part", "journal_parts", "parts_of", "transcripts"]

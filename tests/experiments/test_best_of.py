@@ -72,11 +72,11 @@ def test_the_oracle_keeps_the_resolved_candidate_and_every_candidate_is_paid(
     assert b1.calls == 3 * one.calls == 3  # all k counted
     spent = 0
     for c in (1, 2, 3):
-        log = (out / f"arms/B1.c{c}/runs/task-000001/events.jsonl").read_text().splitlines()
+        log = (out / f"arms/B1.c{c}/runs/q1-r1/events.jsonl").read_text().splitlines()
         calls = [e for e in map(json.loads, log) if e["type"] == "model_called"]
         spent += sum(e["tokens_in"] + e["tokens_out"] for e in calls)
     assert b1.tokens == spent > 2 * one.tokens
-    assert b1.run_dir.endswith("arms/B1.c3/runs/task-000001")
+    assert b1.run_dir.endswith("arms/B1.c3/runs/q1-r1")
     grades = [json.loads(line) for line in (out / "grades.jsonl").read_text().splitlines()]
     chosen = next(g for g in grades if g["arm"] == "B1" and g["task"] == "q1")
     assert chosen["note"].startswith("best of 3 by oracle (the grader): candidate 3")
@@ -186,7 +186,7 @@ def test_grading_again_grades_the_candidates_and_the_oracle_chooses_again(
     report = read_experiment(out)
     assert {a.name: a.passed.k for a in report.arms} == {"B0": 2, "B1": 2}
     b1 = next(a for a in report.arms if a.name == "B1")
-    assert all(r.run_dir.endswith(f"arms/B1.c1/runs/task-00000{i}") for i, r in
+    assert all(r.run_dir.endswith(f"arms/B1.c1/runs/q{i}-r1") for i, r in
                enumerate(b1.rows, 1))  # fmt: skip
 
 

@@ -39,7 +39,7 @@ def test_each_runs_limits_reach_the_run_arm_over_experiment_call_over_both(
     anyio.run(lambda: run_experiment(experiment, out=out, model=model, run_budget={"calls": 7}))
 
     def started(arm: str) -> dict[str, object]:
-        log = read_log(out / "arms" / arm / "runs" / "task-000001")
+        log = read_log(out / "arms" / arm / "runs" / "t1-r1")
         return next(e for e in log.events if e.type == "run_started").limits
 
     assert started("a") == {"tokens": 10_000, "cost": None, "calls": 7, "seconds": 600}

@@ -95,7 +95,7 @@ def test_kill_nine_then_run_again(tmp_path: Path) -> None:
     write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{n}", "inputs": {"n": n}} for n in range(3)])
     (tmp_path / "declared.py").write_text(DECLARATION)
     out = tmp_path / "out"
-    stalled = [out / "arms/stalls/runs" / f"task-00000{n}" for n in (1, 2, 3)]
+    stalled = [out / "arms/stalls/runs" / f"t{n}-r1" for n in (0, 1, 2)]
     process = _start(tmp_path, out, stall=True)
     try:  # killed once the quick arm is graded and each stalled run has paid its first call
         _wait_until(lambda: len(_lines(out / "grades.jsonl")) == 3

@@ -74,7 +74,7 @@ def test_a_killed_and_resumed_runs_tokens_equal_an_uninterrupted_runs(tmp_path: 
     write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{n}", "inputs": {"n": n}} for n in range(2)])
     (tmp_path / "declared.py").write_text(DECLARATION)
     out = tmp_path / "out"
-    killed = [out / "arms/killed/runs" / f"task-00000{n}" for n in (1, 2)]
+    killed = [out / "arms/killed/runs" / f"t{n}-r1" for n in (0, 1)]
     process = _start(tmp_path, out, stall=True)
     # Killed once the uninterrupted arm is graded and each killed run is inside the worker's
     # agent call, its two model calls and the helper's settled.

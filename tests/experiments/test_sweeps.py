@@ -88,7 +88,7 @@ def test_a_swept_arms_runs_start_with_its_team_and_record_its_factors(tmp_path: 
     experiment = _sweep(factors={"coders": [3]}).model_copy(update={"tasks": tasks})
     out = tmp_path / "out"
     anyio.run(lambda: run_experiment(experiment, out=out, demo=True))
-    start = json.loads((out / "arms/coders-3/runs/task-000001/events.jsonl").read_text()
+    start = json.loads((out / "arms/coders-3/runs/t1-r1/events.jsonl").read_text()
                        .splitlines()[0])  # fmt: skip
     assert start["agents"] == ["lead", "coder", "coder_2", "coder_3"]
     recorded = json.loads((out / "experiment.json").read_text())["arms"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow import Agent, Team, agent, flow, run_sync
-from swarmflow.core.messages import ModelRequest, ToolCall
+from swarmflow.core.messages import ModelRequest, ModelResponse, ToolCall
 from swarmflow.harnesses import mini_swe_agent
 from swarmflow.testing import FunctionModel, tool_call
 from swarmflow.tools.sandbox import bwrap_problem
@@ -147,3 +147,42 @@ def test_its_html_report_names_the_harness_and_measures_adherence(tmp_path: Path
     assert "coder <i>(harness: mini-swe-agent)</i>" in page
     assert 'id="adherence"' in page and "Adherent to the declared organization" in page
     assert "bash (run by mini-swe-agent)" in page  # its steps on the timeline
+
+
+SECRET = "sk-harness-9f8e7d6c5b4a39281706"
+
+
+def _saying(request: ModelRequest) -> ModelResponse | str:
+    if request.agent != "coder":
+        return "approve"
+    done = [m for m in request.messages if m.role == "tool"]
+    command = (
+        "sed -i 's/return 41/return 42/' app.py"
+        if not done
+        else "printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\ndone\\n'"
+    )
+    said = f"THOUGHT: step {len(done) + 1}, with the key {SECRET} in mind"
+    return ModelResponse(text=said, tool_calls=(tool_call("bash", command=command),))
+
+
+def test_what_its_model_said_at_each_step_is_in_its_transcript_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_TEST_API_KEY", SECRET)
+    repo = make_repo(tmp_path)
+    result = run_sync(code_and_review, task="fix", model=FunctionModel(_saying), repo=repo)
+    assert result.status == "ok", result.error
+    said = of_type(result, "harness_answered")
+    assert [(s.harness, s.agent, s.step, s.tool_calls) for s in said] == [
+        ("mini-swe-agent", "coder", 1, ["bash"]),
+        ("mini-swe-agent", "coder", 2, ["bash"]),
+    ]
+    assert said[0].text == "THOUGHT: step 1, with the key [redacted] in mind"
+    assert SECRET not in (result.events_path).read_text()
+    from swarmflow.view.transcript import transcripts
+
+    parts = transcripts(result.events, None)[said[0].session]
+    bodies = [p.body for p in parts]  # what it said at each step, before what it did there
+    at = [next(i for i, b in enumerate(bodies) if b.startswith(start) or start in b and "{" in b)
+          for start in ("THOUGHT: step 1", "sed -i", "THOUGHT: step 2", "printf")]  # fmt: skip
+    assert at == sorted(at) and parts[at[0]].kind == "answer" and parts[at[1]].kind == "call"

@@ -167,10 +167,15 @@ def test_an_experiment_that_is_still_running_shows_its_progress_and_who_is_at_wo
             "--demo", "--out", str(out), "--tasks", "1", "--repeats", "1"]  # fmt: skip
     assert main(argv) == 0
     # Put one run back to where it was mid-way: its log before its sessions ended, no grade.
-    log = out / "arms" / "workflow" / "runs" / "task-000001" / "events.jsonl"
+    log = out / "arms" / "workflow" / "runs" / "median-r1" / "events.jsonl"
     lines = log.read_text().splitlines()
     first_end = next(i for i, line in enumerate(lines) if '"session_ended"' in line)
     log.write_text("\n".join(lines[:first_end]) + "\n")
+    # ... and one of its sessions at work with a model call in flight (its start journaled).
+    begun = next(json.loads(x) for x in lines if '"session_started"' in x)
+    key = {"branch": begun["branch"], "agent": begun["agent"], "purpose": "turn", "digest": "d"}
+    with (log.parent / "journal.jsonl").open("a") as journal:
+        journal.write(json.dumps({"kind": "model_call_started", "key": key}) + "\n")
     grades = (out / "grades.jsonl").read_text().splitlines()
     kept = [g for g in grades if json.loads(g)["arm"] != "workflow"]
     (out / "grades.jsonl").write_text("\n".join(kept) + "\n")
@@ -185,8 +190,10 @@ def test_an_experiment_that_is_still_running_shows_its_progress_and_who_is_at_wo
     cells = [c.split("</td>")[0] for c in row.split("<td>")[2:8]]
     assert cells == ["1", "1", "1", "0", "0", "0"]  # runs, started, running, finished, graded,
     # resolved
+    assert '<td class="calls">1</td>' in row  # calls in flight
+    assert "calling the model (1)" in fragment["html"]["working"]
     assert "At work now" in fragment["html"]["working"]
-    assert "arms/workflow/runs/task-000001" in fragment["html"]["working"]
+    assert "arms/workflow/runs/median-r1" in fragment["html"]["working"]
     assert "once every run is graded" in fragment["html"]["report"]
     cell = fragment["html"]["cells"].split('data-arm="team-optional"', 1)[1]
     assert "not started" in cell.split("</td>", 1)[0]
