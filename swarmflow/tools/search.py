@@ -3,6 +3,10 @@
 `search` greps in a child process (`grepper`) that is killed at its time limit, at the run's
 deadline or on cancellation: a catastrophic regular expression cannot outlive the call, and the
 matches found before the kill are still reported.
+
+Both walk from a folder descriptor the safe-path layer opened (`core.safe_paths`), never
+following a link (`walk`): the start path's links that stay inside the workspace are replaced
+by what they name first (`locate`); below the start only real files are listed and searched.
 """
 
 from __future__ import annotations
@@ -10,21 +14,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
-from pathlib import Path
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 from subprocess import DEVNULL, PIPE
 
 import anyio
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from swarmflow.core import safe_paths
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import kind_of
-from swarmflow.tools.base import ArgsModel, expect_args, private_of, resolve_path, root_of
+from swarmflow.tools.base import ArgsModel, expect_args, locate, private_of
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
-from swarmflow.tools.paths import relative_name
 from swarmflow.tools.supervisor import ended as end_supervised
 from swarmflow.tools.supervisor import start as start_supervised
 from swarmflow.tools.walk import matches, walk_files
@@ -77,9 +83,8 @@ class ListFiles:
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files) and list them."""
         a = expect_args(args, ListFilesArgs)
-        root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, a.path)
-        skip = private_of(ctx, root)
+        root, start = locate(ctx, self.name, a.path)
+        skip = _below(root, private_of(ctx, root))
         names = await anyio.to_thread.run_sync(_list, root, start, a.pattern, a.path, skip)
         if not names:
             matching = f" match {a.pattern!r}" if a.pattern else ""
@@ -106,20 +111,25 @@ class Search:
         """Check the pattern and the path, then grep in a child process."""
         a = expect_args(args, SearchArgs)
         _compile(a.pattern, a.ignore_case)
-        root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, a.path)
-        _check_start(start, a.path)
+        root, start = locate(ctx, self.name, a.path)
+        file = _start_file(root, start, a.path)
+        where = start.parent if file is not None else start
         limit = time_limit(min(a.timeout, MAX_SEARCH_SECONDS))
-        request = {
-            "root": str(root),
-            "start": str(start),
-            "pattern": a.pattern,
-            "ignore_case": a.ignore_case,
-            "glob": a.glob,
-            "limit": MAX_MATCHES,
-            "skip": [str(folder) for folder in private_of(ctx, root)],
-        }
-        hits, finished = await run_grep(request, limit.seconds)
+        try:
+            with safe_paths.folder(root, where) as folder:
+                request = {
+                    "folder": folder,
+                    "start": str(where),
+                    "file": file,
+                    "pattern": a.pattern,
+                    "ignore_case": a.ignore_case,
+                    "glob": a.glob,
+                    "limit": MAX_MATCHES,
+                    "skip": sorted(_below(root, private_of(ctx, root))),
+                }
+                hits, finished = await run_grep(request, limit.seconds, folder)
+        except OSError as exc:  # swapped for a link or removed since `locate`
+            raise ToolError(f"cannot search {a.path!r}: {exc.strerror}") from None
         return ToolResult(_report(a.pattern, hits, None if finished else limit))
 
 
@@ -138,12 +148,21 @@ def _report(pattern: str, hits: list[str], stopped: TimeLimit | None) -> str:
     return text
 
 
-async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str], bool]:
-    """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
+async def run_grep(
+    request: dict[str, object], seconds: float, folder: int
+) -> tuple[list[str], bool]:
+    """Matches printed by the grep child, and whether it finished before `seconds` ran out;
+    the child inherits the descriptor `folder` (the request's) and walks below it."""
     command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
         process = await start_supervised(
-            command, cwd=Path.cwd(), env=os.environ, stdin=PIPE, stdout=PIPE, stderr=DEVNULL
+            command,
+            cwd=Path.cwd(),
+            env=os.environ,
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=DEVNULL,
+            pass_fds=(folder,),
         )
     except OSError as exc:
         raise ToolError(f"cannot start the search: {exc}") from None
@@ -167,32 +186,43 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
     return [line for line in lines[:-1] if line], finished
 
 
-def _check_start(start: Path, shown: str) -> None:
-    """ToolError unless `start` is a directory or a regular file."""
+def _start_file(root: Path, start: PurePosixPath, shown: str) -> str | None:
+    """The name of the file `start` is, None when it is a folder; ToolError for anything
+    else (nothing there, a FIFO, a device)."""
     try:
-        mode = start.stat().st_mode
+        mode = safe_paths.lstat(root, start).st_mode
     except FileNotFoundError:
         raise ToolError(f"no such file or directory: {shown!r}") from None
     except OSError as exc:
         raise ToolError(f"cannot search {shown!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        return None
     kind = kind_of(mode)
     if kind is not None:
         raise ToolError(f"{shown!r} is {kind}; search only reads regular files")
+    return start.name
+
+
+def _below(root: Path, folders: Iterable[Path]) -> frozenset[str]:
+    """The run's folders (`private_of`) as paths below the workspace root."""
+    return frozenset(folder.relative_to(root).as_posix() for folder in folders)
 
 
 def _list(
-    root: Path, start: Path, pattern: str | None, shown: str, skip: tuple[Path, ...]
+    root: Path, start: PurePosixPath, pattern: str | None, shown: str, skip: frozenset[str]
 ) -> list[str]:
     """Relative names of matching files, one past the cap at most (so truncation shows);
     nothing of the `skip` folders."""
-    if not start.is_dir():
-        raise ToolError(f"{shown!r} is not a directory in the workspace")
     names: list[str] = []
-    for path in walk_files(root, start, skip):
-        if matches(pattern, start, path):
-            names.append(relative_name(root, path))
-            if len(names) > MAX_ENTRIES:
-                break
+    try:
+        with safe_paths.folder(root, start) as folder:
+            for found in walk_files(folder, str(start), skip):
+                if matches(pattern, found):
+                    names.append(found.path)
+                    if len(names) > MAX_ENTRIES:
+                        break
+    except OSError:
+        raise ToolError(f"{shown!r} is not a directory in the workspace") from None
     return sorted(names)
 
 
