@@ -347,6 +347,23 @@ class _Walk:
         return UnsafePath(errno.EXDEV, f"{where}: refused: a symbolic link leads out of {root}")
 
 
+def remove(root: Path, relative: str | PurePosixPath) -> None:
+    """Remove the file (or link, itself) `root/relative`, reached without following any link
+    on the way; nothing there is not an error.
+
+    Raises:
+        UnsafePath: a link or a non-folder on the way.
+    """
+    parts = _parts(relative)
+    try:
+        with _folder(root, parts[:-1], make=False) as where:
+            os.unlink(parts[-1], dir_fd=where)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _refused(exc, root, relative) from None
+
+
 def make_folder(root: Path, relative: str | PurePosixPath) -> None:
     """Make the folder `root/relative` and those on the way, never through a link."""
     try:
