@@ -117,3 +117,24 @@ def test_a_swarm_file_over_sixteen_million_bytes_gets_the_located_error(
         f"{MAX_SOURCE_CHARS:,} characters a .swarm file may hold; split the flow, or move "
         "long text into files next to it"
     )
+
+
+def test_runs_lists_the_good_runs_and_one_line_per_bad_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run_dir = _finished_run(tmp_path)
+    nested, fifo = run_dir.parent / "a-nested", run_dir.parent / "b-fifo"
+    nested.mkdir()
+    (nested / EVENTS_FILE).write_bytes(DEEP + b"\n")
+    fifo.mkdir()
+    os.mkfifo(fifo / EVENTS_FILE)
+    done = cli("runs", str(run_dir.parent))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    bad = done.stderr.splitlines()
+    assert len(bad) == 2, done.stderr
+    assert f"a-nested/{EVENTS_FILE}:1: not an event: nested deeper than" in bad[0]
+    assert f"b-fifo/{EVENTS_FILE}" in bad[1] and "FIFO" in bad[1]
+    listed = done.stdout.splitlines()
+    assert len(listed) == 2 and listed[1].startswith(run_dir.name), done.stdout
