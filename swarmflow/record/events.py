@@ -625,6 +625,19 @@ class OutcomesCompacted(EventBase):
     dropped: list[dict[str, Any]] = []
 
 
+class EventOversized(EventBase):
+    """An event whose line was over the readers' cap (`record.oversized`): written cut, just
+    before this one (`cut`), or not written, this one in its place."""
+
+    type: Literal["event_oversized"] = "event_oversized"
+    event: str
+    """The oversized event's type."""
+    size: int
+    """Its line's bytes as it would have been written."""
+    cap: int
+    cut: bool
+
+
 class TeamEnded(EventBase):
     """A Team run (`team(...)`) ended; `agent` is its lead."""
 
@@ -692,7 +705,8 @@ Event = Annotated[
     | BoardServed
     | TeamEnded
     | OutputModeSteppedDown
-    | CacheBust,
+    | CacheBust
+    | EventOversized,
     Field(discriminator="type"),
 ]
 
