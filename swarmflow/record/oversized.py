@@ -3,13 +3,13 @@ the one reader (`core.reading`) refuses.
 
 An event whose line is over `MAX_EVENT_LINE` (a `compact` over a few hundred thousand
 outcomes, a tool result of tens of MiB) is written cut: its longest texts first (each cut
-to 64 KiB, then 4 KiB, 256 and 16 characters, ending `... [cut: N more characters]`), then
-its longest lists (kept to their first 10,000, 1,000, 100, 10 items, then none), until the
-line fits and the event is still valid; the envelope (run, sequence number, times, agent,
-session, branch, type) is never cut. An `event_oversized` event follows it, naming its type,
-its size and the cap (`cut=True`). An event that no cut makes fit and valid is not written:
-the `event_oversized` event stands at its sequence number in its place (`cut=False`). So
-the record stays one whole, readable, contiguous log.
+to 64 KiB, then 4 KiB, 256 and 16 characters, ending `... [cut: N more characters]`, when
+that makes it shorter), then its longest lists (kept to their first 10,000, 1,000, 100, 10
+items, then none), until the line fits and the event is still valid; the envelope (run,
+sequence number, times, agent, session, branch, type) is never cut. An `event_oversized`
+event follows it, naming its type, its size and the cap (`cut=True`). An event that no cut
+makes fit and valid is not written: the `event_oversized` event stands at its sequence
+number in its place (`cut=False`). So the record stays one whole, readable, contiguous log.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ MAX_EVENT_LINE = MAX_LINE - 1
 ENVELOPE = frozenset(EventBase.model_fields) | {"type"}
 _TEXTS = (64 << 10, 4 << 10, 256, 16)
 _LISTS = (10_000, 1_000, 100, 10, 0)
+_MARK_ROOM = 40
+"""Characters a cut's own mark takes: a text no longer than its limit and this is kept."""
 
 
 def cut_to_fit(
@@ -54,7 +56,7 @@ def _cut(value: Any, texts: int, items: int | None) -> Any:
     """`value` with texts longer than `texts` cut, and lists longer than `items` (None: any
     length) kept to their first `items`."""
     if isinstance(value, str):
-        if len(value) <= texts:
+        if len(value) <= texts + _MARK_ROOM:  # a cut would not make it shorter
             return value
         return f"{value[:texts]}... [cut: {len(value) - texts:,} more characters]"
     if isinstance(value, dict):
