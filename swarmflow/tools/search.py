@@ -155,15 +155,18 @@ async def run_grep(
     the child inherits the descriptor `folder` (the request's) and walks below it."""
     command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
-        process = await start_supervised(
-            command,
-            cwd=Path.cwd(),
-            env=os.environ,
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=DEVNULL,
-            pass_fds=(folder,),
-        )
+        # Shielded: a cancel while the child is being started would leave it running with
+        # nobody to end it; the `finally` below ends it however the search ends.
+        with anyio.CancelScope(shield=True):
+            process = await start_supervised(
+                command,
+                cwd=Path.cwd(),
+                env=os.environ,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=DEVNULL,
+                pass_fds=(folder,),
+            )
     except OSError as exc:
         raise ToolError(f"cannot start the search: {exc}") from None
     out = bytearray()
