@@ -170,7 +170,8 @@ def _show(value: Any) -> str:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """One line per run directory: id, status, cost, age, flow."""
+    """One line per run directory: id, status, cost, age, flow; one line on stderr for each
+    run directory that does not read back (then the exit status is 2)."""
     from swarmflow.durable.listing import list_runs
     from swarmflow.record.runs_root import resolve_runs_root
 
@@ -178,10 +179,12 @@ def runs_command(args: argparse.Namespace) -> int:
     if args.root and not root.is_dir():
         print(f"swarmflow runs: {args.root} is not a folder of runs", file=sys.stderr)
         return USAGE
-    rows = list_runs(root)
+    rows, bad = list_runs(root)
+    for problem in bad:
+        print(f"swarmflow runs: {problem}", file=sys.stderr)
     if not rows:
-        print(f"no runs in {root}")
-        return OK
+        print(f"no {'readable ' if bad else ''}runs in {root}")
+        return USAGE if bad else OK
     now = time.time()
     print(f"{'RUN':<28} {'STATUS':<9} {'TOKENS':>9} {'COST':>9} {'AGE':>6}  FLOW")
     for row in rows:
@@ -190,7 +193,7 @@ def runs_command(args: argparse.Namespace) -> int:
             f"{row.run_id:<28} {row.status:<9} {row.log.spent.tokens:>9} "
             f"{'$' + format(row.log.spent.cost, '.4f'):>9} {age:>6}  {row.log.flow}"
         )
-    return OK
+    return USAGE if bad else OK
 
 
 def _age(seconds: float) -> str:

@@ -20,20 +20,29 @@ class RunRow:
     log: LogState
 
 
-def list_runs(root: Path) -> list[RunRow]:
-    """Every run directory under `root`, newest first."""
+def list_runs(root: Path) -> tuple[list[RunRow], list[str]]:
+    """Every run directory under `root` that reads back, newest first, and one line for each
+    that does not (a forged or broken record, read by the one reader), by name: one bad
+    run does not hide the others."""
     if not root.is_dir():
-        return []
-    rows = []
-    for run_dir in root.iterdir():
-        if not (run_dir / EVENTS_FILE).is_file():
+        return [], []
+    rows, bad = [], []
+    for run_dir in sorted(root.iterdir()):
+        if not (run_dir / EVENTS_FILE).exists():  # a FIFO there is a bad run, not no run
             continue
-        log = read_log(run_dir)
-        status = log.status
-        if status == "running" and live_pid(run_dir) is None:
-            status = "dead"
-        rows.append(RunRow(log.run_id or run_dir.name, status, log))
-    return sorted(rows, key=lambda r: r.log.started, reverse=True)
+        try:
+            rows.append(_row(run_dir))
+        except ConfigError as exc:
+            bad.append(str(exc))
+    return sorted(rows, key=lambda r: r.log.started, reverse=True), bad
+
+
+def _row(run_dir: Path) -> RunRow:
+    log = read_log(run_dir)
+    status = log.status
+    if status == "running" and live_pid(run_dir) is None:
+        status = "dead"
+    return RunRow(log.run_id or run_dir.name, status, log)
 
 
 def dead_run(run_dir: Path) -> tuple[Path, Path | None]:

@@ -136,7 +136,8 @@ async def _reflect(
         for kind, text in parse_notes(answer.text or "")
     ]
     try:
-        stored = await anyio.to_thread.run_sync(experience.store.add, new) if new else []
+        redactor = run.deps.log.redactor  # the run's: its secrets made at run time too
+        stored = await anyio.to_thread.run_sync(experience.store.add, new, redactor) if new else []
     except SwarmflowError as exc:
         log.emit(ExperienceRefused, agent=agent, reason=str(exc))
         return

@@ -8,8 +8,10 @@ Every query is bounded in time by the one reader (`core.reading.bound_queries`):
 store whose `notes` is a view that recurses forever is refused, never waited on.
 
 The store is a sink that persists: each note's text and task pass the one redactor
-(`core.secrets`) before they are written, so a reflection that echoes a secret of the
-environment stores `[redacted]`, and so does every later run that is offered the note.
+(`core.secrets`) before they are written: the run's own (given to `add`), which knows the
+secrets made during the run (a harness's endpoint key, a board's tokens) besides the
+environment's and the model's, and the environment's. So a reflection that echoes a secret
+stores `[redacted]`, and so does every later run that is offered the note.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.experience_port import NewNote, Note
-from swarmflow.core.secrets import scrubbed
+from swarmflow.core.secrets import Redactor, scrubbed
 
 FORMAT = "swarmflow-experience-1"
 BUSY_MS = 10_000
@@ -146,15 +148,20 @@ class ExperienceStore:
                 "name another file with --experience"
             )
 
-    def add(self, notes: Sequence[NewNote]) -> list[Note]:
-        """Store `notes` in one transaction; the stored notes with their ids."""
+    def add(self, notes: Sequence[NewNote], redactor: Redactor | None = None) -> list[Note]:
+        """Store `notes` in one transaction; the stored notes with their ids. Each note's
+        text and task are scrubbed by `redactor` (the run's) and the environment's first."""
+
+        def scrub(text: str) -> str:
+            return scrubbed(redactor.scrub(text) if redactor is not None else text)
+
         now = time.time()
         stored = []
         with self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for n in notes:
-                    text, task = scrubbed(n.text), scrubbed(n.task)
+                    text, task = scrub(n.text), scrub(n.task)
                     given = (n.agent, n.kind, text, task, n.repository, n.run_id)
                     cursor = conn.execute(
                         "INSERT INTO notes (agent, kind, text, task, repository, run_id, "

@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from swarmflow.core import safe_paths
 from swarmflow.experiments.checkouts import checkout, final_diff
 from swarmflow.workspaces.debris import debris_among
 from swarmflow.workspaces.git import git, git_result, git_succeeds
@@ -110,7 +111,10 @@ async def apply_product(
     if code != 0:
         problem = f"the product does not apply at the base commit: {err.strip()}"
         return Applied(problem, tuple(sorted(debris)))
-    edited = await _restore_tests(where, rules.tests) if rules.tests is not None else ()
+    try:
+        edited = await _restore_tests(where, rules.tests) if rules.tests is not None else ()
+    except safe_paths.UnsafePath as exc:  # the task's tests cannot be put back as they were
+        return Applied(f"the task's test files cannot be restored: {exc}", tuple(sorted(debris)))
     return Applied(None, tuple(sorted(debris)), edited)
 
 
@@ -135,10 +139,10 @@ async def _restore_tests(where: Path, tests: Any) -> tuple[str, ...]:
 
 
 def _remove(root: Path, paths: list[str]) -> None:
-    """Remove the new files at `paths` (git's own paths, under `root`; a link is removed,
-    never followed)."""
+    """Remove the new files at `paths` (git's own paths, under `root`) through the safe-path
+    layer: a link is removed, never followed, and a link on the way is refused."""
     for path in paths:
-        (root / path).unlink(missing_ok=True)
+        safe_paths.remove(root, path)
 
 
 def _numstat_paths(listed: str) -> list[str]:

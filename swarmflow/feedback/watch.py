@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio.to_thread
 from pydantic import BaseModel
 
+from swarmflow.core import safe_paths
 from swarmflow.core.feedback_policy import SEVERITY_RANK, Feedback
 from swarmflow.core.ports import Evidence, Inbox
 from swarmflow.feedback.findings import Finding, admissible, introduced, render
@@ -142,7 +144,7 @@ class SessionWatch:
         for connection in await self._connections(path):
             if connection.is_open(path):
                 continue
-            text = await anyio.to_thread.run_sync(_read, path)
+            text = await anyio.to_thread.run_sync(_read, self.root, path)
             if text is None:  # a new file: it had nothing before
                 connection.published.pop(path, None)
                 continue
@@ -153,7 +155,7 @@ class SessionWatch:
         """Send the changed files to each server, wait (bounded), post what is new."""
         passes: list[_Pass] = []
         for path in paths:
-            text = await anyio.to_thread.run_sync(_read, path)
+            text = await anyio.to_thread.run_sync(_read, self.root, path)
             if text is None:
                 continue
             for connection in await self._connections(path):
@@ -246,8 +248,10 @@ class SessionWatch:
         given = getattr(args, "path", None)
         if not isinstance(given, str):
             return None
-        path = (self.root / given).resolve()
-        return path if path.is_relative_to(self.root) else None
+        try:
+            return self.root / safe_paths.resolve(self.root, given)
+        except (OSError, ValueError):
+            return None
 
     def _signatures(self) -> dict[Path, Signature]:
         """Size and modification time of the files the servers check, under the root."""
@@ -264,10 +268,11 @@ class SessionWatch:
                 if name.endswith(suffixes) and len(found) < SCAN_LIMIT:
                     path = Path(folder, name)
                     try:
-                        info = path.stat()
+                        info = path.lstat()  # a link is not sent: `_read` would refuse it
                     except OSError:
                         continue
-                    found[path] = (info.st_mtime_ns, info.st_size)
+                    if stat.S_ISREG(info.st_mode):
+                        found[path] = (info.st_mtime_ns, info.st_size)
         return found
 
 
@@ -283,8 +288,11 @@ def _shown(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def _read(path: Path) -> str | None:
+def _read(root: Path, path: Path) -> str | None:
+    """The text of the workspace file `path`, read through the safe-path layer (no link
+    followed, a FIFO refused at once, at most its cap); None when it cannot be read so."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        data = safe_paths.read_bytes(root, path.relative_to(root).as_posix())
+    except (OSError, ValueError):
         return None
+    return data.decode("utf-8", errors="replace")

@@ -35,11 +35,23 @@ def _listen(spec: str) -> tuple[socket.socket, str]:
 
 
 class _Relay:
-    """Copies bytes between connected sockets; either side closing closes both."""
+    """Copies bytes between connected sockets, each direction on its own (a half-close).
+
+    A side that ends its sending (EOF) has its peer's sending side shut
+    (`shutdown(SHUT_WR)`), and the other direction goes on until it ends too: a program that
+    sends its request, then half-closes, still receives the whole answer. A side whose peer
+    can no longer take its bytes (the server answered, a 413, and closed) is still read,
+    what it sends dropped, so the answer already on its way reaches it (a side that resets
+    counts as ended). The pair is closed when both directions have ended.
+    """
 
     def __init__(self) -> None:
         self.selector = selectors.DefaultSelector()
         self.peer: dict[socket.socket, socket.socket] = {}
+        self.ended: set[socket.socket] = set()
+        """Sides that have sent all they will send (EOF read)."""
+        self.unwanted: set[socket.socket] = set()
+        """Sides whose peer stopped reading: what they send is dropped."""
 
     def accept(self, server: socket.socket, path: str) -> None:
         try:
@@ -60,12 +72,32 @@ class _Relay:
 
     def pump(self, sock: socket.socket) -> None:
         other = self.peer.get(sock)
-        with contextlib.suppress(OSError):  # a side that reset: the pair is closed below
+        if other is None:
+            return
+        try:
             data = sock.recv(CHUNK)
-            if data and other is not None:
+        except OSError:
+            # It reset: nothing more comes from it, and it takes nothing more; its peer is
+            # still drained until it ends, so that it reads what already reached it.
+            self.unwanted.add(other)
+            data = b""
+        if not data:
+            self.end(sock, other)
+        elif sock not in self.unwanted:
+            try:
                 other.sendall(data)
-                return
-        self.close(sock)
+            except OSError:  # the peer stopped reading; its answer may still be coming
+                self.unwanted.add(sock)
+
+    def end(self, sock: socket.socket, other: socket.socket) -> None:
+        """`sock` sent all it will: tell its peer (half-close), close when both have."""
+        self.ended.add(sock)
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(sock)
+        with contextlib.suppress(OSError):
+            other.shutdown(socket.SHUT_WR)
+        if other in self.ended:
+            self.close(sock)
 
     def close(self, sock: socket.socket) -> None:
         other = self.peer.pop(sock, None)
@@ -73,6 +105,8 @@ class _Relay:
             if each is None:
                 continue
             self.peer.pop(each, None)
+            self.ended.discard(each)
+            self.unwanted.discard(each)
             with contextlib.suppress(KeyError, ValueError):
                 self.selector.unregister(each)
             each.close()

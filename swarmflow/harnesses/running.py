@@ -185,7 +185,7 @@ def _launch(
     """The program's command line, sandboxed or on the host, its task file written."""
     argv = harness.argv(placeholders(private, base_url, harness, prompt))
     if harness.task == "file":
-        (private.root / "task.md").write_text(prompt, encoding="utf-8")
+        safe_paths.write_bytes(private.root, "task.md", prompt.encode("utf-8"))
     workspace = session.workspace
     root = (Path(workspace.root) if workspace is not None else Path.cwd()).resolve()
     if private.seen == private.root:

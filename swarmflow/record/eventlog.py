@@ -5,6 +5,9 @@ turns its fields into one line, then the run's `Redactor` (`core.secrets`, the o
 policy) scrubs the line. Every sink receives that scrubbed line, and, when it asks for them,
 the event as a model built from the scrubbed fields.
 
+No line is longer than the readers take (`record.oversized`): an event over their cap is
+written cut to fit, or not written, and an `event_oversized` event says so.
+
 A sink that writes a file holds its lines until `flush` (the JSONL sink): the run flushes
 before each external effect (`RunContext.write_ahead`), so the events between two effects
 share one write.
@@ -20,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from swarmflow.core.secrets import Redactor
-from swarmflow.record.events import EventBase
+from swarmflow.record import oversized as oversize
+from swarmflow.record.events import EventBase, EventOversized
 from swarmflow.record.jsonline import json_line
 from swarmflow.record.sink import EventSink
 
@@ -175,14 +179,32 @@ class EventLog:
             self._tally(data)
         rendered = self._render(None, "event", data)
         line = self._scrub(None, "event", rendered)
-        if line is not rendered:  # a secret was scrubbed: the objects must not hold it either
+        oversized = len(line) if len(line) > oversize.MAX_EVENT_LINE else 0
+        if cls is EventOversized:  # the stand-in is small unless its envelope is not
+            oversized = 0
+        if oversized:  # no reader would read it back: cut to fit, or left out
+            fitted = oversize.cut_to_fit(line, cls, oversize.MAX_EVENT_LINE)
+            if fitted is None:
+                self._seq = seq  # the stand-in takes its place in the sequence
+                self._mark(shape.type, oversized, data, cut=False)
+                return None
+            data, line = fitted
+        elif line is not rendered:  # a secret was scrubbed: the objects must not hold it
             data = json.loads(line)
         event: E | None = None
         if self._all_objects or shape.type in self._wanted:
             event = cls.model_validate(data)
         for sink in self.sinks:
             sink.write(event, line)
+        if oversized:
+            self._mark(shape.type, oversized, data, cut=True)
         return event
+
+    def _mark(self, kind: str, size: int, data: dict[str, Any], *, cut: bool) -> None:
+        """Record the `event_oversized` event for an event of `kind` over the cap."""
+        fields: dict[str, Any] = {k: data[k] for k in ("agent", "session", "branch") if k in data}
+        fields.update(event=kind, size=size, cap=oversize.MAX_EVENT_LINE, cut=cut)
+        self.record(EventOversized, fields)
 
     def _tally(self, data: dict[str, Any]) -> None:
         usage = self.usage.get(data["agent"] or "?")

@@ -639,6 +639,19 @@ class OutcomesCompacted(EventBase):
     dropped: list[dict[str, Any]] = []
 
 
+class EventOversized(EventBase):
+    """An event whose line was over the readers' cap (`record.oversized`): written cut, just
+    before this one (`cut`), or not written, this one in its place."""
+
+    type: Literal["event_oversized"] = "event_oversized"
+    event: str
+    """The oversized event's type."""
+    size: int
+    """Its line's bytes as it would have been written."""
+    cap: int
+    cut: bool
+
+
 class TeamEnded(EventBase):
     """A Team run (`team(...)`) ended; `agent` is its lead."""
 
@@ -707,7 +720,8 @@ Event = Annotated[
     | TeamEnded
     | OutputModeSteppedDown
     | CacheBust
-    | HarnessAnswered,
+    | HarnessAnswered
+    | EventOversized,
     Field(discriminator="type"),
 ]
 

@@ -4,33 +4,35 @@ A `shared` (STORM) workspace records what each session read and refuses stale wr
 file tool goes through `read_text`/`write_text` here so that check always applies, and every
 accepted shared write is recorded as a `shared_file_written` event with its version.
 
-Only regular files are read, and never more than `READ_CAP` bytes: a FIFO, a device or a socket
-would block a worker thread forever, and a huge file would fill memory before being refused.
-Writes replace the file atomically, so a concurrent reader sees the old or the new content,
-never a half-written one.
+Every read and write goes through the safe-path layer (`core.safe_paths`): the path is first
+resolved to its real path inside the workspace (a link that stays inside is replaced by what
+it names; one leading out is refused), then opened relative to the workspace's root
+descriptor, one component at a time, with no link followed, so a link swapped in between the
+check and the open is refused, never followed out. Only regular files are read, and never
+more than `READ_CAP` bytes: a FIFO, a device or a socket would block a worker thread forever,
+and a huge file would fill memory before being refused. Writes replace the file atomically,
+so a concurrent reader sees the old or the new content, never a half-written one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from swarmflow.core import safe_paths
 from swarmflow.core.errors import ToolError
 from swarmflow.core.file_kinds import special_kind
 from swarmflow.core.ports import ToolContext
 from swarmflow.record.events import ReservationRefused, SharedFileWritten
-from swarmflow.tools.base import resolve_path, workspace_of
+from swarmflow.tools.base import locate, workspace_of
 from swarmflow.tools.walk import looks_binary
 
 READ_CAP = 4_000_000
 """The largest file, in bytes, the file tools read (source files are far smaller)."""
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @runtime_checkable
@@ -58,10 +60,10 @@ async def read_text(ctx: ToolContext, tool: str, path: str, *, record: bool = Tr
             f"{tool} needs the path of a file ('' names the workspace root); "
             "use list_files to see what it holds"
         )
-    target = resolve_path(ctx, tool, path)  # refused here, whatever kind of workspace
+    root, real = locate(ctx, tool, path)  # refused here, whatever kind of workspace
     if isinstance(ws, VersionedFiles):
         return await ws.read_text(path, ctx.session if record else None)
-    text = await anyio.to_thread.run_sync(load_text, target)
+    text = await anyio.to_thread.run_sync(load_text, root, real)
     if text is None:
         raise ToolError(f"no such file: {path!r}")
     return text
@@ -73,7 +75,7 @@ async def write_text(
     """Write `content` to `path`, creating parent directories; `note` is the intent a shared
     workspace shows later readers."""
     ws = workspace_of(ctx, tool)
-    target = resolve_path(ctx, tool, path)
+    root, real = locate(ctx, tool, path)
     if isinstance(ws, VersionedFiles):
         try:
             key, previous, version = await ws.write_text(path, content, ctx.session, note)
@@ -82,13 +84,13 @@ async def write_text(
             raise
         ctx.emit(SharedFileWritten, path=key, version=version, previous=previous)
         return
-    await anyio.to_thread.run_sync(store_text, target, content)
+    await anyio.to_thread.run_sync(store_text, root, real, content)
 
 
 def unseen_notes(ctx: ToolContext, tool: str, path: str) -> list[str]:
     """The intent notes on versions of `path` this session has not read (shared kind only)."""
     ws = workspace_of(ctx, tool)
-    resolve_path(ctx, tool, path)
+    locate(ctx, tool, path)
     return ws.unseen_notes(path, ctx.session) if isinstance(ws, VersionedFiles) else []
 
 
@@ -105,84 +107,68 @@ def kind_of(mode: int) -> str | None:
     return None if stat.S_ISDIR(mode) else special_kind(mode)
 
 
-def load_text(target: Path, cap: int = READ_CAP) -> str | None:
-    """The file's text, None when it does not exist; line endings are kept as they are."""
-    data = load_bytes(target, cap)
+def load_text(root: Path, real: PurePosixPath | str, cap: int = READ_CAP) -> str | None:
+    """The text of the file at the real path `real` below `root` (`locate`), None when it
+    does not exist; line endings are kept as they are."""
+    data = load_bytes(root, real, cap)
     if data is None:
         return None
     if looks_binary(data):
-        raise ToolError(f"{target.name!r} looks like a binary file; tools only handle text")
+        raise ToolError(f"{_name(real)!r} looks like a binary file; tools only handle text")
     return data.decode("utf-8", errors="replace")
 
 
-def load_bytes(target: Path, cap: int = READ_CAP) -> bytes | None:
-    """At most `cap` bytes of a regular file; ToolError for anything else or anything larger."""
+def load_bytes(root: Path, real: PurePosixPath | str, cap: int = READ_CAP) -> bytes | None:
+    """At most `cap` bytes of a regular file (no link followed on the way or at the end);
+    ToolError for anything else or anything larger."""
     try:
-        mode = os.lstat(target).st_mode
-        _refuse_special(target, mode)
-        if stat.S_ISDIR(mode):  # opening it would succeed, and reading it fail
-            raise ToolError(f"{target.name!r} is a directory; use list_files to see what it holds")
-        fd = os.open(target, _OPEN_FLAGS)
+        with safe_paths.open_file(root, real) as handle:
+            _refuse_size(real, os.fstat(handle.fileno()).st_size, cap)
+            data = handle.read(cap + 1)
     except FileNotFoundError:
         return None
+    except safe_paths.NotRegular as exc:
+        raise _not_a_file(real, exc.kind, "read") from None
     except OSError as exc:
-        raise ToolError(f"cannot read {target.name!r}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        # Checked again on the open file: the path may have been swapped since the lstat.
-        info = os.fstat(handle.fileno())
-        _refuse_special(target, info.st_mode)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{target.name!r} is a directory; use list_files to see what it holds")
-        _refuse_size(target, info.st_size, cap)
-        data = handle.read(cap + 1)
-    _refuse_size(target, len(data), cap)
+        raise ToolError(f"cannot read {_name(real)!r}: {_why(exc)}") from None
+    _refuse_size(real, len(data), cap)
     return data
 
 
-def _refuse_special(target: Path, mode: int) -> None:
-    """ToolError for FIFOs, devices and sockets, which a read could block on forever."""
-    kind = kind_of(mode)
-    if kind is not None:
-        raise ToolError(f"{target.name!r} is {kind}; the file tools only read regular files")
+def store_text(root: Path, real: PurePosixPath | str, content: str) -> None:
+    """Replace the file at the real path `real` below `root` atomically (keeping its
+    permissions), creating parent directories; no link is followed."""
+    try:
+        safe_paths.replace_bytes(root, real, content.encode("utf-8"))
+    except safe_paths.NotRegular as exc:
+        raise _not_a_file(real, exc.kind, "write") from None
+    except OSError as exc:
+        raise ToolError(f"cannot write {_name(real)!r}: {_why(exc)}") from None
 
 
-def _refuse_size(target: Path, size: int, cap: int) -> None:
+def _not_a_file(real: PurePosixPath | str, kind: str, verb: str) -> ToolError:
+    """The refusal of a folder, a FIFO, a device or a socket where a file should be."""
+    if kind == "a directory":
+        hint = "; use list_files to see what it holds" if verb == "read" else ", not a file"
+        return ToolError(f"{_name(real)!r} is a directory{hint}")
+    return ToolError(f"{_name(real)!r} is {kind}; the file tools only {verb} regular files")
+
+
+def _refuse_size(real: PurePosixPath | str, size: int, cap: int) -> None:
     """ToolError for files over the cap, before their content is read."""
     if size > cap:
         raise ToolError(
-            f"{target.name!r} is {size:,} bytes; the file tools read files up to {cap:,} bytes. "
+            f"{_name(real)!r} is {size:,} bytes; the file tools read files up to {cap:,} bytes. "
             "Look at parts of it with run_shell (head, tail, sed -n) instead."
         )
 
 
-def store_text(target: Path, content: str) -> None:
-    """Replace the file atomically (keeping its permissions), creating parent directories."""
-    try:
-        mode = os.lstat(target).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        raise ToolError(f"cannot write {target.name!r}: {exc.strerror}") from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise ToolError(f"{target.name!r} is a directory, not a file")
-    if mode is not None and kind_of(mode) is not None:
-        raise ToolError(f"{target.name!r} is {kind_of(mode)}; the file tools only write files")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _replace(target, content.encode("utf-8"), mode)
-    except OSError as exc:
-        raise ToolError(f"cannot write {target.name!r}: {exc.strerror}") from None
+def _name(real: PurePosixPath | str) -> str:
+    return PurePosixPath(real).name
 
 
-def _replace(target: Path, data: bytes, mode: int | None) -> None:
-    """Write `data` to a temporary file beside `target`, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=".swarmflow-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _why(exc: OSError) -> str:
+    """Why an open failed, without the host path the safe-path layer names."""
+    if isinstance(exc, safe_paths.UnsafePath):
+        return "a symbolic link or a non-folder on its way (it changed as it was opened)"
+    return str(exc.strerror)

@@ -4,7 +4,7 @@ context helpers."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Generic, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -94,3 +94,11 @@ def resolve_path(ctx: ToolContext, tool: str, user_path: str) -> Path:
     outside it, in `.git`, or in the run's own records."""
     root = root_of(ctx, tool)
     return resolve_inside(root, user_path, private_of(ctx, root))
+
+
+def locate(ctx: ToolContext, tool: str, user_path: str) -> tuple[Path, PurePosixPath]:
+    """The workspace's real root and `user_path`'s real path below it (refused as
+    `resolve_path` refuses), to open through the safe-path layer (`core.safe_paths`)."""
+    target = resolve_path(ctx, tool, user_path)
+    real_root = root_of(ctx, tool).resolve()
+    return real_root, PurePosixPath(target.relative_to(real_root).as_posix())

@@ -13,10 +13,12 @@ rewrite (`private_dirs`).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from swarmflow.core import safe_paths
 from swarmflow.core.errors import ToolError, WorkspaceEscape
 
 MAX_PATH_CHARS = 1024
@@ -27,7 +29,10 @@ GIT_NAME = ".git"
 
 
 def resolve_inside(root: Path, user_path: str, private: Iterable[Path] = ()) -> Path:
-    """Resolve `user_path` (relative to `root`) to a real path that lies inside `root`.
+    """Resolve `user_path` (relative to `root`) to a real path that lies inside `root`: a
+    link that stays inside is replaced by what it names (`safe_paths.resolve`, never followed
+    by the kernel), so the real path holds no link and opening it with the safe-path layer
+    is refused, never escapes, if a link was swapped in since.
 
     Raises WorkspaceEscape for absolute paths, `..` components and symlinks leading outside;
     ToolError for paths that are too long, that touch a `.git` entry or that lie in one of
@@ -46,19 +51,27 @@ def resolve_inside(root: Path, user_path: str, private: Iterable[Path] = ()) -> 
         )
     _refuse_git(user_path, parts)
     real_root = root.resolve()
-    try:
-        target = (real_root / text).resolve()
-    except OSError as exc:
-        raise ToolError(f"path {user_path!r} cannot be resolved: {exc.strerror}") from None
-    if not target.is_relative_to(real_root):
-        raise WorkspaceEscape(
-            f"path {user_path!r} resolves to {str(target)!r}, outside the workspace {str(root)!r}"
-            " (a symlink leads out)"
-        )
+    target = real_root / _real_below(real_root, text, user_path)
     # A symlink inside the workspace may still lead into `.git`.
     _refuse_git(user_path, target.relative_to(real_root).parts)
     _refuse_private(user_path, target, real_root, private)
     return target
+
+
+def _real_below(real_root: Path, text: str, user_path: str) -> PurePosixPath:
+    """The real path of `text` below the workspace, its links replaced one by one without
+    ever being followed (`safe_paths.resolve`); WorkspaceEscape when one leads out."""
+    try:
+        return safe_paths.resolve(real_root, text)
+    except safe_paths.UnsafePath as exc:
+        if exc.errno == errno.EXDEV:
+            raise WorkspaceEscape(
+                f"path {user_path!r} is refused: a symlink on it leads outside the workspace "
+                f"{str(real_root)!r}"
+            ) from None
+        raise ToolError(f"path {user_path!r} cannot be resolved: {exc.strerror}") from None
+    except OSError as exc:
+        raise ToolError(f"path {user_path!r} cannot be resolved: {exc.strerror}") from None
 
 
 def private_dirs(root: Path, run_dir: Path | None) -> tuple[Path, ...]:

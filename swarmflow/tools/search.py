@@ -3,6 +3,10 @@
 `search` greps in a child process (`grepper`) that is killed at its time limit, at the run's
 deadline or on cancellation: a catastrophic regular expression cannot outlive the call, and the
 matches found before the kill are still reported.
+
+Both walk from a folder descriptor the safe-path layer opened (`core.safe_paths`), never
+following a link (`walk`): the start path's links that stay inside the workspace are replaced
+by what they name first (`locate`); below the start only real files are listed and searched.
 """
 
 from __future__ import annotations
@@ -10,21 +14,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
-from pathlib import Path
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
 from subprocess import DEVNULL, PIPE
 
 import anyio
 import anyio.to_thread
 from pydantic import Field
 
+from swarmflow.core import safe_paths
 from swarmflow.core.errors import ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.tools.access import kind_of
-from swarmflow.tools.base import ArgsModel, BuiltinTool, private_of, resolve_path, root_of
+from swarmflow.tools.base import ArgsModel, BuiltinTool, locate, private_of
 from swarmflow.tools.grepper import MAX_MATCH_CHARS
 from swarmflow.tools.limits import TimeLimit, time_limit
-from swarmflow.tools.paths import relative_name
 from swarmflow.tools.supervisor import ended as end_supervised
 from swarmflow.tools.supervisor import start as start_supervised
 from swarmflow.tools.walk import matches, walk_files
@@ -68,11 +74,9 @@ class ListFiles(BuiltinTool[ListFilesArgs], name="list_files", workspace=True):
     workspace root. Optionally filter with a glob pattern."""
 
     async def call(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
-        """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files, none of the run's
-        records) and list them."""
-        root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, args.path)
-        skip = private_of(ctx, root)
+        """Walk the tree in a worker thread (at most MAX_ENTRIES + 1 files) and list them."""
+        root, start = locate(ctx, self.name, args.path)
+        skip = _below(root, private_of(ctx, root))
         names = await anyio.to_thread.run_sync(_list, root, start, args.pattern, args.path, skip)
         if not names:
             matching = f" match {args.pattern!r}" if args.pattern else ""
@@ -98,20 +102,25 @@ class Search(
     async def call(self, args: SearchArgs, ctx: ToolContext) -> ToolResult:
         """Check the pattern and the path, then grep in a child process."""
         _compile(args.pattern, args.ignore_case)
-        root = root_of(ctx, self.name).resolve()
-        start = resolve_path(ctx, self.name, args.path)
-        _check_start(start, args.path)
+        root, start = locate(ctx, self.name, args.path)
+        file = _start_file(root, start, args.path)
+        where = start.parent if file is not None else start
         limit = time_limit(min(args.timeout, MAX_SEARCH_SECONDS))
-        request = {
-            "root": str(root),
-            "start": str(start),
-            "pattern": args.pattern,
-            "ignore_case": args.ignore_case,
-            "glob": args.glob,
-            "limit": MAX_MATCHES,
-            "skip": [str(folder) for folder in private_of(ctx, root)],
-        }
-        hits, finished = await run_grep(request, limit.seconds)
+        try:
+            with safe_paths.folder(root, where) as folder:
+                request = {
+                    "folder": folder,
+                    "start": str(where),
+                    "file": file,
+                    "pattern": args.pattern,
+                    "ignore_case": args.ignore_case,
+                    "glob": args.glob,
+                    "limit": MAX_MATCHES,
+                    "skip": sorted(_below(root, private_of(ctx, root))),
+                }
+                hits, finished = await run_grep(request, limit.seconds, folder)
+        except OSError as exc:  # swapped for a link or removed since `locate`
+            raise ToolError(f"cannot search {args.path!r}: {exc.strerror}") from None
         return ToolResult(_report(args.pattern, hits, None if finished else limit))
 
 
@@ -130,13 +139,25 @@ def _report(pattern: str, hits: list[str], stopped: TimeLimit | None) -> str:
     return text
 
 
-async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str], bool]:
-    """Matches printed by the grep child, and whether it finished before `seconds` ran out."""
+async def run_grep(
+    request: dict[str, object], seconds: float, folder: int
+) -> tuple[list[str], bool]:
+    """Matches printed by the grep child, and whether it finished before `seconds` ran out;
+    the child inherits the descriptor `folder` (the request's) and walks below it."""
     command = [sys.executable, "-I", "-S", str(GREPPER)]
     try:
-        process = await start_supervised(
-            command, cwd=Path.cwd(), env=os.environ, stdin=PIPE, stdout=PIPE, stderr=DEVNULL
-        )
+        # Shielded: a cancel while the child is being started would leave it running with
+        # nobody to end it; the `finally` below ends it however the search ends.
+        with anyio.CancelScope(shield=True):
+            process = await start_supervised(
+                command,
+                cwd=Path.cwd(),
+                env=os.environ,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=DEVNULL,
+                pass_fds=(folder,),
+            )
     except OSError as exc:
         raise ToolError(f"cannot start the search: {exc}") from None
     out = bytearray()
@@ -159,32 +180,43 @@ async def run_grep(request: dict[str, object], seconds: float) -> tuple[list[str
     return [line for line in lines[:-1] if line], finished
 
 
-def _check_start(start: Path, shown: str) -> None:
-    """ToolError unless `start` is a directory or a regular file."""
+def _start_file(root: Path, start: PurePosixPath, shown: str) -> str | None:
+    """The name of the file `start` is, None when it is a folder; ToolError for anything
+    else (nothing there, a FIFO, a device)."""
     try:
-        mode = start.stat().st_mode
+        mode = safe_paths.lstat(root, start).st_mode
     except FileNotFoundError:
         raise ToolError(f"no such file or directory: {shown!r}") from None
     except OSError as exc:
         raise ToolError(f"cannot search {shown!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        return None
     kind = kind_of(mode)
     if kind is not None:
         raise ToolError(f"{shown!r} is {kind}; search only reads regular files")
+    return start.name
+
+
+def _below(root: Path, folders: Iterable[Path]) -> frozenset[str]:
+    """The run's folders (`private_of`) as paths below the workspace root."""
+    return frozenset(folder.relative_to(root).as_posix() for folder in folders)
 
 
 def _list(
-    root: Path, start: Path, pattern: str | None, shown: str, skip: tuple[Path, ...]
+    root: Path, start: PurePosixPath, pattern: str | None, shown: str, skip: frozenset[str]
 ) -> list[str]:
     """Relative names of matching files, one past the cap at most (so truncation shows);
     nothing of the `skip` folders."""
-    if not start.is_dir():
-        raise ToolError(f"{shown!r} is not a directory in the workspace")
     names: list[str] = []
-    for path in walk_files(root, start, skip):
-        if matches(pattern, start, path):
-            names.append(relative_name(root, path))
-            if len(names) > MAX_ENTRIES:
-                break
+    try:
+        with safe_paths.folder(root, start) as folder:
+            for found in walk_files(folder, str(start), skip):
+                if matches(pattern, found):
+                    names.append(found.path)
+                    if len(names) > MAX_ENTRIES:
+                        break
+    except OSError:
+        raise ToolError(f"{shown!r} is not a directory in the workspace") from None
     return sorted(names)
 
 

@@ -1,20 +1,40 @@
 """Walking a workspace tree the way every tool must: inside it, outside `.git` and the folders
-it is told to skip (the run's records), regular files only.
+it is told to skip (the run's records), regular files only, no link followed.
+
+The walk starts from a folder descriptor that the safe-path layer opened (`core.safe_paths`)
+and holds every folder open below it (`os.fwalk`): each name is looked up inside the folder
+it was listed in, a link (to a file or a folder, inside the workspace or not) is neither
+listed nor walked into, and a folder swapped for a link while it is walked is skipped. A link
+that stays inside the workspace names a file the walk reaches at its real path anyway.
 
 Standard library only: `search` runs this module in a child process (see `grepper`), which
-imports nothing of swarmflow.
+imports nothing of swarmflow, and hands it the start folder's descriptor.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator
 from fnmatch import fnmatchcase
-from pathlib import Path
+from typing import NamedTuple
 
 BINARY_PROBE = 8192
 """How many leading bytes are looked at to tell a binary file from text."""
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a file the walk found is opened: never through a link, never waiting on a FIFO."""
+
+
+class Found(NamedTuple):
+    """A regular file the walk found."""
+
+    path: str
+    """Its path below the workspace root, with `/` separators."""
+    below: str
+    """Its path below the folder the walk started at (its name when the walk started at it)."""
+    folder: int
+    """A descriptor of the folder that holds it, open while the walk stands there."""
+    name: str
 
 
 def looks_binary(data: bytes) -> bool:
@@ -27,47 +47,52 @@ def _is_git(name: str) -> bool:
     return name.lower().rstrip(". ") == ".git"
 
 
-def walk_files(root: Path, start: Path, skip: Sequence[Path] = ()) -> Iterator[Path]:
-    """Regular files under `start`, sorted, skipping `.git`, the `skip` folders, special
-    files and escaping links.
+def _join(*paths: str) -> str:
+    """`paths` joined with `/`, without empty and `.` components."""
+    return "/".join(p for path in paths for p in path.split("/") if p not in ("", "."))
 
-    `root`, `start` and `skip` must be resolved paths. A symlinked file is kept only when it
-    leads to a regular file inside the workspace, outside `.git` and the `skip` folders.
-    """
-    if not start.is_dir():
-        if _regular_inside(root, start, skip):
-            yield start
+
+def walk_files(
+    folder: int, start: str, skip: Collection[str] = (), file: str | None = None
+) -> Iterator[Found]:
+    """Regular files under the folder `folder` (at `start` below the root), sorted per
+    folder, skipping `.git`, the `skip` folders (paths below the root), links and special
+    files. With `file`, only that file of the folder, when it is a regular one."""
+    if file is not None:
+        if not _is_git(file) and _is_regular(folder, file):
+            yield Found(_join(start, file), file, folder, file)
         return
-    # os.walk does not follow directory symlinks, so a link cannot lead the walk outside,
-    # and `here` is a real path: comparing it with `skip` needs no resolving.
-    for here, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if not _is_git(d) and Path(here, d) not in skip)
+    for here, dirs, files, fd in os.fwalk(".", dir_fd=folder):
+        below = _join(here)
+        dirs[:] = sorted(d for d in dirs if not _is_git(d) and _join(start, below, d) not in skip)
         for name in sorted(files):
-            path = Path(here) / name
-            if not _is_git(name) and _regular_inside(root, path, skip):
-                yield path
+            if not _is_git(name) and _is_regular(fd, name):
+                yield Found(_join(start, below, name), _join(below, name), fd, name)
 
 
-def _regular_inside(root: Path, path: Path, skip: Sequence[Path]) -> bool:
-    """True when `path` is (or links to) a regular file inside `root`, outside `.git` and
-    the `skip` folders."""
+def _is_regular(folder: int, name: str) -> bool:
+    """True when `name` in `folder` is itself a regular file (a link is not)."""
     try:
-        if path.is_symlink():
-            path = path.resolve()
-            if not path.is_relative_to(root) or any(
-                _is_git(p) for p in path.relative_to(root).parts
-            ):
-                return False
-        if any(path.is_relative_to(folder) for folder in skip):
-            return False
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, RuntimeError):
+        return stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
         return False
 
 
-def matches(pattern: str | None, start: Path, path: Path) -> bool:
-    """True when no pattern is given or it matches the name or the path below `start`."""
+def read_found(found: Found, cap: int) -> bytes | None:
+    """At most `cap` + 1 bytes of a file the walk found; None when it is no longer a regular
+    file (swapped for a link or a FIFO since it was listed) or cannot be read."""
+    try:
+        fd = os.open(found.name, READ_FLAGS, dir_fd=found.folder)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(cap + 1)
+
+
+def matches(pattern: str | None, found: Found) -> bool:
+    """True when no pattern is given or it matches the name or the path below the start."""
     if pattern is None:
         return True
-    below = path.relative_to(start).as_posix() if path != start else path.name
-    return fnmatchcase(path.name, pattern) or fnmatchcase(below, pattern)
+    return fnmatchcase(found.name, pattern) or fnmatchcase(found.below, pattern)

@@ -173,7 +173,7 @@ class SharedWorkspace:
             self.reservations.refuse_others(key, reader, "write")
             await self._check(key, reader)
             previous = self._files[key].latest.number
-            await anyio.to_thread.run_sync(store_text, self.root / key, content)
+            await anyio.to_thread.run_sync(store_text, self.root, key, content)
             version = self._files[key].bump(content, reader, note)
             self._snapshots.setdefault(reader, {})[key] = version.number
             self._invalidate(key, reader)
@@ -272,7 +272,7 @@ class SharedWorkspace:
         """The file's current version, bumped when the disk changed behind our back (`writer`:
         the session whose command changed it, when known)."""
         try:
-            content = await anyio.to_thread.run_sync(load_text, self.root / key)
+            content = await anyio.to_thread.run_sync(load_text, self.root, key)
         except ToolError:
             if writer is None:
                 raise

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from swarmflow.core import safe_paths
 from swarmflow.core.ports import Evidence
 
 NOTICE_DIFF_CAP = 4_000
@@ -86,19 +87,22 @@ def invalidation_item(
 
 
 def signatures(root: Path) -> dict[str, Signature]:
-    """Size and modification time of the files under `root` (not `.git`), by relative path."""
+    """Size and modification time of the files under `root` (not `.git`), by relative path.
+
+    Walked from the root's descriptor (`safe_paths.folder`), every folder held open and no
+    link followed (`os.fwalk`): a folder swapped for a link to the host is not listed."""
     found: dict[str, Signature] = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            if name.startswith(".swarmflow-") or len(found) >= SCAN_LIMIT:
-                continue
-            path = Path(folder, name)
-            try:
-                info = path.lstat()
-            except OSError:
-                continue
-            found[str(path.relative_to(root))] = (info.st_mtime_ns, info.st_size)
+    with safe_paths.folder(root) as top:
+        for folder, dirs, files, fd in os.fwalk(".", dir_fd=top):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            for name in files:
+                if name.startswith(".swarmflow-") or len(found) >= SCAN_LIMIT:
+                    continue
+                try:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                found[PurePosixPath(folder, name).as_posix()] = (info.st_mtime_ns, info.st_size)
     return found
 
 

@@ -10,12 +10,15 @@ import sys
 from pathlib import Path
 
 import anyio
-import orjson
 import pytest
 
+from swarmflow import flow, run
+from swarmflow.core.outcomes import Failed
 from swarmflow.dsl.syntax.grammar import MAX_SOURCE_CHARS
 from swarmflow.experiments.grades import read_grades
+from swarmflow.operators.compact import compact
 from swarmflow.record.files import EVENTS_FILE
+from swarmflow.testing import FunctionModel
 from tests.observe.test_report_bad_logs import a_run
 
 PROMPTLY = 120
@@ -56,19 +59,24 @@ def test_a_deeply_nested_event_line_is_one_line_for_runs_and_resume(
     assert f"{EVENTS_FILE}:{lines + 1}: not an event: nested deeper than" in said
 
 
+@flow
+async def compacts(count: int) -> int:
+    """A real `compact()` over `count` failed outcomes, each with a 250-character error."""
+    failures = [Failed(error=RuntimeError("x" * 250), index=i) for i in range(count)]
+    return len(compact(failures))
+
+
 def test_a_run_with_a_twenty_mebibyte_event_reports_as_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One event of about 20 MiB (what `compact` over 80,000 outcomes writes) before the
-    run's last event: every reader reads it, and the report calls the run ok."""
+    """A real `compact()` over 80,000 outcomes writes one event of about 20 MiB: every reader
+    reads it, and the report calls the run ok."""
     monkeypatch.chdir(tmp_path)
-    run_dir = _finished_run(tmp_path)
+    result = anyio.run(lambda: run(compacts, count=80_000, model=FunctionModel(lambda r: "ok")))
+    assert result.status == "ok" and result.run_dir is not None
+    run_dir = Path(result.run_dir)
     path = run_dir / EVENTS_FILE
-    *body, last = path.read_bytes().splitlines()
-    first = orjson.loads(body[0])
-    big = {**first, "inputs": {"outcomes": ["x" * 270] * 80_000}}
-    path.write_bytes(b"\n".join([*body, orjson.dumps(big), last]) + b"\n")
-    assert path.stat().st_size > 20 << 20
+    assert max(map(len, path.read_bytes().splitlines())) > 20 << 20
     done = cli("report", str(run_dir))
     assert done.returncode == 0, done.stderr
     assert "unfinished" not in done.stdout and "truncated" not in done.stdout
@@ -117,3 +125,24 @@ def test_a_swarm_file_over_sixteen_million_bytes_gets_the_located_error(
         f"{MAX_SOURCE_CHARS:,} characters a .swarm file may hold; split the flow, or move "
         "long text into files next to it"
     )
+
+
+def test_runs_lists_the_good_runs_and_one_line_per_bad_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run_dir = _finished_run(tmp_path)
+    nested, fifo = run_dir.parent / "a-nested", run_dir.parent / "b-fifo"
+    nested.mkdir()
+    (nested / EVENTS_FILE).write_bytes(DEEP + b"\n")
+    fifo.mkdir()
+    os.mkfifo(fifo / EVENTS_FILE)
+    done = cli("runs", str(run_dir.parent))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    bad = done.stderr.splitlines()
+    assert len(bad) == 2, done.stderr
+    assert f"a-nested/{EVENTS_FILE}:1: not an event: nested deeper than" in bad[0]
+    assert f"b-fifo/{EVENTS_FILE}" in bad[1] and "FIFO" in bad[1]
+    listed = done.stdout.splitlines()
+    assert len(listed) == 2 and listed[1].startswith(run_dir.name), done.stdout

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from swarmflow.core.safe_paths import UnsafePath, make_folder, read_bytes, write_bytes
+from swarmflow.core.safe_paths import (
+    UnsafePath,
+    make_folder,
+    read_bytes,
+    remove,
+    resolve,
+    write_bytes,
+)
 
 
 @pytest.fixture
@@ -74,3 +81,41 @@ def test_a_missing_file_is_file_not_found(tree: tuple[Path, Path]) -> None:
     root, _ = tree
     with pytest.raises(FileNotFoundError):
         read_bytes(root, "nothing/here")
+
+
+def test_remove_takes_the_link_itself_and_never_goes_through_one(
+    tree: tuple[Path, Path],
+) -> None:
+    root, outside = tree
+    (root / "answer").symlink_to(outside / "secret")
+    remove(root, "answer")
+    assert not (root / "answer").is_symlink()
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        remove(root, "dir/secret")
+    remove(root, "nothing/here")  # not there: nothing to do
+    assert (outside / "secret").read_text() == "host secret"
+
+
+def test_resolve_replaces_links_that_stay_inside_and_refuses_those_that_leave(
+    tree: tuple[Path, Path],
+) -> None:
+    root, outside = tree
+    (root / "docs").mkdir()
+    (root / "docs" / "a.md").write_text("a")
+    (root / "alias").symlink_to("docs")
+    (root / "absolute").symlink_to(root.resolve() / "docs" / "a.md")
+    (root / "docs" / "up").symlink_to("../alias/a.md")
+    assert str(resolve(root, "alias/a.md")) == "docs/a.md"
+    assert str(resolve(root, "absolute")) == "docs/a.md"
+    assert str(resolve(root, "docs/up")) == "docs/a.md"
+    assert str(resolve(root, "alias/new/file")) == "docs/new/file"  # not there yet
+    assert str(resolve(root, "")) == "."
+    (root / "out").symlink_to(outside)
+    (root / "dotdot").symlink_to("../outside/secret")
+    (root / "loop").symlink_to("loop")
+    for path in ["out/secret", "dotdot", "docs/../../outside"]:
+        with pytest.raises(UnsafePath):
+            resolve(root, path)
+    with pytest.raises(UnsafePath, match="more than 40 links"):
+        resolve(root, "loop")

@@ -5,6 +5,7 @@ is never written, never printed, never offered)."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -17,8 +18,11 @@ from swarmflow.cli import main
 from swarmflow.core import reading
 from swarmflow.core.messages import ModelRequest
 from swarmflow.experience.reflect import REFLECT_PROMPT
+from swarmflow.harnesses import Harness
 from swarmflow.testing import FunctionModel
+from tests.harnesses.programs import command
 from tests.runtime.helpers import run_one
+from tests.support.git_repo import make_repo
 
 PROMPTLY = 120
 """Seconds a command may take to refuse a bad store: far more than it needs; a hang fails it."""
@@ -116,3 +120,37 @@ def test_a_secret_already_in_a_store_is_never_printed(
     assert main(["experience", "--store", str(store), "show", "1"]) == 0
     printed = capsys.readouterr().out
     assert SECRET not in printed and printed.count("[redacted]") >= 3
+
+
+async def test_a_reflection_echoing_a_harness_key_is_stored_and_listed_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The key a harness's program reaches its model with is made during the run, in no
+    environment: the store scrubs it with the run's own redactor."""
+    store = tmp_path / "experience.db"
+    keys: list[str] = []
+
+    def policy(request: ModelRequest) -> str:
+        if request.system == REFLECT_PROMPT:
+            return f"worked: the endpoint key {keys[0]} let the program in"
+        said = " ".join(m.content or "" for m in request.messages)
+        keys.extend(re.findall(r"sfk-[0-9a-f]{48}", said))
+        return "in"
+
+    helper = Agent("helper", workspace="local",
+                   harness=Harness(command=command("key"), task="stdin"))  # fmt: skip
+
+    async def both() -> str:
+        await agent("helper", "go")
+        return (await agent("coder", "deploy")).text
+
+    result = await run_one([helper, Agent("coder", card="You deploy.")], both,
+                           FunctionModel(policy), experience=store,
+                           repo=make_repo(tmp_path))  # fmt: skip
+    assert result.status == "ok" and keys
+    assert any(e.type == "experience_written" for e in result.events)
+    assert not _holds(tmp_path, keys[0])
+    assert main(["experience", "--store", str(store), "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "the endpoint key [redacted] let the program in" in listing
+    assert keys[0] not in listing

@@ -24,6 +24,7 @@ Modes:
 - `link TARGET ANSWER_FILE`: makes its answer file a symbolic link to TARGET and exits;
 - `malformed`: sends requests of wrong-typed fields and one nested 100,000 deep, printing
   each status, then asks its model once and prints the answer;
+- `key`: asks its model once with a message that holds its endpoint key, prints the answer;
 - `probe HOST PORT`: tries to connect to a service at HOST:PORT, then asks its model once;
   prints `host: reached|unreachable (...)` and `endpoint: STATUS`.
 """
@@ -228,6 +229,11 @@ def probe(host: str, port: str) -> None:
         print(f"host: unreachable ({exc})", flush=True)
     status, _ = _ask([{"role": "user", "content": "are you there?"}])
     print(f"endpoint: {status}", flush=True)
+
+
+def key() -> None:
+    status, answer = _ask([{"role": "user", "content": f"my key: {os.environ['OPENAI_API_KEY']}"}])
+    print(_text(answer) if status == 200 else f"status {status}")
 
 
 if __name__ == "__main__":
