@@ -38,7 +38,7 @@ composition root's `run_deps`, with the rest of what a served board needs bound)
 
 
 def reopen_run(
-    run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]], compose: Compose
+    run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]], compose: Compose
 ) -> Any:
     """Check `run_dir` and load its flow's team; enter the result to get the run's context.
 

@@ -104,13 +104,13 @@ class Arm(BaseModel):
         apply_factors(self.flow, self.factors)  # a team the factors break is refused here
         return self
 
-    def variant(self) -> Flow[..., Any]:
+    def variant(self) -> Flow[..., object]:
         """The arm's flow with its cards and tool sets put in: the same code, the same team
         otherwise (a Flow of its own, so the run's `run_started` records what this arm ran),
         with the arm's factors written into its team."""
         return apply_factors(self._carded(), self.factors)
 
-    def _carded(self) -> Flow[..., Any]:
+    def _carded(self) -> Flow[..., object]:
         if not self.cards and not self.tools:
             return self.flow  # type: ignore[no-any-return]
         team = self.flow.team

@@ -93,7 +93,7 @@ class Factors(BaseModel):
         return named
 
 
-def check_agents(factors: Factors, flow: Flow[..., Any], arm: str) -> None:
+def check_agents(factors: Factors, flow: Flow[..., object], arm: str) -> None:
     """`ValueError` (one line) when a factor names an agent the flow does not declare."""
     declared = set(flow.team.names)
     unknown = sorted(factors.agents_named() - declared)
@@ -104,7 +104,7 @@ def check_agents(factors: Factors, flow: Flow[..., Any], arm: str) -> None:
         )
 
 
-def apply_factors(flow: Flow[..., Any], factors: Factors) -> Flow[..., Any]:
+def apply_factors(flow: Flow[..., object], factors: Factors) -> Flow[..., object]:
     """The flow with the factors written into its team: the same code, its own `Flow` (so a
     run's `run_started` records what the arm ran)."""
     if not factors.chosen():
@@ -154,7 +154,7 @@ def instance_names(name: str, count: int) -> list[str]:
     return [name, *(f"{name}_{i}" for i in range(2, count + 1))]
 
 
-def instance_map(flow: Flow[..., Any], factors: Factors) -> dict[str, list[str]]:
+def instance_map(flow: Flow[..., object], factors: Factors) -> dict[str, list[str]]:
     """Every declared agent -> the names of its instances in the arm's team (a flow with an
     `instances` parameter is given this, so its code can fan out over them)."""
     return {
@@ -202,7 +202,7 @@ def experience_store(mode: str | None, root: Path, arm: str) -> Path | None:
     return Path(str(mode)).expanduser().resolve()
 
 
-def factor_record(factors: Factors, flow: Flow[..., Any]) -> dict[str, Any]:
+def factor_record(factors: Factors, flow: Flow[..., object]) -> dict[str, Any]:
     """What the experiment records of the factors: what the run's events are checked against
     (`swarmflow.experiments.realized`); only the factors the arm sets."""
     record: dict[str, Any] = {}

@@ -44,7 +44,7 @@ class RubricVerdict:
     note: str
 
 
-def judge_flow(grader: RubricGrader) -> Flow[..., Any]:
+def judge_flow(grader: RubricGrader) -> Flow[..., object]:
     """The judge's flow: one structured call of one agent."""
 
     async def judge(answer: str, items: list[str]) -> list[bool]:

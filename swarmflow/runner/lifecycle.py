@@ -79,7 +79,7 @@ P = ParamSpec("P")
 
 
 async def run(
-    flow: Flow[..., Any],
+    flow: Flow[..., object],
     /,
     *,
     model: ModelSpec = None,
@@ -224,7 +224,7 @@ It takes exactly `run`'s options (it forwards them), and returns or raises as `r
 
 async def _execute(
     ctx: RunContext,
-    flow: Flow[..., Any],
+    flow: Flow[..., object],
     inputs: dict[str, Any],
     memory: MemorySink | None,
     interrupted: Interrupted | None = None,
@@ -273,7 +273,7 @@ Attempt = tuple[Any, str, BaseException | None, str | None]
 
 
 async def _attempt(
-    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], board_port: int | None
+    ctx: RunContext, flow: Flow[..., object], inputs: dict[str, Any], board_port: int | None
 ) -> Attempt:
     """Run the flow's body; how it ended as (output, status, error, pause token)."""
     async with anyio.create_task_group() as group:
@@ -303,7 +303,7 @@ def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextMana
 
 
 async def _within_wall_clock(
-    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], work: BranchWork
+    ctx: RunContext, flow: Flow[..., object], inputs: dict[str, Any], work: BranchWork
 ) -> Any:
     seconds = ctx.state.ledger.limits.seconds
     # A resumed run's ledger counts the time its earlier processes ran: only the rest is left.

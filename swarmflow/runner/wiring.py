@@ -43,14 +43,16 @@ from swarmflow.teams.board import board_for
 ModelSpec = Model | str | Callable[[Agent], Model] | None
 
 
-def check_team(flow: Flow[..., Any]) -> None:
+def check_team(flow: Flow[..., object]) -> None:
     """Refuse to start a flow whose team declaration has errors (unknown agents in edges)."""
     errors = [d.message for d in flow.team.check() if d.severity == "error"]
     if errors:
         raise ConfigError(f"flow {flow.name!r} declares a broken team: " + "; ".join(errors))
 
 
-def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any], options: Sequence[str] = ()) -> None:
+def check_inputs(
+    flow: Flow[..., object], inputs: dict[str, Any], options: Sequence[str] = ()
+) -> None:
     """Refuse inputs the flow does not take, with the closest input or run option named."""
     params = flow.signature.parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -192,7 +194,7 @@ def default_tools() -> Any:
     return default_registry()
 
 
-def workspaces_for(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None) -> Any:
+def workspaces_for(flow: Flow[..., object], run_dir: Path, repo: str | Path | None) -> Any:
     if all(a.workspace == "none" for a in flow.team.agents):
         return None
     from swarmflow.workspaces import DefaultWorkspaces
@@ -222,7 +224,7 @@ def merge_limits(declared: Limits, given: Limits) -> Limits:
     return given.over(declared)
 
 
-def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
+def roles_of(flow: Flow[..., object]) -> dict[str, dict[str, Any]]:
     return {
         a.name: {
             "tools": list(a.tools),
@@ -270,7 +272,7 @@ def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
     )
 
 
-def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
+def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]]) -> Any:
     """A stopped run reopened for its board alone (`swarmflow board serve RUN_DIR`): its
     journal and log continue, and it runs no agent (no model, no tools of its own)."""
     from swarmflow.tools import ToolRegistry

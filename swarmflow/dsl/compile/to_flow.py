@@ -26,7 +26,7 @@ _CONVERTED: dict[str, TypeAdapter[float]] = {t.__name__: TypeAdapter(t) for t in
 """How a text input becomes the number or truth value its declared type asks for."""
 
 
-def load_flow(path: str | Path) -> Flow[..., Any]:
+def load_flow(path: str | Path) -> Flow[..., object]:
     """A runnable `swarmflow.Flow` from a `.swarm` file; raises `DslError` with diagnostics."""
     file = Path(path)
     try:
@@ -41,12 +41,12 @@ def load_flow(path: str | Path) -> Flow[..., Any]:
 
 def load_source(
     source: str, filename: str = "<string>", *, base_dir: str | None = None
-) -> Flow[..., Any]:
+) -> Flow[..., object]:
     """A runnable `swarmflow.Flow` from `.swarm` text."""
     return build_flow(compile_source(source, filename, base_dir=base_dir), base_dir)
 
 
-def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
+def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., object]:
     """A `Flow` that runs `program`; imports are resolved now, with located errors."""
     imports = resolve_imports(program, base_dir)
     agents = [
@@ -74,7 +74,7 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     run_steps.__name__ = run_steps.__qualname__ = program.name
     run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
     here = str(Path(base_dir).resolve()) if base_dir is not None else "."
-    made: Flow[..., Any] = Flow(
+    made: Flow[..., object] = Flow(
         run_steps,
         team=Team(agents, edges=program.edges),
         budget=dict(program.limits),
