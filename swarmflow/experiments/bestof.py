@@ -19,13 +19,20 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.grading import RunOutcome
 from swarmflow.experiments.layout import ArmRecord, Layout, RunKey
+
+if TYPE_CHECKING:
+    from swarmflow.experiments.declaration import Arm
+    from swarmflow.experiments.execution import _Plan
+    from swarmflow.experiments.rows import Row
+    from swarmflow.experiments.runread import RunFacts
+    from swarmflow.experiments.tasks import ExperimentTask
 
 CHOSEN = "chosen.json"
 
@@ -36,7 +43,7 @@ class BestOf(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     k: int = Field(ge=2, le=64)
-    choose: Literal["oracle"] | Callable[[Any, list[RunOutcome]], Any] = "oracle"
+    choose: Literal["oracle"] | Callable[..., object] = "oracle"
     """`"oracle"`: the grader picks (reported as an oracle); or a judge function (or coroutine
     function: one that asks a model, say) given the task and the k candidates' `RunOutcome`s,
     that returns the index of the one to keep."""
@@ -47,7 +54,7 @@ class BestOf(BaseModel):
             return "oracle (the grader)"
         return f"judge {getattr(self.choose, '__name__', type(self.choose).__name__)}"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"k": self.k, "rule": self.rule}
 
 
@@ -55,7 +62,7 @@ def candidate_name(arm: str, c: int) -> str:
     return f"{arm}.c{c}"
 
 
-def candidates(arm: Any) -> list[Any]:
+def candidates(arm: Arm) -> list[Arm]:
     """The arm's k candidates: the same arm, each under its own name, run once."""
     assert arm.best_of is not None
     return [
@@ -67,7 +74,7 @@ def candidates(arm: Any) -> list[Any]:
 
 
 async def choose(
-    plan: Any, arm: Any, task: Any, repeat: int, graded: list[Grade]
+    plan: _Plan, arm: Any, task: ExperimentTask, repeat: int, graded: list[Grade]
 ) -> tuple[int, Grade]:
     """The candidate `arm`'s rule takes for (`task`, `repeat`), from 1, and the arm's grade:
     the chosen candidate's, with the judge spend of all k (`graded`: the k candidates'
@@ -110,7 +117,7 @@ def record_choice(layout: Layout, arm: str, key: RunKey, candidate: int) -> None
     _write_chosen(layout, arm, chosen)
 
 
-def _outcome(plan: Any, arm: str, task: Any, repeat: int, c: int) -> RunOutcome:
+def _outcome(plan: _Plan, arm: str, task: ExperimentTask, repeat: int, c: int) -> RunOutcome:
     layout: Layout = plan.layout
     key = RunKey(candidate_name(arm, c), task.id, repeat)
     index = [t.id for t in plan.tasks].index(task.id) * plan.experiment.repeats + repeat - 1
@@ -169,7 +176,7 @@ def candidate_runs(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> l
     ]
 
 
-def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> Any:
+def with_all_spend(row: Row, runs: list[Path], read: Callable[[Path], RunFacts]) -> Row:
     """The chosen run's row with the spend of every candidate run: tokens (per agent too),
     cost, calls and wall clock are what all k cost (`read` folds a run, as the rows do)."""
     from dataclasses import replace
