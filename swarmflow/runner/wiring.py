@@ -10,6 +10,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from swarmflow.record.journal import Journal
 from swarmflow.record.sink import EventSink
 from swarmflow.record.sinks import JsonlSink, MemorySink
 from swarmflow.runner.live import report_delta
-from swarmflow.runtime.context import current_session
+from swarmflow.runtime.context import RunContext, current_session
 from swarmflow.runtime.deps import AgentCaller, RunDeps
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rails import Rails
@@ -272,7 +273,9 @@ def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
     )
 
 
-def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]]) -> Any:
+def open_run_board(
+    run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]]
+) -> AbstractAsyncContextManager[RunContext]:
     """A stopped run reopened for its board alone (`swarmflow board serve RUN_DIR`): its
     journal and log continue, and it runs no agent (no model, no tools of its own)."""
     from swarmflow.tools import ToolRegistry

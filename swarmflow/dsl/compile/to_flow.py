@@ -85,7 +85,9 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     return made
 
 
-def _tool(name: str, imports: dict[str, object]) -> str | Tool | ToolProvider | FunctionTool:
+def _tool(
+    name: str, imports: dict[str, object]
+) -> str | Tool | ToolProvider | FunctionTool[..., object]:
     """A built-in tool by name; a `use`d tool or tool server as is; a plain function as `@tool`
     makes it (`resolve_imports` refused every other import)."""
     value = imports.get(name, name)
