@@ -28,9 +28,6 @@ from swarmflow.experiments.grading import RunOutcome
 from swarmflow.experiments.layout import ArmRecord, Layout, RunKey
 
 if TYPE_CHECKING:
-    from swarmflow.experiments.declaration import Arm
-    from swarmflow.experiments.execution import _Plan
-    from swarmflow.experiments.rows import Row
     from swarmflow.experiments.runread import RunFacts
     from swarmflow.experiments.tasks import ExperimentTask
 
@@ -62,7 +59,7 @@ def candidate_name(arm: str, c: int) -> str:
     return f"{arm}.c{c}"
 
 
-def candidates(arm: Arm) -> list[Arm]:
+def candidates(arm: Any) -> list[Any]:
     """The arm's k candidates: the same arm, each under its own name, run once."""
     assert arm.best_of is not None
     return [
@@ -74,7 +71,7 @@ def candidates(arm: Arm) -> list[Arm]:
 
 
 async def choose(
-    plan: _Plan, arm: Any, task: ExperimentTask, repeat: int, graded: list[Grade]
+    plan: Any, arm: Any, task: ExperimentTask, repeat: int, graded: list[Grade]
 ) -> tuple[int, Grade]:
     """The candidate `arm`'s rule takes for (`task`, `repeat`), from 1, and the arm's grade:
     the chosen candidate's, with the judge spend of all k (`graded`: the k candidates'
@@ -117,7 +114,7 @@ def record_choice(layout: Layout, arm: str, key: RunKey, candidate: int) -> None
     _write_chosen(layout, arm, chosen)
 
 
-def _outcome(plan: _Plan, arm: str, task: ExperimentTask, repeat: int, c: int) -> RunOutcome:
+def _outcome(plan: Any, arm: str, task: ExperimentTask, repeat: int, c: int) -> RunOutcome:
     layout: Layout = plan.layout
     key = RunKey(candidate_name(arm, c), task.id, repeat)
     index = [t.id for t in plan.tasks].index(task.id) * plan.experiment.repeats + repeat - 1
@@ -176,7 +173,7 @@ def candidate_runs(layout: Layout, arm: ArmRecord, key: RunKey, index: int) -> l
     ]
 
 
-def with_all_spend(row: Row, runs: list[Path], read: Callable[[Path], RunFacts]) -> Row:
+def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], RunFacts]) -> Any:
     """The chosen run's row with the spend of every candidate run: tokens (per agent too),
     cost, calls and wall clock are what all k cost (`read` folds a run, as the rows do)."""
     from dataclasses import replace

@@ -12,12 +12,9 @@ factor of `Factors` (`listening`, `workspace`, `context`, `feedback`, `experienc
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swarmflow.experiments.factors import FACTOR_NAMES, Factors, as_sequence, factor_label
-
-if TYPE_CHECKING:
-    from swarmflow.experiments.declaration import Arm
 
 SWEPT = tuple(n for n in FACTOR_NAMES if n != "instances")
 """The factors a sweep key names directly (a count of instances is keyed by its agent)."""
@@ -45,7 +42,7 @@ def expand_sweep(data: dict[str, Any], arm_type: type[Any]) -> dict[str, Any]:
     return {**data, "arms": (*arms, *swept)}
 
 
-def _factor_key(key: str, reference: Arm) -> tuple[str, str]:
+def _factor_key(key: str, reference: Any) -> tuple[str, str]:
     """(`Factors` field, agent or '') a sweep key stands for."""
     if key in SWEPT:
         return key, ""
@@ -74,7 +71,7 @@ def _combinations(sweep: dict[str, object], grid: object) -> list[dict[str, obje
     return [dict(c) for c in grid]
 
 
-def _arm(reference: Arm, keys: dict[str, tuple[str, str]], combo: dict[str, object]) -> Arm:
+def _arm(reference: Any, keys: dict[str, tuple[str, str]], combo: dict[str, object]) -> Any:
     update: dict[str, object] = {}
     instances: dict[str, object] = dict(reference.factors.instances)
     for key, value in combo.items():

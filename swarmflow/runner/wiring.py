@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.context_policy import DEFAULT_POLICY
@@ -40,6 +40,13 @@ from swarmflow.runtime.rails import Rails
 from swarmflow.sessions.call import run_call
 from swarmflow.sessions.structured import take_turn
 from swarmflow.teams.board import board_for
+
+if TYPE_CHECKING:
+    from swarmflow.feedback import LanguageFeedback
+    from swarmflow.models._modes import ModeChange
+    from swarmflow.record.eventlog import EventLog
+    from swarmflow.tools import ToolRegistry
+    from swarmflow.workspaces import DefaultWorkspaces
 
 ModelSpec = Model | str | Callable[[Agent], Model] | None
 
@@ -108,7 +115,7 @@ def model_secrets(model: ModelSpec) -> list[str]:
     return list(secrets()) if callable(secrets) else []
 
 
-def record_probe(log: Any, model_for: Any) -> None:
+def record_probe(log: EventLog, model_for: object) -> None:
     """Record what the run's model endpoint was probed to honour (`endpoint_probed`), when
     the command line probed it (`cli.model_options`)."""
     profile = getattr(getattr(model_for, "default", None), "endpoint_profile", None)
@@ -123,7 +130,7 @@ def _report_retry(attempt: int, error: str, delay: float) -> None:
         session.emit(ModelRetried, attempt=attempt, error=error, delay=delay)
 
 
-def _report_mode_change(endpoint: str, change: Any) -> None:
+def _report_mode_change(endpoint: str, change: ModeChange) -> None:
     """Turn an adapter's step-down into an `output_mode_stepped_down` event of the session whose
     call the server rejected (the one call that decided it)."""
     session = current_session.get()
@@ -189,13 +196,15 @@ def _openai_model(name: str) -> Model:
     return OpenAIModel(name)
 
 
-def default_tools() -> Any:
+def default_tools() -> ToolRegistry:
     from swarmflow.tools import default_registry
 
     return default_registry()
 
 
-def workspaces_for(flow: Flow[..., object], run_dir: Path, repo: str | Path | None) -> Any:
+def workspaces_for(
+    flow: Flow[..., object], run_dir: Path, repo: str | Path | None
+) -> DefaultWorkspaces | None:
     if all(a.workspace == "none" for a in flow.team.agents):
         return None
     from swarmflow.workspaces import DefaultWorkspaces
@@ -203,7 +212,7 @@ def workspaces_for(flow: Flow[..., object], run_dir: Path, repo: str | Path | No
     return DefaultWorkspaces(run_dir, Path(repo).resolve() if repo else None)
 
 
-def feedback_for(team: Any) -> Any:
+def feedback_for(team: object) -> LanguageFeedback | None:
     """The run's language-server feedback, when an agent of its team asks for it."""
     agents = getattr(team, "agents", ())
     if not any(agent.feedback is not None for agent in agents):
@@ -225,7 +234,7 @@ def merge_limits(declared: Limits, given: Limits) -> Limits:
     return given.over(declared)
 
 
-def roles_of(flow: Flow[..., object]) -> dict[str, dict[str, Any]]:
+def roles_of(flow: Flow[..., object]) -> dict[str, dict[str, object]]:
     return {
         a.name: {
             "tools": list(a.tools),
@@ -243,8 +252,8 @@ def limits_of(ledger: Ledger) -> dict[str, float | int | None]:
     return {"tokens": lim.tokens, "cost": lim.cost, "calls": lim.calls, "seconds": lim.seconds}
 
 
-def jsonable(inputs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def jsonable(inputs: Mapping[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for key, value in inputs.items():
         out[key] = (
             value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
