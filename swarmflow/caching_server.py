@@ -120,7 +120,7 @@ def _message(answer: str | dict[str, Any]) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Silent: a test's output is its own."""
 
     def do_POST(self) -> None:
@@ -137,7 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
         message = _message(self.server.policy(body))
         self._send(200, _completion(body, message, served))
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, object]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

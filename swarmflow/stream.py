@@ -58,7 +58,7 @@ class _ForwardSink:
 class RunStream:
     """The events of one run, as they happen. See the module docstring."""
 
-    def __init__(self, flow: Flow[..., Any], kwargs: dict[str, Any]) -> None:
+    def __init__(self, flow: Flow[..., object], kwargs: dict[str, Any]) -> None:
         if not isinstance(flow, Flow):
             raise ConfigError(f"stream() needs a @flow, got {flow!r}")
         self._flow = flow
@@ -122,7 +122,7 @@ class RunStream:
                 yield item
 
 
-def stream(flow: Flow[..., Any], /, **kwargs: Any) -> RunStream:
+def stream(flow: Flow[..., object], /, **kwargs: Any) -> RunStream:
     """Run `flow` like `swarmflow.run(flow, **kwargs)`, yielding its events as they happen."""
     return RunStream(flow, kwargs)
 

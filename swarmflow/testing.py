@@ -11,7 +11,6 @@ import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -37,7 +36,7 @@ __all__ = [
 _call_ids = itertools.count(1)
 
 
-def tool_call(name: str, /, **arguments: Any) -> ToolCall:
+def tool_call(name: str, /, **arguments: object) -> ToolCall:
     """A tool call with JSON-encoded arguments and a fresh id."""
     return ToolCall(id=f"call_{next(_call_ids)}", name=name, arguments=json.dumps(arguments))
 

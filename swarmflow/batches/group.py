@@ -44,7 +44,7 @@ Order = Sequence[tuple[int, int]]
 class BatchSpec:
     """One batch of a group: a flow over its tasks, into its own folder."""
 
-    flow: Flow[..., Any]
+    flow: Flow[..., object]
     tasks: list[Task]
     root: Path
     """The batch folder, absolute, with `runs/`."""

@@ -32,7 +32,7 @@ OWN_OPTIONS = ("budget", "run_id", "runs_root", "resume", "raise_on_failure", "p
 
 
 async def batch(
-    flow: Flow[..., Any],
+    flow: Flow[..., object],
     inputs: str | Path | Iterable[Mapping[str, Any]],
     /,
     *,

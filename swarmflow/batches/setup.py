@@ -14,7 +14,7 @@ from swarmflow.runtime.flow import Flow
 class Setup:
     """What every task of one batch shares, wherever it runs."""
 
-    flow: Flow[..., Any]
+    flow: Flow[..., object]
     runs: Path
     options: dict[str, Any]
     """`run()`'s other options for every task (model, human, repo, ...); never a budget."""

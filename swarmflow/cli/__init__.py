@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from swarmflow.cli import (
     batch_commands,
@@ -102,7 +102,7 @@ def _run_handler(args: argparse.Namespace) -> int:
 class _Scrubbed:
     """A text stream that passes every write through the one redactor (`core.secrets`)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:

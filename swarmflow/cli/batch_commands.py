@@ -14,18 +14,23 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 from swarmflow.cli.signals import stopped
 from swarmflow.core.budget import Limits
 
+if TYPE_CHECKING:
+    from swarmflow.batches.outcome import BatchResult
+    from swarmflow.cli.progress_talk import Counts
+    from swarmflow.runtime.flow import Flow
+
 OK, PROBLEMS, USAGE = 0, 1, 2
 BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `batch` to the `swarmflow` command."""
     cmd = subparsers.add_parser("batch", help="run a flow once per line of a task list")
     add_flow_argument(cmd, "flow")
@@ -124,7 +129,9 @@ def batch_command(args: argparse.Namespace) -> int:
     return OK if result.unfinished == 0 and set(result.counts()) <= {"ok"} else PROBLEMS
 
 
-async def _batch(flow: Any, chosen: ChosenModel, args: argparse.Namespace) -> Any:
+async def _batch(
+    flow: Flow[..., object], chosen: ChosenModel, args: argparse.Namespace
+) -> BatchResult:
     from swarmflow.batches import batch
     from swarmflow.cli.progress_talk import talking
 
@@ -168,10 +175,10 @@ class ProgressLine:
         self.last = 0.0
         self.tty = stream.isatty()
         self.warned = 0
-        self.progress: Any = None
+        self.progress: Counts | None = None
         """The latest progress it was given (what `progress_talk` reports from)."""
 
-    def __call__(self, progress: Any) -> None:
+    def __call__(self, progress: Counts) -> None:
         from swarmflow.core.secrets import scrubbed
 
         self.progress = progress

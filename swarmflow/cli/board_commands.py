@@ -25,8 +25,15 @@ import signal
 import sys
 import urllib.error
 import urllib.request
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
+    from swarmflow.runtime.context import RunContext
+    from swarmflow.teams.http import BoardAddress
 
 OK, REFUSED, USAGE = 0, 1, 2
 TOKEN_ENV = "SWARMFLOW_BOARD_TOKEN"
@@ -34,7 +41,7 @@ _SLACK = 30.0
 """Seconds the client waits beyond a `wait`'s own timeout before giving up on the server."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `board` and its subcommands to the `swarmflow` command."""
     board = subparsers.add_parser("board", help="a run's message board over HTTP")
     sub = board.add_subparsers(dest="board_command", metavar="SUBCOMMAND", required=True)
@@ -59,7 +66,9 @@ def register(subparsers: Any) -> None:
     show.add_argument("--json", action="store_true", help="the snapshot as JSON")
 
 
-def _client(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+def _client(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str
+) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="the served board, e.g. http://127.0.0.1:8765")
@@ -111,8 +120,8 @@ def client_command(args: argparse.Namespace) -> int:
     return _print(status, answer, as_json=getattr(args, "json", False))
 
 
-def _body(args: argparse.Namespace) -> tuple[str, dict[str, Any], float]:
-    said: dict[str, Any] = {"as": args.agent}
+def _body(args: argparse.Namespace) -> tuple[str, dict[str, object], float]:
+    said: dict[str, object] = {"as": args.agent}
     if args.board is not None:
         said["board"] = args.board
     if args.board_command == "create-thread":
@@ -132,7 +141,7 @@ def _query(args: argparse.Namespace) -> str:
     return urlencode(fields)
 
 
-def _address(run_dir: str) -> Any:
+def _address(run_dir: str) -> BoardAddress:
     """The `BoardAddress` that `run_dir`'s `board.json` holds (ValueError: none)."""
     from swarmflow.core.errors import ConfigError
     from swarmflow.teams.http import read_address
@@ -164,8 +173,8 @@ class _Unreachable(Exception):
 
 
 def _request(
-    url: str, token: str, body: dict[str, Any] | None, timeout: float
-) -> tuple[int, dict[str, Any]]:
+    url: str, token: str, body: dict[str, object] | None, timeout: float
+) -> tuple[int, dict[str, JsonValue]]:
     """The board's HTTP status and its JSON answer."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
@@ -181,7 +190,7 @@ def _request(
         raise _Unreachable(f"no board answers at {url}: {reason}") from None
 
 
-def _decoded(raw: bytes) -> dict[str, Any]:
+def _decoded(raw: bytes) -> dict[str, JsonValue]:
     try:
         answer = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -191,7 +200,7 @@ def _decoded(raw: bytes) -> dict[str, Any]:
     return answer
 
 
-def _print(status: int, answer: dict[str, Any], *, as_json: bool) -> int:
+def _print(status: int, answer: dict[str, JsonValue], *, as_json: bool) -> int:
     """Print the answer; its exit status (a malformed request is a usage error)."""
     if not answer.get("ok"):
         print(f"swarmflow board: {answer.get('error', 'refused')}", file=sys.stderr)
@@ -255,7 +264,7 @@ _STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 """The signals that end a serving as a normal stop does, and how the stop line names them."""
 
 
-async def _serve(board_run: Any, port: int) -> str:
+async def _serve(board_run: AbstractAsyncContextManager[RunContext], port: int) -> str:
     """Serve until a stop signal; how it was stopped. Leaving the blocks removes `board.json`
     and releases the run directory, whichever signal it was."""
     import anyio
@@ -269,7 +278,7 @@ async def _serve(board_run: Any, port: int) -> str:
     return _STOP_SIGNALS[signal.Signals(signum)]
 
 
-def announce(url: str, token: str, path: Any) -> None:
+def announce(url: str, token: str, path: Path) -> None:
     """Tell the person at the terminal where the board is (stdout: a script reads it)."""
     print(f"board: {url}", flush=True)
     print(f"token: {token} (also in {path}, mode 0600)", flush=True)

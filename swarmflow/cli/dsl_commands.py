@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.dsl.syntax.diagnostics import Diagnostic
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 # The DSL package is imported only when the command runs: `swarmflow --help` stays quick.
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `check` to the `swarmflow` command."""
     check = subparsers.add_parser(
         "check", help="check .swarm files and print diagnostics", description=__doc__
@@ -89,7 +92,7 @@ def _ok(path: str, warnings: int, summary: str) -> str:
     return f"{path}: ok{passed} ({summary})"
 
 
-def _check_python(spec: str) -> tuple[Any, str, str]:
+def _check_python(spec: str) -> tuple[list[Diagnostic] | None, str, str]:
     """Diagnostics of a Python flow named `module:flow` (None when it cannot be loaded), its
     module's source, and a summary of what it declares."""
     from swarmflow.cli.python_flows import check_python_flow, load_python_flow

@@ -6,13 +6,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.experience.store import ExperienceStore
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 TEXT_COLUMNS = 90
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     experience = subparsers.add_parser(
         "experience", help="list, show or forget the notes runs wrote for later runs"
     )
@@ -48,7 +51,7 @@ def register(subparsers: Any) -> None:
     forget.set_defaults(handler=forget_command)
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _store(args: argparse.Namespace) -> ExperienceStore:
     """The store named by --store, else the runs root's; a missing one is a usage error."""
     from swarmflow.experience.run_notes import DEFAULT_STORE
     from swarmflow.experience.store import ExperienceError, ExperienceStore

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from swarmflow.cli.batch_commands import (
     ProgressLine,
@@ -25,10 +26,19 @@ from swarmflow.cli.batch_commands import (
 )
 from swarmflow.cli.model_choice import add_model_choice
 
+if TYPE_CHECKING:
+    from swarmflow.cli.model_choice import ChosenModel
+    from swarmflow.core.messages import Model
+    from swarmflow.experiments import Experiment
+    from swarmflow.experiments.execution import ExperimentResult
+    from swarmflow.experiments.graders import Grader
+    from swarmflow.experiments.regrade import RegradeResult
+    from swarmflow.runner.wiring import ModelSpec
+
 OK, LEFT, USAGE = 0, 1, 2
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `experiment run`, `experiment grade` and `experiment report` to `swarmflow`."""
     cmd = subparsers.add_parser("experiment", help="run and report controlled experiments")
     sub = cmd.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
@@ -43,7 +53,7 @@ def _no_subcommand(cmd: argparse.ArgumentParser) -> int:
     return USAGE
 
 
-def _run_parser(sub: Any) -> None:
+def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser("run", help="run every arm x task x repeat; run again to go on")
     cmd.add_argument("experiment", metavar="EXP", help="file.py:NAME or module:NAME")
     add_out_option(cmd, "experiment", "the experiment's folder")
@@ -67,14 +77,16 @@ def _run_parser(sub: Any) -> None:
     cmd.set_defaults(handler=run_command)
 
 
-def _folder_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+def _folder_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str
+) -> argparse.ArgumentParser:
     """`experiment NAME DIR`: a subcommand over an experiment's folder."""
     cmd: argparse.ArgumentParser = sub.add_parser(name, help=help)
     cmd.add_argument("dir", metavar="DIR", help="the experiment's folder (its --out)")
     return cmd
 
 
-def _grade_parser(sub: Any) -> None:
+def _grade_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = _folder_parser(sub, "grade", "grade a finished experiment again, running no arm")
     cmd.add_argument(
         "--grader",
@@ -92,7 +104,7 @@ def _grade_parser(sub: Any) -> None:
     cmd.set_defaults(handler=grade_command)
 
 
-def _report_parser(sub: Any) -> None:
+def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = _folder_parser(sub, "report", "the per-arm tables of an experiment's folder")
     cmd.add_argument("--json", action="store_true", help="the figures as one JSON object")
     cmd.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page")
@@ -127,7 +139,7 @@ def run_command(args: argparse.Namespace) -> int:
     return OK if result.unfinished == 0 else LEFT
 
 
-def _declared(args: argparse.Namespace) -> Any:
+def _declared(args: argparse.Namespace) -> Experiment:
     """The declaration EXP names, with --repeats and --tasks applied."""
     from swarmflow.cli.flow_refs import described, load_python_object
     from swarmflow.core.errors import ConfigError
@@ -158,7 +170,12 @@ def _require_sandbox_option(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-async def _run(experiment: Any, chosen: Any, args: argparse.Namespace, progress: Any) -> Any:
+async def _run(
+    experiment: Experiment,
+    chosen: ChosenModel | None,
+    args: argparse.Namespace,
+    progress: ProgressLine,
+) -> ExperimentResult:
     from swarmflow.cli.progress_talk import talking
     from swarmflow.experiments import run_experiment
 
@@ -202,7 +219,7 @@ def grade_command(args: argparse.Namespace) -> int:
     return OK
 
 
-def _grader_given(ref: str | None) -> tuple[Any, Any, Any]:
+def _grader_given(ref: str | None) -> tuple[Grader | None, ModelSpec, Callable[[], Model] | None]:
     """The grader REF names, the judge model and scripted judge an Experiment declares."""
     from swarmflow.cli.flow_refs import described, load_python_object
     from swarmflow.core.errors import ConfigError
@@ -218,7 +235,12 @@ def _grader_given(ref: str | None) -> tuple[Any, Any, Any]:
     raise ConfigError(f"{ref} is {described(found)}, not a grader or an Experiment")
 
 
-async def _grade(args: argparse.Namespace, grader: Any, judge: Any, demo: Any) -> Any:
+async def _grade(
+    args: argparse.Namespace,
+    grader: Grader | None,
+    judge: ModelSpec,
+    demo: Callable[[], Model] | None,
+) -> RegradeResult:
     from swarmflow.cli.model_choice import chosen_model
     from swarmflow.core.errors import ConfigError
     from swarmflow.experiments import regrade_experiment

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from swarmflow.cli.model_options import add_model_options
 from swarmflow.record.runs_root import DEFAULT_RUNS_ROOT, RUNS_ENV
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `demo` command."""
     _register_demo(subparsers)
 
 
-def _register_demo(subparsers: Any) -> None:
+def _register_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `demo` and its options."""
     demo = subparsers.add_parser(
         "demo", help="run the parallel-coders-plus-arbiter flow end to end", description=__doc__

@@ -10,16 +10,20 @@ from __future__ import annotations
 import contextlib
 import inspect
 import typing
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
+
+if TYPE_CHECKING:
+    from swarmflow.runtime.flow import Flow
 
 _NAMED = {"int": int, "float": float, "bool": bool, "str": str}
 """A `.swarm` flow's declared types, by the names its signature carries."""
 _TEXT = (str, Any, inspect.Parameter.empty)
 
 
-def typed_inputs(flow: Any, given: dict[str, str]) -> dict[str, Any]:
+def typed_inputs(flow: Flow[..., object], given: dict[str, str]) -> dict[str, Any]:
     """Each given input converted to its declared type.
 
     Raises:
@@ -39,7 +43,7 @@ def typed_inputs(flow: Any, given: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _hints(fn: Any) -> dict[str, Any]:
+def _hints(fn: Callable[..., object]) -> dict[str, Any]:
     """The flow function's annotations resolved (`from __future__ import annotations` too)."""
     try:
         return typing.get_type_hints(fn)

@@ -22,9 +22,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from swarmflow.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from swarmflow.runtime.flow import Flow
+
+T = TypeVar("T")
 
 REFERENCE_FORMS = "a .swarm file, file.py:NAME or module:NAME"
 
@@ -61,7 +66,7 @@ def _exists(path: str) -> bool:
         return False
 
 
-def load_flow_named(reference: str) -> Any:
+def load_flow_named(reference: str) -> Flow[..., object]:
     """The flow `reference` names: a `.swarm` file, `file.py:flow` or `module:flow`.
 
     Raises:
@@ -81,7 +86,7 @@ def load_flow_named(reference: str) -> Any:
         raise FlowDiagnostics(str(exc)) from None
 
 
-def load_python_flow(reference: str) -> Any:
+def load_python_flow(reference: str) -> Flow[..., object]:
     """The `Flow` that `file.py:flow` or `module:flow` names.
 
     Raises:
@@ -95,7 +100,7 @@ def load_python_flow(reference: str) -> Any:
     return found
 
 
-def load_python_object(reference: str) -> Any:
+def load_python_object(reference: str) -> object:
     """What `file.py:NAME` or `module:NAME` names (a flow, a model, a function that makes one).
 
     Raises:
@@ -148,7 +153,7 @@ def _from_module(where: str) -> ModuleType:
     return module
 
 
-def _run_module(where: str, load: Callable[[], Any], *, missing_ok: bool = False) -> Any:
+def _run_module(where: str, load: Callable[[], T], *, missing_ok: bool = False) -> T | None:
     """`load()`, with whatever the module's own code raises as one line; None when the module
     itself is missing and `missing_ok`."""
     try:
@@ -196,7 +201,7 @@ def _listed(lead: str, names: list[str]) -> str:
     return f"{lead} {', '.join(names)}" if names else ""
 
 
-def described(value: Any) -> str:
+def described(value: object) -> str:
     """`an int`, `a FunctionModel`, `None`: what a reference named, for a message."""
     if value is None:
         return "None"

@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.dsl.compile.plan import Program
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `graph` to the `swarmflow` command."""
     graph = subparsers.add_parser(
         "graph",
@@ -120,7 +123,7 @@ def _of_file(path: str, which: str, fmt: str) -> tuple[str | None, int]:
     return (program.steps_dot() if fmt == "dot" else program.steps_mermaid()), OK
 
 
-def _program(path: str) -> tuple[Any, int]:
+def _program(path: str) -> tuple[Program | None, int]:
     """The compiled IR of a file, or the exit status after printing why there is none."""
     from swarmflow.cli.source_files import SourceError, SourceTooLarge, read_flow_source
     from swarmflow.dsl import DslError, compile_source

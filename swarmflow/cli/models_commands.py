@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.models.probe import EndpointProfile
 
 OK, USAGE = 0, 2
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `models` command and its `probe`."""
     models = subparsers.add_parser(
         "models", help="ask a model endpoint what it honours", description=__doc__
@@ -63,7 +66,7 @@ def probe_command(args: argparse.Namespace) -> int:
     return OK
 
 
-def _store(profile: Any) -> None:
+def _store(profile: EndpointProfile) -> None:
     """Put the fresh profile in the cache, replacing what an earlier probe left there."""
     from dataclasses import asdict
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+
+from pydantic import JsonValue
 
 from swarmflow.core.outcomes import Cancelled, Empty, Failed, Ok
 from swarmflow.core.output import AgentOutput
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> JsonValue:
     """`value` as JSON-ready data: agent outputs by their value (or text), models dumped."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -40,7 +41,7 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """`value` for a person: text as it is, a list one item per line, the rest as JSON."""
     data = plain(value)
     if isinstance(data, list):
@@ -48,12 +49,12 @@ def as_text(value: Any) -> str:
     return _inline(data)
 
 
-def as_json(value: Any) -> str:
+def as_json(value: object) -> str:
     """`value` as one JSON document."""
     return json.dumps(plain(value), ensure_ascii=False)
 
 
-def _inline(data: Any) -> str:
+def _inline(data: JsonValue) -> str:
     if isinstance(data, str):
         return data
     return json.dumps(data, ensure_ascii=False)

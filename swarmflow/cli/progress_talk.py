@@ -13,10 +13,26 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Protocol, TextIO
 
 from swarmflow.core.secrets import scrubbed
 from swarmflow.report.live import RunWatch, calls_by_arm
+
+
+class Counts(Protocol):
+    """A batch's or an experiment's progress: its counts, its count line, its warnings."""
+
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def done(self) -> int: ...
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    def line(self) -> str: ...
+
 
 EVERY = 5.0
 """Seconds between two reports."""
@@ -24,7 +40,7 @@ MOST_SESSIONS = 12
 """The most sessions at work listed in one report (the rest are counted)."""
 
 
-def report_lines(progress: Any, watch: RunWatch) -> list[str]:
+def report_lines(progress: Counts | None, watch: RunWatch) -> list[str]:
     """One report: the count line, per-arm counts where there are arms, sessions at work."""
     lines = [progress.line()] if progress is not None else []
     arm_lines = getattr(progress, "arm_lines", None)
@@ -49,7 +65,7 @@ def _by_arm(calls: dict[str, int]) -> str:
 
 
 @contextmanager
-def talking(latest: Any, root: Path, stream: TextIO, every: float = EVERY) -> Iterator[None]:
+def talking(latest: object, root: Path, stream: TextIO, every: float = EVERY) -> Iterator[None]:
     """While the block runs, write a report to `stream` every `every` seconds; `latest` is the
     progress hook, holding the latest progress as `.progress`."""
     stop = threading.Event()

@@ -12,16 +12,19 @@ from __future__ import annotations
 import ast as pyast
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from swarmflow.cli.flow_refs import load_python_flow
 from swarmflow.dsl.syntax.diagnostics import Diagnostic, Severity, Spot
 from swarmflow.dsl.syntax.literals import show_quantity
 
+if TYPE_CHECKING:
+    from swarmflow.runtime.flow import Flow
+
 __all__ = ["check_python_flow", "load_python_flow"]  # the flow itself: flow_refs finds it
 
 
-def check_python_flow(flow: Any) -> tuple[list[Diagnostic], str]:
+def check_python_flow(flow: Flow[..., object]) -> tuple[list[Diagnostic], str]:
     """The problems in a Python flow's declaration, and the source of its module."""
     filename = inspect.getsourcefile(flow.fn) or "<python>"
     source = Path(filename).read_text(encoding="utf-8") if Path(filename).is_file() else ""

@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swarmflow.report.log import RunLog
 
 OK, USAGE = 0, 2
 HTML_NAME = "report.html"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `report` command."""
     report = subparsers.add_parser(
         "report", help="print a run's report from its event log", description=__doc__
@@ -50,7 +53,7 @@ def report_command(args: argparse.Namespace) -> int:
     return _write_html(log, args)
 
 
-def _write_html(log: Any, args: argparse.Namespace) -> int:
+def _write_html(log: RunLog, args: argparse.Namespace) -> int:
     from swarmflow.core.secrets import environment_redactor
     from swarmflow.report.html import render_html
 

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 from swarmflow.cli.signals import cancelled_on_sigterm, stopped
 from swarmflow.core.secrets import scrubbed
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
+    from swarmflow.core.budget import Limits
+    from swarmflow.runner.result import RunResult
+    from swarmflow.runtime.flow import Flow
+
+T = TypeVar("T")
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 CAPS = (
@@ -26,7 +35,7 @@ CAPS = (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `run` to the `swarmflow` command."""
     run = subparsers.add_parser("run", help="run a flow: a .swarm file or a Python flow")
     add_flow_argument(run, "file")
@@ -132,7 +141,7 @@ def run_command(args: argparse.Namespace) -> int:
     return _report(result, as_json=args.json)
 
 
-def _check_experience(option: Any) -> None:
+def _check_experience(option: object) -> None:
     """Open the experience store `--experience` names, so that a bad one is one line here
     rather than an error from inside the running flow's task group."""
     if option is None:
@@ -148,7 +157,7 @@ def _usage(problem: str) -> int:
     return USAGE
 
 
-def _inputs(flow: Any, raw: dict[str, str]) -> dict[str, Any]:
+def _inputs(flow: Flow[..., object], raw: dict[str, str]) -> dict[str, Any]:
     """The inputs typed for the flow; ValueError names one it lacks or does not take."""
     from swarmflow.cli.flow_inputs import typed_inputs
 
@@ -161,8 +170,8 @@ def _inputs(flow: Any, raw: dict[str, str]) -> dict[str, Any]:
 
 
 async def _run(
-    flow: Any, inputs: dict[str, Any], args: argparse.Namespace, chosen: ChosenModel
-) -> Any:
+    flow: Flow[..., object], inputs: dict[str, Any], args: argparse.Namespace, chosen: ChosenModel
+) -> RunResult:
     from swarmflow import run
     from swarmflow.flows.progress import ProgressSink
 
@@ -192,7 +201,7 @@ async def _run(
         await chosen.close()  # a client made here: its connections close with the run
 
 
-def lowered_budget(declared: Any, args: argparse.Namespace) -> dict[str, float]:
+def lowered_budget(declared: Limits, args: argparse.Namespace) -> dict[str, float]:
     """The flow's budget with each `--budget-*` cap applied; a cap never raises a limit."""
     budget: dict[str, float] = {}
     for cap, _, _ in CAPS:
@@ -202,11 +211,11 @@ def lowered_budget(declared: Any, args: argparse.Namespace) -> dict[str, float]:
     return budget
 
 
-def parse_answers(pairs: list[str]) -> dict[str, Any]:
+def parse_answers(pairs: list[str]) -> dict[str, JsonValue]:
     """`TOKEN=VALUE` pairs; a value that parses as JSON is taken as JSON, else as text."""
     import json
 
-    answers: dict[str, Any] = {}
+    answers: dict[str, JsonValue] = {}
     for pair in pairs:
         token, sep, value = pair.partition("=")
         if not sep or not token:
@@ -218,18 +227,18 @@ def parse_answers(pairs: list[str]) -> dict[str, Any]:
     return answers
 
 
-def _approve(question: str, payload: Any) -> Any:
+def _approve(question: str, payload: T) -> T | str:
     """The demo's person: approves whatever is asked, answering with the payload."""
     return payload if payload is not None else "yes"
 
 
-def _report(result: Any, *, as_json: bool = False) -> int:
+def _report(result: RunResult, *, as_json: bool = False) -> int:
     # the model may have echoed a secret: the one policy
     print(scrubbed(_report_json(result) if as_json else _report_text(result)))
     return OK if result.status == "ok" else PROBLEMS
 
 
-def _report_text(result: Any) -> str:
+def _report_text(result: RunResult) -> str:
     from swarmflow.cli.output_view import as_text
     from swarmflow.runner.failures import flow_line
 
@@ -252,7 +261,7 @@ def _report_text(result: Any) -> str:
     return "\n".join(lines)
 
 
-def _report_json(result: Any) -> str:
+def _report_json(result: RunResult) -> str:
     import json
 
     from swarmflow.cli.output_view import plain

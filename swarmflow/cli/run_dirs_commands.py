@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarmflow.cli.flow_refs import load_flow_named
 from swarmflow.cli.model_choice import ChosenModel, add_model_choice
 
+if TYPE_CHECKING:
+    from swarmflow.runner.result import RunResult
+    from swarmflow.runtime.flow import Flow
+
 OK, PROBLEMS, USAGE = 0, 1, 2
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     resume = subparsers.add_parser(
         "resume",
         help="go on with a killed, failed or paused run: finished calls are replayed, not paid",
@@ -87,7 +92,7 @@ def resume_command(args: argparse.Namespace) -> int:
     return report_resumed(result)
 
 
-def _model(args: argparse.Namespace, manifest: dict[str, Any]) -> ChosenModel:
+def _model(args: argparse.Namespace, manifest: Mapping[str, object]) -> ChosenModel:
     """The model the options name, else the one `run.json` records by name."""
     from swarmflow.cli.model_choice import chosen_model, model_chosen
     from swarmflow.core.errors import ConfigError
@@ -111,7 +116,9 @@ def _channel(answers: dict[str, Any], demo: bool) -> Any:
     return DeferredHuman(answers)
 
 
-async def _resume(flow: Any, options: dict[str, Any], chosen: ChosenModel) -> Any:
+async def _resume(
+    flow: Flow[..., object], options: dict[str, Any], chosen: ChosenModel
+) -> RunResult:
     from swarmflow import run
 
     try:
@@ -120,7 +127,7 @@ async def _resume(flow: Any, options: dict[str, Any], chosen: ChosenModel) -> An
         await chosen.close()
 
 
-def load_flow_reference(reference: str, run_dir: str) -> Any:
+def load_flow_reference(reference: str, run_dir: str) -> Flow[..., object]:
     """The flow a manifest names: a `.swarm` file, `file.py:name` or `module:name`."""
     from swarmflow.core.errors import ConfigError
 
@@ -132,7 +139,7 @@ def load_flow_reference(reference: str, run_dir: str) -> Any:
         raise ConfigError(f"cannot load the run's flow: {exc}") from None
 
 
-def report_resumed(result: Any) -> int:
+def report_resumed(result: RunResult) -> int:
     """What the resumed run did: status, replayed calls, where the flow diverged."""
     events = _this_process(result.events if result.events_path.exists() else [])
     replayed = sum(1 for e in events if e.type == "call_replayed")
@@ -161,7 +168,7 @@ def _this_process(events: list[Any]) -> list[Any]:
     return events[starts[-1] :] if starts else events
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     dump = getattr(value, "model_dump_json", None)
     return str(dump()) if dump is not None else str(value)
 

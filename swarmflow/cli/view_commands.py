@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 OK, USAGE = 0, 2
 INSTALL_HINT = "swarmflow view needs the view extra: pip install 'swarmflow[view]'"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `view` command."""
     view = subparsers.add_parser(
         "view",

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -106,7 +105,7 @@ class Pressure:
         return self.around.estimator.tokens(units, self.around.model_name)
 
 
-def describe(value: Any, limit: int = 80) -> str:
+def describe(value: object, limit: int = 80) -> str:
     """`value` as one short line for an event's `removed` text."""
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

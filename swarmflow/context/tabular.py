@@ -27,11 +27,11 @@ def parse_json(text: str) -> Any:
     return value if isinstance(value, dict | list) else None
 
 
-def reduce_json(value: Any) -> str:
+def reduce_json(value: object) -> str:
     return json.dumps(_shrink(value), ensure_ascii=False, indent=1)
 
 
-def _shrink(value: Any) -> Any:
+def _shrink(value: object) -> object:
     if isinstance(value, list):
         head, tail = ITEMS_KEPT
         if len(value) > head + tail + 1:

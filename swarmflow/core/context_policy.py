@@ -57,7 +57,7 @@ class ContextPolicy(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _listed(cls, data: Any) -> Any:
+    def _listed(cls, data: object) -> object:
         """A list of level names stands for the policy with those levels (the `.swarm`
         agent block's `context [offload, summarise]`); "none" for none but the last resort;
         `processors` may be one name."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def is_empty(value: Any) -> bool:
+def is_empty(value: object) -> bool:
     """True for None, blank strings and objects that say they are empty.
 
     Objects opt in with a `__swarmflow_empty__()` method (patches, agent outputs). `False`,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BeforeValidator
 
 
-def env_pairs(value: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> tuple[tuple[str, str], ...]:
+def env_pairs(
+    value: Mapping[str, object] | Iterable[tuple[object, object]],
+) -> tuple[tuple[str, str], ...]:
     """`value` as sorted (name, value) string pairs: hashable, so a frozen model can hold it,
     and in one order, so two declarations of the same variables compare equal."""
     items = value.items() if isinstance(value, Mapping) else value

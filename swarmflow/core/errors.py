@@ -83,7 +83,13 @@ class TopologyError(SwarmflowError):
     """A value would cross an edge the team does not declare. Nothing was sent."""
 
     def __init__(
-        self, message: str, *, source: str, target: str, declared: list[tuple[str, str]], **kw: Any
+        self,
+        message: str,
+        *,
+        source: str,
+        target: str,
+        declared: list[tuple[str, str]],
+        **kw: str | None,
     ) -> None:
         super().__init__(message, **kw)
         self.source = source
@@ -94,7 +100,7 @@ class TopologyError(SwarmflowError):
 class BudgetExhausted(SwarmflowError):
     """A reservation did not fit the ledger or one of its ancestors."""
 
-    def __init__(self, message: str, *, reason: str, ledger: str = "", **kw: Any) -> None:
+    def __init__(self, message: str, *, reason: str, ledger: str = "", **kw: str | None) -> None:
         super().__init__(message, **kw)
         self.reason = reason
         self.ledger = ledger
@@ -155,7 +161,7 @@ class HumanTimeout(HumanError):
 class AgentFailed(SwarmflowError):
     """An agent session ended in the error state."""
 
-    def __init__(self, message: str, *, reason: str, **kw: Any) -> None:
+    def __init__(self, message: str, *, reason: str, **kw: str | None) -> None:
         super().__init__(message, **kw)
         self.reason = reason
 
@@ -163,7 +169,7 @@ class AgentFailed(SwarmflowError):
 class RunPaused(SwarmflowError):
     """Control signal: a deferred human question paused the run; resume with the token."""
 
-    def __init__(self, message: str, *, token: str, question: str, **kw: Any) -> None:
+    def __init__(self, message: str, *, token: str, question: str, **kw: str | None) -> None:
         super().__init__(message, **kw)
         self.token = token
         self.question = question
@@ -172,7 +178,7 @@ class RunPaused(SwarmflowError):
 class FlowFailed(SwarmflowError):
     """A run ended in failure. `.result` is its `RunResult`; the cause is chained."""
 
-    def __init__(self, message: str, *, result: Any, **kw: Any) -> None:
+    def __init__(self, message: str, *, result: Any, **kw: str | None) -> None:
         super().__init__(message, **kw)
         self.result = result
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from swarmflow.core.messages import Message
 
@@ -32,7 +32,7 @@ class Note(NewNote):
     created: float
     """When it was written (seconds since the epoch)."""
 
-    def brief(self) -> dict[str, Any]:
+    def brief(self) -> dict[str, str | int]:
         """The note as an event records it."""
         return {"id": self.id, "kind": self.kind, "text": self.text[:400], "run": self.run_id}
 

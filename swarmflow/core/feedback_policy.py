@@ -3,7 +3,7 @@ how much of what they find reaches the model (pure data; `swarmflow.feedback` ac
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +33,7 @@ class Feedback(BaseModel):
     """Seconds a server has to start and answer `initialize` before it counts as unavailable."""
 
     @classmethod
-    def coerce(cls, value: Any) -> Feedback | None:
+    def coerce(cls, value: object) -> Feedback | None:
         """`"lsp"` or True: the defaults; a mapping: those settings; None, False, "off" or
         "none": off."""
         if value is None or value is False or value in ("off", "none"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -58,7 +58,7 @@ class Harness(BaseModel):
 
     @field_validator("command", mode="before")
     @classmethod
-    def _argv(cls, value: Any) -> Any:
+    def _argv(cls, value: object) -> object:
         if isinstance(value, str):
             raise ValueError("command is a list of arguments, not one string")
         return value

@@ -23,7 +23,6 @@ import importlib
 import sys
 from itertools import groupby
 from types import ModuleType
-from typing import Any
 
 
 class LazyPackage(ModuleType):
@@ -36,7 +35,7 @@ class LazyPackage(ModuleType):
     exports whichever is imported first. The module itself is in `sys.modules` as usual.
     """
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         # Called only for names not yet in the module's namespace.
         module = self.__dict__.get("_exports", {}).get(name)
         if module is None:
@@ -45,7 +44,7 @@ class LazyPackage(ModuleType):
         self.__dict__[name] = value  # later reads are plain attribute reads
         return value
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if isinstance(value, ModuleType) and name in self.__dict__.get("_exports", {}):
             return
         super().__setattr__(name, value)
@@ -119,7 +118,7 @@ def _refuse(words: list[str], where: str) -> None:
     raise ImportError(f"{where}: {name!r} is exported twice")
 
 
-def all_order(name: str) -> tuple[int, list[Any]]:
+def all_order(name: str) -> tuple[int, list[int | str]]:
     """How ruff sorts an `__all__` (RUF022): constants, then classes, then the rest.
 
     Within each group, a natural order: `f2` comes before `f10`. (Split without a regular

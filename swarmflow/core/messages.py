@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
@@ -23,12 +26,12 @@ class ToolCall:
     name: str
     arguments: str = "{}"
 
-    def parsed_arguments(self) -> dict[str, Any]:
+    def parsed_arguments(self) -> dict[str, JsonValue]:
         """The arguments as a dict; raises ValueError with a readable message when broken."""
         return decode_arguments(self.name, self.arguments)
 
 
-def decode_arguments(name: str, raw: str) -> dict[str, Any]:
+def decode_arguments(name: str, raw: str) -> dict[str, JsonValue]:
     """The JSON object in a tool call's raw arguments (empty text means no arguments).
 
     Raises:
@@ -63,7 +66,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, JsonValue]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,7 @@ class OutputSpec:
     """
 
     name: str
-    schema: dict[str, Any]
+    schema: dict[str, JsonValue]
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,7 +62,7 @@ class Empty:
 
     index: int = 0
     branch: str = ""
-    value: Any = None
+    value: object = None
 
     @property
     def ok(self) -> bool:

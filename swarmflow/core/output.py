@@ -27,7 +27,7 @@ class SourcedStr(str):
         obj.__swarmflow_provenance__ = provenance
         return obj
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (SourcedStr, (str.__str__(self), self.__swarmflow_provenance__))
 
     def __format__(self, spec: str) -> str:
@@ -56,7 +56,7 @@ class SourcedStr(str):
         joined = str.__add__(other, self)
         return SourcedStr(joined, self.__swarmflow_provenance__ | _sources_of(other))
 
-    def __mod__(self, args: Any) -> str:
+    def __mod__(self, args: object) -> str:
         return SourcedStr(str.__mod__(self, args), self.__swarmflow_provenance__)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from swarmflow.core.budget import BudgetSnapshot
 from swarmflow.core.patch import Patch
 from swarmflow.core.team import Agent
 
@@ -74,7 +75,7 @@ class ToolContext:
     message_agent: Callable[[str, str], Awaitable[str]] | None = None
     declaration: Agent | None = None
     """The agent's declaration (its shell sandbox, network and environment settings)."""
-    budget: Callable[[], Any] | None = None
+    budget: Callable[[], BudgetSnapshot] | None = None
     """The calling branch's budget snapshot (a `BudgetSnapshot`), read when called."""
     board: BoardPort | None = None
     """The run's message board, for the board tools (None: the agent has none)."""
@@ -90,7 +91,7 @@ class ToolResult:
     text: str
     ok: bool = True
     submitted: bool = False
-    value: Any = None
+    value: object = None
 
 
 @runtime_checkable
@@ -130,8 +131,8 @@ class HumanChannel(Protocol):
     name: str
 
     async def ask(
-        self, question: str, payload: Any, *, token: str, timeout: float | None
-    ) -> tuple[Any, str]:
+        self, question: str, payload: object, *, token: str, timeout: float | None
+    ) -> tuple[object, str]:
         """Raise `TimeoutError` when nobody answered within `timeout` seconds."""
 
 

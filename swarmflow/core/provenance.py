@@ -16,16 +16,16 @@ from pydantic import BaseModel
 
 from swarmflow.core.output import SourcedStr
 
-Lookup = Callable[[Any], frozenset[str]]
+Lookup = Callable[[object], frozenset[str]]
 _MAX_DEPTH = 12
 _ATOMS = (str, bytes, int, float, bool, type(None))
 
 
-def _no_lookup(value: Any) -> frozenset[str]:
+def _no_lookup(value: object) -> frozenset[str]:
     return frozenset()
 
 
-def collect(value: Any, lookup: Lookup = _no_lookup) -> frozenset[str]:
+def collect(value: object, lookup: Lookup = _no_lookup) -> frozenset[str]:
     """Every agent that declared a part in `value`, searching containers and models.
 
     A tagged value (an agent's output, or a product the run registered) speaks for its whole
@@ -45,7 +45,7 @@ class _Walk:
         self.found: set[str] = set()
         self.seen: set[int] = set()
 
-    def visit(self, value: Any, depth: int) -> None:
+    def visit(self, value: object, depth: int) -> None:
         _walk(self, value, depth)
 
 
@@ -64,7 +64,7 @@ def _walk(walk: _Walk, value: Any, depth: int) -> None:
         _walk(walk, child, depth + 1)
 
 
-def _children(value: Any) -> list[Any]:
+def _children(value: object) -> list[object]:
     if isinstance(value, str):
         return []
     if isinstance(value, Mapping):
@@ -78,7 +78,7 @@ def _children(value: Any) -> list[Any]:
     return []
 
 
-def source_strings(value: Any, sources: frozenset[str], depth: int = 0) -> None:
+def source_strings(value: object, sources: frozenset[str], depth: int = 0) -> None:
     """Make every string inside an agent's structured value a `SourcedStr`, in place.
 
     A structured answer is a pydantic model the flow reads field by field: `f"{pick.reason}"`

@@ -102,7 +102,7 @@ def json_value(raw: bytes | str) -> Any:
     return value
 
 
-def depth(value: Any) -> int:
+def depth(value: object) -> int:
     """How deep lists and objects nest in `value` (a scalar is 0), counted without recursion."""
     deepest, todo = 0, [(value, 1)]
     while todo:

@@ -21,7 +21,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
 
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE
@@ -132,10 +131,10 @@ def scrubbed(text: str) -> str:
     return environment_redactor().scrub(text)
 
 
-def scrubbing(redactor: Redactor) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]:
+def scrubbing(redactor: Redactor) -> Callable[[object, str, dict[str, object]], dict[str, object]]:
     """A structlog processor that scrubs every string value of the event dict."""
 
-    def scrub(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def scrub(_logger: object, _method: str, event: dict[str, object]) -> dict[str, object]:
         return {k: redactor.scrub(v) if isinstance(v, str) else v for k, v in event.items()}
 
     return scrub

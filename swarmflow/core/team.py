@@ -41,7 +41,7 @@ class Agent(BaseModel):
     """Names of the tools this agent may call. Calls to any other tool are refused. Given as
     names, tool objects (`@tool` functions) or tool providers (MCP servers); the objects are
     kept in `provided` and their names listed here."""
-    provided: tuple[Any, ...] = ()
+    provided: tuple[object, ...] = ()
     """The tool objects and tool providers given in `tools`, in order."""
     workspace: WorkspaceKind = "none"
     """Where its tools act: none, a local directory, its own git worktree, or a shared one."""
@@ -78,14 +78,14 @@ class Agent(BaseModel):
     """Which context processors may fire, at what pressure, with which summariser (a mapping
     or `ContextPolicy(...)`; docs/context.md). None: every deterministic level, no summary."""
 
-    def __init__(self, name: str | None = None, /, **data: Any) -> None:
+    def __init__(self, name: str | None = None, /, **data: object) -> None:
         if name is not None:
             data["name"] = name
         super().__init__(**data)
 
     @model_validator(mode="before")
     @classmethod
-    def _split_tools(cls, data: Any) -> Any:
+    def _split_tools(cls, data: object) -> object:
         """Names stay in `tools`; objects move to `provided`, a tool's name kept in `tools`."""
         if not isinstance(data, dict) or "tools" not in data:
             return data
@@ -100,7 +100,7 @@ class Agent(BaseModel):
 
     @field_validator("feedback", mode="before")
     @classmethod
-    def _feedback_policy(cls, value: Any) -> Feedback | None:
+    def _feedback_policy(cls, value: object) -> Feedback | None:
         return Feedback.coerce(value)
 
     @model_validator(mode="after")
@@ -141,11 +141,11 @@ def _tool_entry(item: Any, provided: list[Any], agent: Any) -> list[str]:
 
 # Duck-typed, as `core.ports.Tool` and `ToolProvider` are: ports names Agent, so this module
 # cannot import it.
-def _is_tool(item: Any) -> bool:
+def _is_tool(item: object) -> bool:
     return all(hasattr(item, attr) for attr in ("name", "description", "args", "run"))
 
 
-def _is_provider(item: Any) -> bool:
+def _is_provider(item: object) -> bool:
     return hasattr(item, "name") and hasattr(item, "open") and not _is_tool(item)
 
 
@@ -173,7 +173,7 @@ class Team(BaseModel):
         self,
         agents: Sequence[Agent] = (),
         edges: Iterable[tuple[str, str]] = (),
-        **data: Any,
+        **data: object,
     ) -> None:
         super().__init__(agents=tuple(agents), edges=tuple(tuple(e) for e in edges), **data)
 

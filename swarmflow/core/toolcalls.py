@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from swarmflow.core.errors import SwarmflowError, ToolError
 from swarmflow.core.messages import ToolSpec, decode_arguments
@@ -45,7 +46,7 @@ def strip_titles(schema: Any) -> Any:
     return out
 
 
-def parse_args(tool: Tool, raw: str | Mapping[str, Any]) -> BaseModel:
+def parse_args(tool: Tool, raw: str | Mapping[str, object]) -> BaseModel:
     """The tool's argument model from the model's JSON; ToolError naming tool and fields."""
     try:
         data = decode_arguments(tool.name, raw) if isinstance(raw, str) else dict(raw)
@@ -54,7 +55,7 @@ def parse_args(tool: Tool, raw: str | Mapping[str, Any]) -> BaseModel:
     return validate_args(tool, data)
 
 
-def validate_args(tool: Tool, data: Any) -> BaseModel:
+def validate_args(tool: Tool, data: object) -> BaseModel:
     """`data` (a mapping or another pydantic model) as the tool's own argument model."""
     if isinstance(data, tool.args):
         return data
@@ -71,7 +72,7 @@ def validate_args(tool: Tool, data: Any) -> BaseModel:
         ) from None
 
 
-def _describe(err: Mapping[str, Any]) -> str:
+def _describe(err: ErrorDetails) -> str:
     """One pydantic error as `field 'x': message`."""
     where = ".".join(str(part) for part in err.get("loc", ())) or "(arguments)"
     return f"field {where!r}: {err.get('msg', 'invalid')}"
@@ -167,7 +168,7 @@ async def _attempt(
         return ToolResult(text, ok=False)
 
 
-async def execute(tool: Tool, raw: str | Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+async def execute(tool: Tool, raw: str | Mapping[str, object], ctx: ToolContext) -> ToolResult:
     """Parse and run one call, as the session does without rails; never raises a tool fault."""
     try:
         args = parse_args(tool, raw)

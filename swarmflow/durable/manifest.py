@@ -21,7 +21,7 @@ MANIFEST_CAP = 1 << 24
 """The largest `run.json` read back: 16 MiB."""
 
 
-def flow_reference(flow: Flow[..., Any]) -> str:
+def flow_reference(flow: Flow[..., object]) -> str:
     """How to load `flow` again: a `.swarm` file, `module:name`, or `file.py:name`."""
     source = getattr(flow, "source_path", None)
     if source:
@@ -44,7 +44,7 @@ def flow_reference(flow: Flow[..., Any]) -> str:
 
 
 def write_manifest(
-    run_dir: Path, flow: Flow[..., Any], inputs: dict[str, Any], *, repo: Any, model: Any
+    run_dir: Path, flow: Flow[..., object], inputs: dict[str, Any], *, repo: Any, model: Any
 ) -> None:
     """Record how the run was started (once: a resumed run keeps its first manifest)."""
     path = run_dir / MANIFEST

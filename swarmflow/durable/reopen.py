@@ -12,13 +12,13 @@ and `clean` refuse it, and a live run's directory is refused here (serve that ru
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.secrets import secret_values
+from swarmflow.core.team import Team
 from swarmflow.durable.claims import claim, live_pid, release
 from swarmflow.durable.manifest import read_manifest
 from swarmflow.durable.run_lock import hold_run, let_go
@@ -38,8 +38,8 @@ composition root's `run_deps`, with the rest of what a served board needs bound)
 
 
 def reopen_run(
-    run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]], compose: Compose
-) -> Any:
+    run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]], compose: Compose
+) -> AbstractAsyncContextManager[RunContext]:
     """Check `run_dir` and load its flow's team; enter the result to get the run's context.
 
     `load_flow` loads the flow that `run.json` names (the command line's flow references);
@@ -68,7 +68,7 @@ def reopen_run(
 
 
 @asynccontextmanager
-async def _opened(path: Path, team: Any, compose: Compose) -> AsyncIterator[RunContext]:
+async def _opened(path: Path, team: Team, compose: Compose) -> AsyncIterator[RunContext]:
     hold_run(path)
     try:
         state, recorded = read_run(path)

@@ -19,13 +19,17 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.grading import RunOutcome
 from swarmflow.experiments.layout import ArmRecord, Layout, RunDirs, RunKey
+
+if TYPE_CHECKING:
+    from swarmflow.experiments.runread import RunFacts
+    from swarmflow.experiments.tasks import ExperimentTask
 
 CHOSEN = "chosen.json"
 
@@ -36,7 +40,7 @@ class BestOf(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     k: int = Field(ge=2, le=64)
-    choose: Literal["oracle"] | Callable[[Any, list[RunOutcome]], Any] = "oracle"
+    choose: Literal["oracle"] | Callable[..., object] = "oracle"
     """`"oracle"`: the grader picks (reported as an oracle); or a judge function (or coroutine
     function: one that asks a model, say) given the task and the k candidates' `RunOutcome`s,
     that returns the index of the one to keep."""
@@ -47,7 +51,7 @@ class BestOf(BaseModel):
             return "oracle (the grader)"
         return f"judge {getattr(self.choose, '__name__', type(self.choose).__name__)}"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         return {"k": self.k, "rule": self.rule}
 
 
@@ -67,7 +71,7 @@ def candidates(arm: Any) -> list[Any]:
 
 
 async def choose(
-    plan: Any, arm: Any, task: Any, repeat: int, graded: list[Grade]
+    plan: Any, arm: Any, task: ExperimentTask, repeat: int, graded: list[Grade]
 ) -> tuple[int, Grade]:
     """The candidate `arm`'s rule takes for (`task`, `repeat`), from 1, and the arm's grade:
     the chosen candidate's, with the judge spend of all k (`graded`: the k candidates'
@@ -110,7 +114,7 @@ def record_choice(layout: Layout, arm: str, key: RunKey, candidate: int) -> None
     _write_chosen(layout, arm, chosen)
 
 
-def _outcome(plan: Any, arm: str, task: Any, repeat: int, c: int) -> RunOutcome:
+def _outcome(plan: Any, arm: str, task: ExperimentTask, repeat: int, c: int) -> RunOutcome:
     layout: Layout = plan.layout
     key = RunKey(candidate_name(arm, c), task.id, repeat)
     run_dir = plan.dirs(key)
@@ -166,7 +170,7 @@ def candidate_runs(dirs: RunDirs, arm: ArmRecord, key: RunKey) -> list[Path]:
     return [dirs(RunKey(name, key.task, key.repeat)) for name in names]
 
 
-def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], Any]) -> Any:
+def with_all_spend(row: Any, runs: list[Path], read: Callable[[Path], RunFacts]) -> Any:
     """The chosen run's row with the spend of every candidate run: tokens (per agent too),
     cost, calls and wall clock are what all k cost (`read` folds a run, as the rows do)."""
     from dataclasses import replace

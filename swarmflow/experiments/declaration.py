@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from swarmflow.core.budget import Limits
-from swarmflow.core.team import Team
+from swarmflow.core.messages import Model
+from swarmflow.core.team import Agent, Team
 from swarmflow.experiments.bestof import BestOf
 from swarmflow.experiments.budgets import RunBudget
 from swarmflow.experiments.factors import Factors, apply_factors, check_agents
@@ -56,7 +57,7 @@ class Arm(BaseModel):
     model: Any = None
     """A model name or object for this arm alone (a model ablation); None: the model the
     command is given (`--model`, `--model-object`)."""
-    demo: Callable[[], Any] | None = None
+    demo: Callable[[], Model] | None = None
     """Makes this arm's scripted offline policy for `--demo` (labelled as scripted)."""
     cards: dict[str, str] = Field(default_factory=dict)
     """Agent -> the role card it gets in this arm instead of its declared one."""
@@ -67,7 +68,7 @@ class Arm(BaseModel):
     assigned: Assigned = Assigned()
     run_budget: RunBudget = Limits()
     """Each run's limits in this arm, over the experiment's `run_budget` (each one it sets)."""
-    inputs: dict[str, Any] = Field(default_factory=dict)
+    inputs: dict[str, object] = Field(default_factory=dict)
     """Flow inputs this arm adds to every task's."""
     reference: bool = False
     """The arm the others are compared with (exactly one arm is)."""
@@ -84,7 +85,7 @@ class Arm(BaseModel):
 
     @field_validator("flow")
     @classmethod
-    def _a_flow(cls, value: Any) -> Any:
+    def _a_flow(cls, value: object) -> Flow[..., object]:
         if not isinstance(value, Flow):
             raise ValueError(f"an arm's flow must be a @flow, got {type(value).__name__}")
         return value
@@ -104,13 +105,13 @@ class Arm(BaseModel):
         apply_factors(self.flow, self.factors)  # a team the factors break is refused here
         return self
 
-    def variant(self) -> Flow[..., Any]:
+    def variant(self) -> Flow[..., object]:
         """The arm's flow with its cards and tool sets put in: the same code, the same team
         otherwise (a Flow of its own, so the run's `run_started` records what this arm ran),
         with the arm's factors written into its team."""
         return apply_factors(self._carded(), self.factors)
 
-    def _carded(self) -> Flow[..., Any]:
+    def _carded(self) -> Flow[..., object]:
         if not self.cards and not self.tools:
             return self.flow  # type: ignore[no-any-return]
         team = self.flow.team
@@ -125,8 +126,8 @@ class Arm(BaseModel):
         )
 
 
-def _changed(agent: Any, card: str | None, tools: tuple[str, ...] | None) -> Any:
-    update: dict[str, Any] = {}
+def _changed(agent: Agent, card: str | None, tools: tuple[str, ...] | None) -> Agent:
+    update: dict[str, object] = {}
     if card is not None:
         update["card"] = card
     if tools is not None:
@@ -160,12 +161,12 @@ class Experiment(BaseModel):
     fails the call instead of stepping down (`run(pin_modes=True)`)."""
     judge_model: Any = None
     """The model of a `rubric` grader's judge (None: the command's model)."""
-    judge_demo: Callable[[], Any] | None = None
+    judge_demo: Callable[[], Model] | None = None
     """Makes the judge's scripted policy for `--demo`."""
-    factors: dict[str, Any] | None = None
+    factors: dict[str, object] | None = None
     """A sweep: factor -> its levels; expanded into arms that differ from the reference arm
     in those factors alone (`swarmflow.experiments.sweeps`)."""
-    grid: Literal["full"] | list[dict[str, Any]] = "full"
+    grid: Literal["full"] | list[dict[str, object]] = "full"
     """Which combinations of a sweep's levels become arms: every one, or those listed."""
     sweep_from: str | None = None
     """The arm a sweep varies (None: the reference)."""
@@ -174,12 +175,12 @@ class Experiment(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _sweep(cls, data: Any) -> Any:
+    def _sweep(cls, data: object) -> object:
         return expand_sweep(data, Arm) if isinstance(data, dict) else data
 
     @field_validator("tasks")
     @classmethod
-    def _source(cls, value: Any) -> Any:
+    def _source(cls, value: object) -> object:
         if isinstance(value, str | Path) or callable(value):
             return value
         raise ValueError("tasks must be a JSONL path or a function that writes one")

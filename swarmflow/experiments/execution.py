@@ -23,7 +23,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -33,6 +32,7 @@ from swarmflow.batches.executor import ray_address
 from swarmflow.batches.group import RUNS, BatchSpec, run_batches
 from swarmflow.batches.lock import batch_lock
 from swarmflow.batches.outcome import BatchResult
+from swarmflow.batches.progress import Progress
 from swarmflow.batches.results import TaskResult
 from swarmflow.batches.tasks import as_tasks
 from swarmflow.core.budget import Limits
@@ -68,6 +68,8 @@ from swarmflow.experiments.tasks import (
     read_task_set,
     write_graded_tasks,
 )
+from swarmflow.runner.wiring import ModelSpec
+from swarmflow.runtime.flow import Flow
 
 SUITE = "suite"
 """The folder a generated task set is written into (`Experiment(tasks=function)`)."""
@@ -98,7 +100,7 @@ class _Plan:
     bases: dict[str, str]
     progress: ExperimentProgress
     on_progress: ProgressHook | None
-    judge_model: Any
+    judge_model: ModelSpec
     on: str
     workers: int | None
     budget: Limits
@@ -122,7 +124,7 @@ async def run_experiment(
     experiment: Experiment,
     *,
     out: str | Path,
-    model: Any = None,
+    model: ModelSpec = None,
     demo: bool = False,
     on: str = "local",
     budget: Limits | Mapping[str, float] | None = None,
@@ -189,7 +191,7 @@ async def run_experiment(
     return ExperimentResult(layout.root, total, finished, stopped, plan.progress.warnings)
 
 
-async def _all_arms(plan: _Plan, models: dict[str, Any]) -> dict[str, BatchResult]:
+async def _all_arms(plan: _Plan, models: dict[str, ModelSpec]) -> dict[str, BatchResult]:
     """Every arm's batch in one group, runs started in the recorded order, each finished run
     graded as its line is written (and those finished before, after). A mistake in one arm (a
     `ConfigError`) stops them all, as itself."""
@@ -364,7 +366,7 @@ def _all_keys(experiment: Experiment, tasks: list[ExperimentTask]) -> list[RunKe
     return [RunKey(name, t.id, r) for name in names for t in tasks for r in repeats]
 
 
-def _first(group: BaseExceptionGroup[Any]) -> BaseException:
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
@@ -381,7 +383,7 @@ def _tasks(experiment: Experiment, layout: Layout) -> list[ExperimentTask]:
     return read_task_set(Path(source))
 
 
-def _model(arm: Arm, model: Any, demo: bool) -> Any:
+def _model(arm: Arm, model: ModelSpec, demo: bool) -> ModelSpec:
     if demo:
         if arm.demo is None:
             raise ConfigError(f"arm {arm.name!r} has no scripted policy (Arm(demo=...)) for --demo")
@@ -392,7 +394,7 @@ def _model(arm: Arm, model: Any, demo: bool) -> Any:
     return chosen
 
 
-def _judge_model(experiment: Experiment, model: Any, demo: bool) -> Any:
+def _judge_model(experiment: Experiment, model: ModelSpec, demo: bool) -> ModelSpec:
     if experiment.grader.kind != "rubric":
         return None
     if demo:
@@ -415,7 +417,7 @@ def _share(budget: Limits | Mapping[str, float] | None, arms: int) -> Limits:
     )
 
 
-def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str, Any]:
+def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str, object]:
     """What `experiment.json` records: what the report needs of the declaration."""
     return {
         "name": experiment.name,
@@ -438,7 +440,7 @@ def manifest_of(experiment: Experiment, tasks: list[ExperimentTask]) -> dict[str
     }
 
 
-def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
+def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, object]:
     a = arm.assigned
     return {
         "name": arm.name,
@@ -456,7 +458,7 @@ def _arm_record(experiment: Experiment, arm: Arm) -> dict[str, Any]:
     }
 
 
-async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSpec:
+async def _spec(plan: _Plan, arm: Arm, model: ModelSpec, grading: _Grading) -> BatchSpec:
     """The arm's batch (or a best-of candidate's): its flow, its factors written in, over its
     runs' task lines, into `OUT/arms/<arm>/`, with the run options its factors need."""
     flow = arm.variant()
@@ -464,7 +466,7 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     lines = [await _inputs(plan, arm, key, flow) for key in keys]
     tasks = as_tasks(lines, names=[run_name(key.task, key.repeat) for key in keys])
 
-    def tell(progress: Any) -> None:
+    def tell(progress: Progress) -> None:
         plan.progress.arms[arm.name] = progress
         if plan.on_progress is not None:
             plan.on_progress(plan.progress)
@@ -472,7 +474,7 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     root = plan.layout.arm(arm.name)
     await anyio.Path(root / RUNS).mkdir(parents=True, exist_ok=True)
     limits = plan.run_budget.over(plan.experiment.run_limits(arm))
-    options = {"model": model, "pin_modes": plan.experiment.pin_modes}
+    options: dict[str, object] = {"model": model, "pin_modes": plan.experiment.pin_modes}
     options.update(run_options(arm.factors, plan.layout.root, arm.name))
     return BatchSpec(
         flow,
@@ -486,10 +488,10 @@ async def _spec(plan: _Plan, arm: Arm, model: Any, grading: _Grading) -> BatchSp
     )
 
 
-async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Any) -> dict[str, Any]:
+async def _inputs(plan: _Plan, arm: Arm, key: RunKey, flow: Flow[..., object]) -> dict[str, object]:
     """A run's task line: the task's inputs, the arm's, its checkout as `repo`, its repeat."""
     task = next(t for t in plan.tasks if t.id == key.task)
-    line: dict[str, Any] = {**task.inputs, **arm.inputs}
+    line: dict[str, object] = {**task.inputs, **arm.inputs}
     if "repeat" in flow.signature.parameters:
         line["repeat"] = key.repeat
     if "instances" in flow.signature.parameters:  # the `instances` factor, for the flow's code

@@ -70,7 +70,7 @@ class Factors(BaseModel):
 
     @field_validator("context", mode="before")
     @classmethod
-    def _context(cls, value: Any) -> Any:
+    def _context(cls, value: object) -> object:
         return ContextPolicy(**value) if isinstance(value, Mapping) else value
 
     @field_validator("instances")
@@ -93,7 +93,7 @@ class Factors(BaseModel):
         return named
 
 
-def check_agents(factors: Factors, flow: Flow[..., Any], arm: str) -> None:
+def check_agents(factors: Factors, flow: Flow[..., object], arm: str) -> None:
     """`ValueError` (one line) when a factor names an agent the flow does not declare."""
     declared = set(flow.team.names)
     unknown = sorted(factors.agents_named() - declared)
@@ -104,7 +104,7 @@ def check_agents(factors: Factors, flow: Flow[..., Any], arm: str) -> None:
         )
 
 
-def apply_factors(flow: Flow[..., Any], factors: Factors) -> Flow[..., Any]:
+def apply_factors(flow: Flow[..., object], factors: Factors) -> Flow[..., object]:
     """The flow with the factors written into its team: the same code, its own `Flow` (so a
     run's `run_started` records what the arm ran)."""
     if not factors.chosen():
@@ -127,7 +127,7 @@ def _places(team: Team, workspace: Place | dict[str, Place] | None) -> dict[str,
 
 
 def _changed(agent: Agent, factors: Factors, place: Place | None) -> Agent:
-    update: dict[str, Any] = {}
+    update: dict[str, object] = {}
     if place is not None:
         update["workspace"] = place
     if factors.listening == "blocking":
@@ -154,7 +154,7 @@ def instance_names(name: str, count: int) -> list[str]:
     return [name, *(f"{name}_{i}" for i in range(2, count + 1))]
 
 
-def instance_map(flow: Flow[..., Any], factors: Factors) -> dict[str, list[str]]:
+def instance_map(flow: Flow[..., object], factors: Factors) -> dict[str, list[str]]:
     """Every declared agent -> the names of its instances in the arm's team (a flow with an
     `instances` parameter is given this, so its code can fan out over them)."""
     return {
@@ -179,9 +179,9 @@ def _instances(
     return out, new_edges
 
 
-def run_options(factors: Factors, root: Path, arm: str) -> dict[str, Any]:
+def run_options(factors: Factors, root: Path, arm: str) -> dict[str, object]:
     """The run options the factors need (`experience=`, `goals=`), for every run of the arm."""
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     store = experience_store(factors.experience, root, arm)
     if store is not None:
         store.parent.mkdir(parents=True, exist_ok=True)
@@ -202,10 +202,10 @@ def experience_store(mode: str | None, root: Path, arm: str) -> Path | None:
     return Path(str(mode)).expanduser().resolve()
 
 
-def factor_record(factors: Factors, flow: Flow[..., Any]) -> dict[str, Any]:
+def factor_record(factors: Factors, flow: Flow[..., object]) -> dict[str, object]:
     """What the experiment records of the factors: what the run's events are checked against
     (`swarmflow.experiments.realized`); only the factors the arm sets."""
-    record: dict[str, Any] = {}
+    record: dict[str, object] = {}
     if factors.listening is not None:
         record["listening"] = factors.listening
     if factors.workspace is not None:
@@ -227,7 +227,7 @@ def factor_record(factors: Factors, flow: Flow[..., Any]) -> dict[str, Any]:
     return record
 
 
-def factor_label(name: str, value: Any) -> str:
+def factor_label(name: str, value: object) -> str:
     """A factor's value in an arm's name (letters, digits, `._-`)."""
     if isinstance(value, bool):
         text = "on" if value else "off"
@@ -241,7 +241,7 @@ def factor_label(name: str, value: Any) -> str:
     return f"{name}-{cleaned}"
 
 
-def as_sequence(values: Any) -> Sequence[Any]:
+def as_sequence(values: object) -> Sequence[object]:
     if isinstance(values, str | bytes) or not isinstance(values, Sequence):
         raise ValueError(f"a factor's levels are a list, got {values!r}")
     return values

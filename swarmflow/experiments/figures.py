@@ -20,10 +20,17 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from swarmflow.experiments.runread import END_REASONS
-from swarmflow.experiments.summary import ArmSummary
+from swarmflow.experiments.summary import ArmSummary, Share
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from swarmflow.experiments.rows import Row
 
 END_COLORS = ("#4c9f70", "#d9a441", "#8e7cc3", "#5b9bd5", "#c0504d", "#7f7f7f")
 AGENT_COLORS = (
@@ -47,7 +54,7 @@ POINT = "#3b6ea5"
 _XML_HEAD = re.compile(r"^<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", re.DOTALL)
 
 
-def _pyplot() -> Any:
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,7 +64,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _svg(fig: Any) -> str:
+def _svg(fig: Figure) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight")
     _pyplot().close(fig)
@@ -78,7 +85,7 @@ def headline(arms: list[ArmSummary]) -> str:
     return _svg(fig)
 
 
-def _shares(ax: Any, shares: list[Any], title: str) -> None:
+def _shares(ax: Axes, shares: list[Share], title: str) -> None:
     for y, share in enumerate(shares):
         low, high = share.interval
         ax.plot([100 * low, 100 * high], [y, y], color=POINT, linewidth=2)
@@ -97,7 +104,7 @@ def _shares(ax: Any, shares: list[Any], title: str) -> None:
     ax.set_xlabel("% of runs")
 
 
-def _effects(ax: Any, arms: list[ArmSummary]) -> None:
+def _effects(ax: Axes, arms: list[ArmSummary]) -> None:
     """ITT (square) and CACE (dot, its range over the unverified runs) per arm; 0 marked."""
     ax.axvline(0, color="#999999", linewidth=1)
     values = [0.0]
@@ -149,7 +156,8 @@ def end_reasons(arms: list[ArmSummary]) -> str:
     return _svg(fig)
 
 
-Measure = Callable[[Any], Any]
+Measure = Callable[["Row"], float]
+Limit = Callable[["Row"], float | None]
 
 
 def fitted_axis(values: list[float], limits: list[float]) -> tuple[float, list[float]]:
@@ -164,7 +172,7 @@ def fitted_axis(values: list[float], limits: list[float]) -> tuple[float, list[f
     return upper, [x for x in limits if x > upper]
 
 
-def _per_run(arms: list[ArmSummary], value: Measure, limit: Measure, label: str) -> str:
+def _per_run(arms: list[ArmSummary], value: Measure, limit: Limit, label: str) -> str:
     """A dot per run, the mean as a bar, the limit as a red tick (or its value at the edge
     when it lies far beyond every run); `mean / limit` at the right."""
     plt = _pyplot()
@@ -259,7 +267,7 @@ def token_shares(arms: list[ArmSummary]) -> str:
 
 
 def _share_panel(
-    ax: Any, name: str, shares: dict[str, list[float]], colors: dict[str, str]
+    ax: Axes, name: str, shares: dict[str, list[float]], colors: dict[str, str]
 ) -> None:
     tenths = list(range(1, 11))
     bottom = [0.0] * 10

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,7 +44,7 @@ class FunctionGrader(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     kind: Literal["function"] = "function"
-    fn: Callable[[Any, Any], Any]
+    fn: Callable[..., object]
     threshold: float = Field(1.0, ge=0, le=1)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from swarmflow.experiments.graders import FunctionGrader, Grader, RubricGrader, TestsGrader
 from swarmflow.experiments.grades import Grade
@@ -20,6 +19,7 @@ from swarmflow.experiments.products import product_diff
 from swarmflow.experiments.rubric import grade_rubric
 from swarmflow.experiments.tasks import ExperimentTask
 from swarmflow.experiments.tests_grading import grade_tests
+from swarmflow.runner.wiring import ModelSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +28,14 @@ class RunOutcome:
 
     key: RunKey
     status: str
-    output: Any
+    output: object
     error: str | None
     run_dir: Path
     checkout: Path | None
     """The run's own checkout of the task's repository, as the run left it."""
 
 
-def grader_identity(grader: Grader, judge_model: Any = None) -> str:
+def grader_identity(grader: Grader, judge_model: object = None) -> str:
     """Which grader this is, as every grade it gives records it."""
     if isinstance(grader, TestsGrader):
         return (
@@ -57,7 +57,7 @@ async def grade_run(
     layout: Layout,
     *,
     base: str,
-    judge_model: Any = None,
+    judge_model: ModelSpec = None,
     debris: tuple[str, ...] = (),
 ) -> Grade:
     """The run's grade. A run that did not end ok is not resolved, and is not graded.
@@ -104,7 +104,7 @@ async def grade_run(
     )
 
 
-def _score(value: Any) -> float:
+def _score(value: object) -> float:
     """A function grader's answer as a score in 0..1 (True is 1, False is 0)."""
     if isinstance(value, bool):
         return float(value)

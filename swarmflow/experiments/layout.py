@@ -56,7 +56,7 @@ class ArmRecord(BaseModel):
     limits: dict[str, float] = Field(default_factory=dict)
     debris: list[str] = Field(default_factory=list)
     """The arm's own build-debris patterns."""
-    factors: dict[str, Any] = Field(default_factory=dict)
+    factors: dict[str, object] = Field(default_factory=dict)
     """The factors the arm set (`swarmflow.experiments.factors.factor_record`)."""
     best_of: dict[str, Any] | None = None
     """`{"k": ..., "rule": ...}` for a best-of-k arm (`swarmflow.experiments.bestof`)."""
@@ -74,7 +74,7 @@ class Manifest(BaseModel):
     """The task ids, in the task set's order."""
     repeats: int = Field(ge=1, le=1000)
     grader: str
-    grader_spec: dict[str, Any] | None = None
+    grader_spec: dict[str, object] | None = None
     """The `tests` grader's declaration, which `experiment grade` rebuilds it from."""
     rubric: dict[str, int] = Field(default_factory=dict)
     """Task id -> its rubric items, where the grader is a rubric."""
@@ -194,7 +194,7 @@ def run_index(task_index: int, repeat: int, repeats: int) -> int:
     return task_index * repeats + repeat - 1
 
 
-def write_manifest(layout: Layout, manifest: dict[str, Any]) -> None:
+def write_manifest(layout: Layout, manifest: dict[str, object]) -> None:
     """Record the declaration the first time; a later run must declare the same experiment."""
     layout.root.mkdir(parents=True, exist_ok=True)
     if layout.manifest.exists():
@@ -212,7 +212,7 @@ def write_manifest(layout: Layout, manifest: dict[str, Any]) -> None:
     temporary.replace(layout.manifest)
 
 
-def _shape(value: Any) -> Any:
+def _shape(value: object) -> object:
     """What must not change between runs of one experiment directory: names and ids."""
     if isinstance(value, list):
         return [v.get("name", v.get("id")) if isinstance(v, dict) else v for v in value]

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
@@ -45,20 +44,20 @@ class Applied:
     """The test files whose changes were discarded."""
 
 
-def patch_diff(output: Any) -> str | None:
+def patch_diff(output: object) -> str | None:
     """The diff of a `Patch` output (as the run recorded it, or the object), else None."""
     value = _patch_field(output, "diff")
     return value if isinstance(value, str) else None
 
 
-def _patch_field(output: Any, name: str) -> Any:
+def _patch_field(output: object, name: str) -> object:
     found = output.get("patch", output) if isinstance(output, dict) else output
     if isinstance(found, dict):
         return found.get(name)
     return getattr(getattr(found, "patch", found), name, None)
 
 
-async def product_diff(output: Any, run_checkout: Path | None, base: str) -> str:
+async def product_diff(output: object, run_checkout: Path | None, base: str) -> str:
     """The run's product as a binary-safe diff from `base` ('' for none)."""
     commit = _patch_field(output, "commit")
     if isinstance(commit, str) and commit and await _holds(run_checkout, commit):
@@ -83,7 +82,7 @@ class ProductRules:
 
     debris: Sequence[str] = ()
     """More debris patterns (the task's and the arm's)."""
-    tests: Any = None
+    tests: Callable[[list[str]], Iterable[str]] | None = None
     """`paths -> the test files among them` when the tests are restored, else None."""
 
 
@@ -118,7 +117,9 @@ async def apply_product(
     return Applied(None, tuple(sorted(debris)), edited)
 
 
-async def _restore_tests(where: Path, tests: Any) -> tuple[str, ...]:
+async def _restore_tests(
+    where: Path, tests: Callable[[list[str]], Iterable[str]]
+) -> tuple[str, ...]:
     """Put the task's test files back as the base has them, whatever the product did to them
     (changed, removed, renamed away, or added new ones); the paths it had touched."""
     await git(where, "add", "-A")

@@ -6,13 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmflow.batches.progress import Progress
+
 
 @dataclass
 class ExperimentProgress:
     """The counts of every arm's batch, and the runs graded so far."""
 
     total: int
-    arms: dict[str, Any] = field(default_factory=dict)
+    arms: dict[str, Progress] = field(default_factory=dict)
     """Arm -> its batch's latest `Progress`."""
     graded: int = 0
     warnings: list[str] = field(default_factory=list)

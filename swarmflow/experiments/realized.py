@@ -40,7 +40,7 @@ EVIDENCE_FACTORS = frozenset({"listening", "feedback", "experience", "goals", "h
 class FactorFold:
     """Folds one run's events against the factors its arm recorded."""
 
-    record: dict[str, Any]
+    record: dict[str, object]
     roles: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
     modes: set[str] = field(default_factory=set)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -52,6 +51,7 @@ from swarmflow.experiments.layout import (
 )
 from swarmflow.experiments.rows import write_rows
 from swarmflow.experiments.tasks import ExperimentTask, read_task_set
+from swarmflow.runner.wiring import ModelSpec
 
 PREVIOUS = "grades.previous.jsonl"
 
@@ -74,7 +74,7 @@ class RegradeResult:
 class _Job:
     layout: Layout
     grader: Grader
-    judge_model: Any
+    judge_model: ModelSpec
     tasks: dict[str, ExperimentTask]
 
 
@@ -82,7 +82,7 @@ async def regrade_experiment(
     out: str | Path,
     *,
     grader: Grader | None = None,
-    judge_model: Any = None,
+    judge_model: ModelSpec = None,
     require_sandbox: bool = False,
 ) -> RegradeResult:
     """Grade every finished run of the experiment in `out` again; see the module's docstring.

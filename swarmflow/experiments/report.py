@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from swarmflow.experiments.grades import read_grades
 from swarmflow.experiments.grading_notes import Grading, read_grading
@@ -31,7 +30,7 @@ class ExperimentReport:
         seeds = render_seed_tables(self.manifest, self.arms)
         return render_text(self.manifest, self.arms, self.warnings, self.grading, extra=seeds)
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> dict[str, object]:
         found = report_json(self.manifest, self.arms, self.warnings, self.grading)
         return {**found, "seeds": seed_json(self.manifest, self.arms)}
 

@@ -14,7 +14,6 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from swarmflow.core.secrets import environment_redactor
 from swarmflow.experiments.bestof import candidate_runs, chosen_run, with_all_spend
@@ -181,7 +180,7 @@ def write_rows(layout: Layout, warnings: list[str]) -> int:
     return len(rows)
 
 
-def _csv_values(row: Row) -> dict[str, Any]:
+def _csv_values(row: Row) -> dict[str, object]:
     values = asdict(row)
     values.pop("shares")
     for name, value in values.items():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
@@ -24,6 +23,7 @@ from swarmflow.experiments.run_ids import judge_run_id
 from swarmflow.experiments.tasks import ExperimentTask
 from swarmflow.operators import agent
 from swarmflow.runner.lifecycle import run
+from swarmflow.runner.wiring import ModelSpec
 from swarmflow.runtime.flow import Flow
 
 JUDGE = "judge"
@@ -44,7 +44,7 @@ class RubricVerdict:
     note: str
 
 
-def judge_flow(grader: RubricGrader) -> Flow[..., Any]:
+def judge_flow(grader: RubricGrader) -> Flow[..., object]:
     """The judge's flow: one structured call of one agent."""
 
     async def judge(answer: str, items: list[str]) -> list[bool]:
@@ -60,10 +60,10 @@ async def grade_rubric(
     grader: RubricGrader,
     task: ExperimentTask,
     key: RunKey,
-    output: Any,
+    output: object,
     *,
     root: Path,
-    model: Any,
+    model: ModelSpec,
 ) -> RubricVerdict:
     """Judge `output` against the task's rubric in a run of its own under `root`."""
     items = task.rubric
@@ -102,7 +102,7 @@ def _free_id(root: Path, key: RunKey) -> str:
     return candidate
 
 
-def _as_text(output: Any) -> str:
+def _as_text(output: object) -> str:
     if isinstance(output, str):
         return output
     return json.dumps(output, default=str, indent=1)

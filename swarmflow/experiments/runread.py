@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from swarmflow.core.states import BUDGET_REASONS, EndReason
 from swarmflow.experiments.realized import EVIDENCE_FACTORS, FactorFold
@@ -46,7 +45,7 @@ class AssignedAxes:
     delegation: str = "none"
     tools: dict[str, list[str]] | None = None
     context: list[str] | None = None
-    factors: dict[str, Any] | None = None
+    factors: dict[str, object] | None = None
     """The factors the arm set, as recorded (`swarmflow.experiments.factors`)."""
 
     def applies(self, axis: str) -> bool:
@@ -199,7 +198,7 @@ def _with_assigned_tools(start: RunStarted, tools: dict[str, list[str]] | None) 
     role boundary axis then judges the calls against the assignment."""
     if not tools:
         return start
-    roles: dict[str, dict[str, Any]] = {
+    roles: dict[str, dict[str, object]] = {
         name: {**role, "tools": list(tools.get(name, role.get("tools", ())))}
         for name, role in start.roles.items()
     }

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from statistics import fmean
-from typing import Any
 
 from swarmflow.experiments.breakdowns import (
     Step,
@@ -234,7 +233,7 @@ def _noise(rows: list[Row], arms: list[ArmSummary]) -> str:
     return f"{body}\n  arm order (by median): {verdict}"
 
 
-def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, Any]:
+def seed_json(manifest: Manifest, arms: list[ArmSummary]) -> dict[str, object]:
     """The same figures as data."""
     rows = [r for a in arms for r in a.rows]
     per_arm = {}

@@ -56,7 +56,7 @@ def _factor_key(key: str, reference: Any) -> tuple[str, str]:
     )
 
 
-def _combinations(sweep: dict[str, Any], grid: Any) -> list[dict[str, Any]]:
+def _combinations(sweep: dict[str, object], grid: object) -> list[dict[str, object]]:
     levels = {key: list(as_sequence(values)) for key, values in sweep.items()}
     if grid == "full":
         return [dict(zip(levels, c, strict=True)) for c in itertools.product(*levels.values())]
@@ -71,9 +71,9 @@ def _combinations(sweep: dict[str, Any], grid: Any) -> list[dict[str, Any]]:
     return [dict(c) for c in grid]
 
 
-def _arm(reference: Any, keys: dict[str, tuple[str, str]], combo: dict[str, Any]) -> Any:
-    update: dict[str, Any] = {}
-    instances = dict(reference.factors.instances)
+def _arm(reference: Any, keys: dict[str, tuple[str, str]], combo: dict[str, object]) -> Any:
+    update: dict[str, object] = {}
+    instances: dict[str, object] = dict(reference.factors.instances)
     for key, value in combo.items():
         field, agent = keys[key]
         if field == "instances":
@@ -89,9 +89,9 @@ def _arm(reference: Any, keys: dict[str, tuple[str, str]], combo: dict[str, Any]
     return type(reference).model_validate({**dict(reference), **changed})
 
 
-def _set_fields(factors: Factors) -> dict[str, Any]:
+def _set_fields(factors: Factors) -> dict[str, object]:
     return {name: getattr(factors, name) for name in factors.chosen()}
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return factor_label("", value)[1:]

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarmflow.batches.files import BadLine, json_value, lines
+from swarmflow.batches.files import BadLine, Line, json_value, lines
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.reading import open_regular
 from swarmflow.experiments.layout import Layout
@@ -33,7 +32,7 @@ class ExperimentTask(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     id: str = Field(pattern=TASK_ID)
-    inputs: dict[str, Any] = Field(default_factory=dict)
+    inputs: dict[str, object] = Field(default_factory=dict)
     """The flow's inputs (every arm's flow gets them, with the arm's own `inputs`)."""
     repo: str | None = None
     """A local git repository: each run works in a checkout of it at `base`."""
@@ -54,7 +53,7 @@ class ExperimentTask(BaseModel):
     """More build-debris patterns (gitignore-style) left out of this task's products."""
     rubric: tuple[str, ...] = ()
     """Rubric items (`rubric` grader), each judged pass or fail."""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, object] = Field(default_factory=dict)
     """Anything else a `function` grader wants."""
     tags: tuple[str, ...] = ()
     """Categories or buckets the report breaks results down by (`category:debugging`,
@@ -83,7 +82,7 @@ def read_task_set(path: Path) -> list[ExperimentTask]:
     return tasks
 
 
-def _task(path: Path, line: Any) -> ExperimentTask:
+def _task(path: Path, line: Line) -> ExperimentTask:
     where = f"{path}:{line.number}"
     try:
         value = json_value(line)

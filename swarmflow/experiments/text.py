@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from swarmflow.experiments.grading_notes import Grading
 from swarmflow.experiments.layout import Manifest
@@ -224,7 +223,7 @@ def _modes(arms: list[ArmSummary]) -> str:
 
 def report_json(
     manifest: Manifest, arms: list[ArmSummary], warnings: list[str], grading: Grading | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The same figures as data (`swarmflow experiment report DIR --json`)."""
     grading = grading or Grading()
     return {
@@ -241,12 +240,12 @@ def report_json(
     }
 
 
-def _share_json(share: Share) -> dict[str, Any]:
+def _share_json(share: Share) -> dict[str, object]:
     low, high = share.interval
     return {"k": share.k, "n": share.n, "value": share.value, "ci95": [low, high]}
 
 
-def _arm_json(a: ArmSummary) -> dict[str, Any]:
+def _arm_json(a: ArmSummary) -> dict[str, object]:
     p = a.paired
     return {
         "name": a.name,

@@ -220,7 +220,7 @@ def _reviews(request: ModelRequest) -> dict[int, bool]:
     return seen
 
 
-def _verdict(reviews: dict[int, bool]) -> dict[str, Any]:
+def _verdict(reviews: dict[int, bool]) -> dict[str, object]:
     """Choice and confidence from the real review results."""
     passing = sorted(i for i, ok in reviews.items() if ok)
     if len(passing) == 1:

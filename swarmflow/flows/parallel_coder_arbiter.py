@@ -36,6 +36,7 @@ from swarmflow.operators.agent_session import SessionHandle
 from swarmflow.record.events import PatchApplied
 from swarmflow.record.sink import EventSink
 from swarmflow.runner.lifecycle import RunResult, run
+from swarmflow.runner.wiring import ModelSpec
 from swarmflow.runtime.context import current_run, current_scope
 from swarmflow.runtime.flow import Flow
 from swarmflow.workspaces import apply_patch
@@ -246,7 +247,7 @@ async def _survivors(stream: Any, board: Board) -> AsyncIterator[Ok[Candidate]]:
                 yield Ok(Candidate(outcome.index, outcome.value), outcome.index, outcome.branch)
 
 
-def _arbiter_message(outcome: Outcome) -> list[Any]:
+def _arbiter_message(outcome: Outcome) -> list[object]:
     """What the arbiter hears about one reviewed candidate."""
     if isinstance(outcome, Ok):
         done: Reviewed = outcome.value
@@ -416,7 +417,7 @@ async def solve(
     target: Path,
     task: str,
     *,
-    model: Any,
+    model: ModelSpec,
     human: HumanChannel | Sequence[Any] | None = None,
     sinks: Sequence[EventSink] = (),
     runs_root: Path | None = None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from swarmflow.core.secrets import Redactor, environment_redactor, scrubbing
 from swarmflow.record.events import (
@@ -178,12 +179,12 @@ class ProgressSink:
         return f"  {row.label:<12} {state} {row.tool:<14} {row.tokens:>9,} tok"
 
 
-def _plain_line(redactor: Redactor) -> Any:
+def _plain_line(redactor: Redactor) -> Callable[[dict[str, object]], str]:
     """One plain progress line from `{"t": seconds, "event": text}`: the secret policy, then
     structlog's console renderer with a time column and the text."""
     from structlog.dev import Column, ConsoleRenderer, KeyValueColumnFormatter
 
-    def column(key: str, shown: Any) -> Column:
+    def column(key: str, shown: Callable[[object], str]) -> Column:
         plain = KeyValueColumnFormatter(
             key_style=None, value_style="", reset_style="", value_repr=shown, width=0
         )
@@ -194,7 +195,7 @@ def _plain_line(redactor: Redactor) -> Any:
     )
     scrub = scrubbing(redactor)
 
-    def line(event: dict[str, Any]) -> str:
+    def line(event: dict[str, object]) -> str:
         return str(render(None, "info", scrub(None, "info", event)))
 
     return line

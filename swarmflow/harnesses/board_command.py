@@ -22,12 +22,13 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 WAIT_DEFAULT = 60.0
 
 
-def _post(path: str, body: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
+def _post(path: str, body: Mapping[str, object], timeout: float) -> tuple[int, dict[str, Any]]:
     url = os.environ["SWARMFLOW_BOARD_URL"].rstrip("/") + path
     data = json.dumps({"as": os.environ["SWARMFLOW_AGENT"], **body}).encode()
     request = urllib.request.Request(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
 
 from swarmflow.calls.metered import Refusal
 from swarmflow.core.ids import new_session_id
@@ -26,7 +25,7 @@ def model_request(turn: OutsideTurn, chat: ChatRequest) -> ModelRequest:
     return chat.to_model(turn.caller.agent, turn.model_name, asked, estimate)
 
 
-def request_shape(chat: ChatRequest) -> dict[str, Any]:
+def request_shape(chat: ChatRequest) -> dict[str, object]:
     """What the request held, for its `model_called` (messages by role, tool names, ...)."""
     roles = Counter(m.role for m in chat.messages)
     return {

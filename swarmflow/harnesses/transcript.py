@@ -22,7 +22,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+
+from pydantic import JsonValue
 
 from swarmflow.core.messages import Message, ModelResponse, ToolCall
 from swarmflow.harnesses.wire import ChatRequest
@@ -113,7 +114,7 @@ def _results(messages: tuple[Message, ...]) -> dict[str, str]:
     }
 
 
-def _arguments(text: str) -> dict[str, Any] | str:
+def _arguments(text: str) -> dict[str, JsonValue] | str:
     """The call's arguments as an object where they are one, else as sent."""
     try:
         value = json.loads(text)

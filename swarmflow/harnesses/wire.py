@@ -88,7 +88,7 @@ def parse_request(body: bytes) -> ChatRequest:
         raise WireError(f"malformed request: {one_line(exc)}") from None
 
 
-def _request(data: Any) -> ChatRequest:
+def _request(data: object) -> ChatRequest:
     """The request of a parsed body (`WireError` naming what is wrong)."""
     if not isinstance(data, dict):
         raise WireError("the body must be a JSON object")
@@ -123,7 +123,7 @@ _KNOWN = frozenset(
 )
 
 
-def _list(data: dict[str, Any], key: str) -> list[Any]:
+def _list(data: dict[str, object], key: str) -> list[object]:
     value = data.get(key) or []
     if not isinstance(value, list):
         raise WireError(f"{key}: a list is required")
@@ -148,7 +148,7 @@ def _message(raw: Any, index: int) -> Message:
     )
 
 
-def _content(value: Any, where: str) -> str | None:
+def _content(value: object, where: str) -> str | None:
     """Text content; a list of parts keeps its text parts (other parts are not text)."""
     if value is None or isinstance(value, str):
         return value
@@ -180,7 +180,7 @@ def _tool(raw: Any, index: int) -> ToolSpec:
     return ToolSpec(fn["name"], str(fn.get("description") or ""), parameters)
 
 
-def _max_tokens(data: dict[str, Any]) -> int | None:
+def _max_tokens(data: dict[str, object]) -> int | None:
     value = data.get("max_completion_tokens", data.get("max_tokens"))
     if value is None:
         return None
@@ -189,7 +189,7 @@ def _max_tokens(data: dict[str, Any]) -> int | None:
     return value
 
 
-def _tool_choice(value: Any) -> str:
+def _tool_choice(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("function"), dict):
@@ -197,7 +197,7 @@ def _tool_choice(value: Any) -> str:
     raise WireError("tool_choice: a string or {'type': 'function', 'function': {'name': ...}}")
 
 
-def _number(value: Any, field: str) -> float | None:
+def _number(value: object, field: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -205,14 +205,14 @@ def _number(value: Any, field: str) -> float | None:
     return float(value)
 
 
-def _opt_str(value: Any) -> str | None:
+def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
 # -- answers ------------------------------------------------------------------------------
 
 
-def _tool_calls(response: ModelResponse) -> list[dict[str, Any]]:
+def _tool_calls(response: ModelResponse) -> list[dict[str, object]]:
     return [
         {
             "id": c.id or f"call_{i}",
@@ -223,7 +223,7 @@ def _tool_calls(response: ModelResponse) -> list[dict[str, Any]]:
     ]
 
 
-def _usage(response: ModelResponse) -> dict[str, Any]:
+def _usage(response: ModelResponse) -> dict[str, object]:
     u = response.usage
     return {
         "prompt_tokens": u.input,
@@ -233,9 +233,9 @@ def _usage(response: ModelResponse) -> dict[str, Any]:
     }
 
 
-def completion(response: ModelResponse, call_id: str, model: str) -> dict[str, Any]:
+def completion(response: ModelResponse, call_id: str, model: str) -> dict[str, object]:
     """The `chat.completion` object answering one request."""
-    message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    message: dict[str, object] = {"role": "assistant", "content": response.text}
     if response.tool_calls:
         message["tool_calls"] = _tool_calls(response)
     return {
@@ -257,7 +257,7 @@ def chunks(response: ModelResponse, call_id: str, model: str) -> Iterator[bytes]
         "created": int(time.time()),
         "model": model,
     }
-    delta: dict[str, Any] = {"role": "assistant", "content": response.text or ""}
+    delta: dict[str, object] = {"role": "assistant", "content": response.text or ""}
     yield _event({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
     for index, call in enumerate(_tool_calls(response)):
         part = {"tool_calls": [{"index": index, **call}]}
@@ -267,7 +267,7 @@ def chunks(response: ModelResponse, call_id: str, model: str) -> Iterator[bytes]
     yield b"data: [DONE]\n\n"
 
 
-def _event(data: dict[str, Any]) -> bytes:
+def _event(data: dict[str, object]) -> bytes:
     return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 

@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from swarmflow.core.capabilities import Capabilities, StructuredMode, modes_are_pinned
 from swarmflow.core.errors import ModelResponseError
@@ -91,7 +91,7 @@ class WireModes:
         json_tools = forced and self.capabilities.forced_tools == "json_schema" and form != "prompt"
         return Plan(form if json_tools else None, forced, json_tools)
 
-    def shape(self, payload: dict[str, Any], request: ModelRequest, plan: Plan) -> None:
+    def shape(self, payload: dict[str, object], request: ModelRequest, plan: Plan) -> None:
         """Add the plan's fields to a payload built for `request`."""
         if plan.output_form is not None and request.output is not None:
             fmt = response_format(plan.output_form, request.output.name, request.output.schema)
@@ -102,7 +102,7 @@ class WireModes:
         elif request.tools:
             payload["tool_choice"] = self._tool_choice(request, force=plan.forced)
 
-    def _tool_choice(self, request: ModelRequest, *, force: bool) -> str | dict[str, Any]:
+    def _tool_choice(self, request: ModelRequest, *, force: bool) -> str | dict[str, object]:
         """The wire tool_choice: named for a named choice, or when forcing one tool by name."""
         choice = request.tool_choice
         if force and choice in ("auto", "required"):
@@ -154,7 +154,9 @@ class WireModes:
         return f"the server rejected response_format {sent!r}; {then}: {message[:300]}", change
 
 
-def response_format(form: StructuredMode, name: str, schema: dict[str, Any]) -> Any:
+def response_format(
+    form: StructuredMode, name: str, schema: Mapping[str, object]
+) -> dict[str, object] | None:
     """The response_format field for `form`; None for "prompt"."""
     if form == "json_schema":
         # Not strict: OpenAI's strict mode needs every property required and no extras,
@@ -166,9 +168,9 @@ def response_format(form: StructuredMode, name: str, schema: dict[str, Any]) -> 
     return None
 
 
-def tool_union_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+def tool_union_schema(tools: Sequence[ToolSpec]) -> dict[str, object]:
     """A schema whose instances are exactly the calls of one of `tools`."""
-    branches = [
+    branches: list[dict[str, object]] = [
         {
             "type": "object",
             "description": spec.description,
@@ -221,11 +223,13 @@ def _forcing(request: ModelRequest, force: Force) -> bool:
     return force is True or (last is not None and last.role == "user")
 
 
-def _named(name: str) -> dict[str, Any]:
+def _named(name: str) -> dict[str, object]:
     return {"type": "function", "function": {"name": name}}
 
 
-def _shape_json_tools(payload: dict[str, Any], request: ModelRequest, form: StructuredMode) -> None:
+def _shape_json_tools(
+    payload: dict[str, object], request: ModelRequest, form: StructuredMode
+) -> None:
     """Ask for a tool call as a JSON answer: no tools on the wire, the union as the schema.
 
     The history's earlier calls and results become plain turns: without tools on the wire a
@@ -245,7 +249,7 @@ def _shape_json_tools(payload: dict[str, Any], request: ModelRequest, form: Stru
     payload["response_format"] = response_format(form, "tool_call", tool_union_schema(tools))
 
 
-def _plain_turn(message: Message) -> dict[str, Any]:
+def _plain_turn(message: Message) -> dict[str, object]:
     """A message as a plain chat turn: tool calls as their JSON, tool results as user turns."""
     if message.role == "tool":
         return {"role": "user", "content": f"Tool result:\n{message.content or ''}"}
@@ -258,7 +262,7 @@ def _plain_turn(message: Message) -> dict[str, Any]:
 
 def _call_json(call: ToolCall) -> str:
     try:
-        arguments: Any = json.loads(call.arguments or "{}")
+        arguments: object = json.loads(call.arguments or "{}")
     except ValueError:
         arguments = call.arguments
     return json.dumps({"tool": call.name, "arguments": arguments})

@@ -11,7 +11,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from swarmflow.core.errors import (
     ContextLengthExceeded,
@@ -22,6 +22,9 @@ from swarmflow.core.errors import (
     ModelUnavailable,
 )
 from swarmflow.core.secrets import Redactor, secret_values
+
+if TYPE_CHECKING:
+    import openai
 
 BACKOFF_CAP = 20.0
 RETRY_AFTER_CAP = 60.0
@@ -149,7 +152,7 @@ def _name_error(exc: BaseException) -> socket.gaierror | None:
     return None
 
 
-def _classify_status(exc: Any, endpoint: Endpoint) -> ModelError | Retryable:
+def _classify_status(exc: openai.APIStatusError, endpoint: Endpoint) -> ModelError | Retryable:
     """Classify an HTTP error status."""
     status: int = exc.status_code
     message, code = server_message(exc.body, exc.message)
@@ -182,7 +185,7 @@ def _known_error(status: int, message: str, code: str, endpoint: Endpoint) -> Mo
     return None
 
 
-def _classify_stream_error(exc: Any, endpoint: Endpoint) -> ModelError | Retryable:
+def _classify_stream_error(exc: openai.APIError, endpoint: Endpoint) -> ModelError | Retryable:
     """Classify an error event that arrived inside a stream."""
     message, code = server_message(exc.body, exc.message)
     message = endpoint.scrub(message)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from swarmflow.core.messages import ModelRequest, ModelResponse, ToolCall, Usage
 from swarmflow.models._wire import arguments_text, assemble, usage_from_wire
@@ -30,7 +29,7 @@ class StreamAssembler:
     usage: Usage | None = None
     chunks: int = 0
 
-    def feed(self, chunk: Mapping[str, Any]) -> None:
+    def feed(self, chunk: Mapping[str, object]) -> None:
         """Take one decoded chunk."""
         self.chunks += 1
         if chunk.get("model"):
@@ -42,7 +41,7 @@ class StreamAssembler:
         if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
             self._feed_choice(choices[0])
 
-    def _feed_choice(self, choice: Mapping[str, Any]) -> None:
+    def _feed_choice(self, choice: Mapping[str, object]) -> None:
         """Take the delta and finish reason of the first choice."""
         if choice.get("finish_reason"):
             self.reason = choice["finish_reason"]
@@ -55,7 +54,7 @@ class StreamAssembler:
             if isinstance(piece, Mapping):
                 self._feed_call(piece)
 
-    def _feed_call(self, piece: Mapping[str, Any]) -> None:
+    def _feed_call(self, piece: Mapping[str, object]) -> None:
         """Merge one tool-call delta into the call at its index."""
         slot = self._slot(piece)
         if piece.get("id"):
@@ -69,7 +68,7 @@ class StreamAssembler:
         if function.get("arguments") is not None:
             slot.arguments += arguments_text(function["arguments"])
 
-    def _slot(self, piece: Mapping[str, Any]) -> _PartialCall:
+    def _slot(self, piece: Mapping[str, object]) -> _PartialCall:
         """The partial call a delta belongs to; servers that omit the index get one by id."""
         index = piece.get("index")
         if not isinstance(index, int):

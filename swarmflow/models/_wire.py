@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from swarmflow.core.errors import ModelResponseError
 from swarmflow.core.messages import (
@@ -30,9 +29,9 @@ _TOOL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def message_to_wire(message: Message) -> dict[str, Any]:
+def message_to_wire(message: Message) -> dict[str, object]:
     """One swarmflow message as a chat-completions message dict."""
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    wire: dict[str, object] = {"role": message.role, "content": message.content}
     if message.role == "assistant":
         # llama.cpp answers HTTP 500 to an assistant turn whose content is null, and OpenAI
         # accepts "", so never send null here.
@@ -49,7 +48,7 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     return wire
 
 
-def _call_to_wire(call: ToolCall) -> dict[str, Any]:
+def _call_to_wire(call: ToolCall) -> dict[str, object]:
     """A tool call as the assistant message carries it."""
     return {
         "id": call.id,
@@ -58,7 +57,7 @@ def _call_to_wire(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+def tool_to_wire(spec: ToolSpec) -> dict[str, object]:
     """A tool spec in the function-tool wire shape."""
     return {
         "type": "function",
@@ -70,9 +69,9 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def build_payload(request: ModelRequest, *, model: str, token_param: str) -> dict[str, Any]:
+def build_payload(request: ModelRequest, *, model: str, token_param: str) -> dict[str, object]:
     """The JSON body for one chat-completions call, before tool choice, output and streaming."""
-    payload: dict[str, Any] = {
+    payload: dict[str, object] = {
         "model": request.model or model,
         "messages": [message_to_wire(m) for m in request.messages],
         token_param: request.max_tokens,
@@ -204,7 +203,7 @@ def response_from_body(body: object, request: ModelRequest, *, model: str) -> Mo
     )
 
 
-def _first_choice(body: object) -> tuple[Mapping[str, Any], object]:
+def _first_choice(body: object) -> tuple[Mapping[str, object], object]:
     """The message and finish reason of the first choice; ModelResponseError when absent."""
     if not isinstance(body, Mapping):
         raise ModelResponseError(f"the response body is not a JSON object: {str(body)[:200]}")

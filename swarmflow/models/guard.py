@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from swarmflow.core.errors import ModelCallsBlocked
 
@@ -26,7 +25,7 @@ class _Switch:
 _switch = _Switch()
 
 
-def check_real_call_allowed(model: Any) -> None:
+def check_real_call_allowed(model: object) -> None:
     """Raise `ModelCallsBlocked` for a real model while calls are blocked."""
     if getattr(model, "is_test_model", False) or _switch.allowed:
         return

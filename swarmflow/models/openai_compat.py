@@ -85,7 +85,7 @@ class OpenAIModel:
         backoff: float = 0.5,
         stream: bool = False,
         on_retry: OnRetry | None = None,
-        extra_body: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, object] | None = None,
         force_tool_choice: Force = False,
         capabilities: Capabilities | Mapping[str, str] | None = None,
         pin_modes: bool = False,
@@ -115,7 +115,7 @@ class OpenAIModel:
         self.force_tool_choice = force_tool_choice
         self.on_mode_change: OnModeChange | None = None
         """Called once when this endpoint steps down from a form its server rejected."""
-        self.endpoint_profile: dict[str, Any] | None = None
+        self.endpoint_profile: dict[str, object] | None = None
         """What a probe of the endpoint found (`models.probe`); a run records it."""
         try:
             found = capabilities_for(model, self.base_url, capabilities)
@@ -155,7 +155,7 @@ class OpenAIModel:
         if client is not None:
             await client.close()
 
-    def wire_payload(self, request: ModelRequest, plan: Plan | None = None) -> dict[str, Any]:
+    def wire_payload(self, request: ModelRequest, plan: Plan | None = None) -> dict[str, object]:
         """The JSON body this adapter sends for `request`."""
         plan = plan or self.modes.plan(request, force=self.force_tool_choice)
         payload = build_payload(request, model=self.name, token_param=self._token_param)
@@ -259,7 +259,7 @@ class OpenAIModel:
             response = await self._plain(payload, request)
         return self.modes.read(response, request, plan)
 
-    async def _plain(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
+    async def _plain(self, payload: dict[str, object], request: ModelRequest) -> ModelResponse:
         """A non-streamed call, decoded here so that odd bodies give clear errors."""
         model, messages, rest = _split(payload)
         client = await self._get_client()
@@ -280,7 +280,7 @@ class OpenAIModel:
         except ModelResponseError as exc:  # JSON, but no usable answer: a server fault
             raise Retryable(f"unusable answer: {self._endpoint.scrub(exc.message)}") from None
 
-    async def _streamed(self, payload: dict[str, Any], request: ModelRequest) -> ModelResponse:
+    async def _streamed(self, payload: dict[str, object], request: ModelRequest) -> ModelResponse:
         """A streamed call, assembled chunk by chunk."""
         model, messages, rest = _split(payload)
         rest.pop("stream", None)
@@ -343,7 +343,7 @@ def _shared_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def _split(payload: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+def _split(payload: dict[str, object]) -> tuple[str, Any, dict[str, object]]:
     """Model and messages for the SDK's typed arguments; the rest travels as extra_body."""
     rest = dict(payload)
     model = str(rest.pop("model"))

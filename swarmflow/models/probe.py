@@ -27,11 +27,11 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -103,8 +103,8 @@ def probe(base_url: str, model: str, api_key: str | None = None) -> EndpointProf
     with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=TIMEOUT) as client:
         ask = _Asker(client, model, notes)
         ask.reachable()
-        structured: StructuredMode = _first(("json_schema", "json_object"), ask.structured)
-        structured = structured or "prompt"
+        found: StructuredMode | None = _first(("json_schema", "json_object"), ask.structured)
+        structured: StructuredMode = found or "prompt"
         forced = _forced_form(ask, structured)
         unforced = all(ask.tool_call(None) for _ in range(UNFORCED_TRIALS))
         streaming = ask.streams_together()
@@ -125,7 +125,10 @@ def _forced_form(ask: _Asker, structured: StructuredMode) -> ForcedToolMode:
     return "named" if ask.forced("named") else "required"
 
 
-def _first(forms: tuple[Any, ...], honoured: Callable[[Any], bool]) -> Any:
+T = TypeVar("T")
+
+
+def _first(forms: tuple[T, ...], honoured: Callable[[T], bool]) -> T | None:
     return next((form for form in forms if honoured(form)), None)
 
 
@@ -160,7 +163,7 @@ class _Asker:
         return message
 
     def structured(self, form: str) -> bool:
-        fmt: dict[str, Any] = {"type": "json_object", "schema": SCHEMA}
+        fmt: dict[str, object] = {"type": "json_object", "schema": SCHEMA}
         if form == "json_schema":
             fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}}
         message = self.post({"messages": _user(ASK), "response_format": fmt, "max_tokens": 64})
@@ -170,12 +173,12 @@ class _Asker:
         return ok
 
     def forced(self, form: str) -> bool:
-        choice: Any = "required"
+        choice: str | dict[str, object] = "required"
         if form == "named":
             choice = {"type": "function", "function": {"name": "record_answer"}}
         return self.tool_call(choice)
 
-    def tool_call(self, choice: Any) -> bool:
+    def tool_call(self, choice: str | dict[str, object] | None) -> bool:
         body: dict[str, Any] = {"messages": _user(ASK_TOOL), "tools": [TOOL], "max_tokens": 64}
         if choice is not None:
             body["tool_choice"] = choice
@@ -225,7 +228,7 @@ def _what(body: dict[str, Any]) -> str:
     return "a tool call"
 
 
-def _is_answer(content: Any) -> bool:
+def _is_answer(content: object) -> bool:
     try:
         value = json.loads(content) if isinstance(content, str) else None
     except ValueError:
@@ -257,7 +260,7 @@ def _context_length(client: httpx.Client, base_url: str) -> int | None:
     return None
 
 
-def _context_in(value: Any, depth: int = 0) -> int | None:
+def _context_in(value: object, depth: int = 0) -> int | None:
     """The first context length among `value`'s keys, searched a few levels down."""
     if depth > 4:
         return None
@@ -265,7 +268,7 @@ def _context_in(value: Any, depth: int = 0) -> int | None:
         for key in (*_CONTEXT_KEYS, "n_ctx_train"):
             if isinstance(value.get(key), int) and value[key] > 0:
                 return int(value[key])
-        items: list[Any] = list(value.values())
+        items: list[object] = list(value.values())
     elif isinstance(value, list):
         items = value
     else:
@@ -317,7 +320,7 @@ def read_cache(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def write_cache(path: Path, known: dict[str, Any]) -> None:
+def write_cache(path: Path, known: Mapping[str, object]) -> None:
     """Replace the cache file whole (a temporary file renamed over it); a cache that cannot
     be written is left alone: the next run probes again."""
     try:

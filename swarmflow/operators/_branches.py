@@ -104,7 +104,7 @@ def _makers(items: tuple[Any, ...], n: int | None, operator: str) -> Branches:
     return Branches(n, factory=factory)
 
 
-def close_unawaited(items: tuple[Any, ...]) -> None:
+def close_unawaited(items: tuple[object, ...]) -> None:
     """Close the coroutines among `items`: an operator refused them, so none will run."""
     for item in items:
         close = getattr(item, "close", None)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 import anyio
 
@@ -14,7 +13,11 @@ from swarmflow.runtime.context import RunContext, Scope, current_run, current_sc
 
 @contextmanager
 def operator_node(
-    operator: str, label: str = "", detail: dict[str, Any] | None = None, *, events: bool = True
+    operator: str,
+    label: str = "",
+    detail: Mapping[str, object] | None = None,
+    *,
+    events: bool = True,
 ) -> Iterator[tuple[RunContext, Scope]]:
     """Open a run-graph node for an operator call, with started/finished events."""
     run = current_run(f"{operator}()")

@@ -56,7 +56,7 @@ class SessionHandle:
                 )
             return self._session
 
-    def _checked(self, message: Any) -> str:
+    def _checked(self, message: object) -> str:
         """`message` as the agent will read it, once the handoff rule lets it through."""
         if self._closed or (self._session is not None and self._session.closed):
             raise ConfigError(
@@ -71,7 +71,7 @@ class SessionHandle:
         )
         return text
 
-    async def tell(self, message: Any) -> None:
+    async def tell(self, message: object) -> None:
         """Add `message` to the conversation without a turn: no model call is made, and the
         next `send` or `ask` carries it (each told message is a user message of its own)."""
         await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
@@ -80,7 +80,7 @@ class SessionHandle:
         async with session.turn_lock:  # never inside a turn in flight
             session.tell(text)
 
-    async def send(self, message: Any) -> AgentOutput:
+    async def send(self, message: object) -> AgentOutput:
         """Add `message` to the conversation and run a turn; returns the agent's answer."""
         await anyio.lowlevel.checkpoint_if_cancelled()  # inside a cancelled scope nothing is sent
         text = self._checked(message)
@@ -89,7 +89,7 @@ class SessionHandle:
             await self._run.deps.take_turn(session, text, None)
         return finish_output(self._run, session, text, None, None)
 
-    async def ask(self, prompt: Any, output: type[BaseModel] | None = None) -> Any:
+    async def ask(self, prompt: object, output: type[BaseModel] | None = None) -> Any:
         """Run a turn and, with `output=`, return its answer validated as that model.
 
         An invalid answer is asked again with the validation error, up to a bound.

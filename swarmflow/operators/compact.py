@@ -63,7 +63,7 @@ def _outcomes(outcomes: Any) -> list[Any]:
     return list(outcomes)
 
 
-def _close_unawaited(awaitable: Any) -> None:
+def _close_unawaited(awaitable: object) -> None:
     close = getattr(awaitable, "close", None)
     if close is not None:
         close()  # no "never awaited" warning on top of the error

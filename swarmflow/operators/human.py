@@ -110,7 +110,7 @@ async def _ask(
     return answer, who, False
 
 
-def _remember_answer(run: RunContext, answer: Any, *, given: str) -> None:
+def _remember_answer(run: RunContext, answer: object, *, given: str) -> None:
     """A person's answer is the product of the `human` node: handing it on to an agent needs
     the edge `human -> agent`, as for any agent's product (what the person was shown and
     echoed back stays its own agents')."""
@@ -146,7 +146,7 @@ def _convert(answer: Any, output: type[Any] | None, question: str) -> Any:
         ) from None
 
 
-def _token(run: RunContext, branch: str, question: str, shown: Any) -> str:
+def _token(run: RunContext, branch: str, question: str, shown: object) -> str:
     """Bound to this run, this place in the flow, the question and the payload as shown.
 
     A resumed run that shows the same payload at the same question gets the same token; a
@@ -163,7 +163,7 @@ def _token(run: RunContext, branch: str, question: str, shown: Any) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     if isinstance(value, BaseModel):

@@ -35,11 +35,11 @@ class ScriptedHuman:
         self._map = dict(answers) if isinstance(answers, Mapping) else None
         self._queue = list(answers) if self._fn is None and self._map is None else []  # type: ignore[arg-type]
         self.who = who
-        self.asked: list[tuple[str, Any]] = []
+        self.asked: list[tuple[str, object]] = []
 
     async def ask(
-        self, question: str, payload: Any, *, token: str, timeout: float | None
-    ) -> tuple[Any, str]:
+        self, question: str, payload: object, *, token: str, timeout: float | None
+    ) -> tuple[object, str]:
         self.asked.append((question, payload))
         if self._fn is not None:
             return self._fn(question, payload), self.who
@@ -62,8 +62,8 @@ class ConsoleHuman:
         self.who = who
 
     async def ask(
-        self, question: str, payload: Any, *, token: str, timeout: float | None
-    ) -> tuple[Any, str]:
+        self, question: str, payload: object, *, token: str, timeout: float | None
+    ) -> tuple[object, str]:
         shown = "" if payload is None else f"\n{_show(payload)}"
         prompt = f"\n[swarmflow] {question}{shown}\n> "
         line = await anyio.to_thread.run_sync(_read_line, prompt, abandon_on_cancel=True)
@@ -79,7 +79,7 @@ def _read_line(prompt: str) -> str | None:
     return line if line else None
 
 
-def _show(payload: Any) -> str:
+def _show(payload: object) -> str:
     dump = getattr(payload, "model_dump_json", None)
     if dump is not None:
         return str(dump(indent=2))
@@ -99,8 +99,8 @@ class DeferredHuman:
         self.who = who
 
     async def ask(
-        self, question: str, payload: Any, *, token: str, timeout: float | None
-    ) -> tuple[Any, str]:
+        self, question: str, payload: object, *, token: str, timeout: float | None
+    ) -> tuple[object, str]:
         if token in self.answers:
             return self.answers[token], self.who
         raise RunPaused(
@@ -117,8 +117,8 @@ class NoHuman:
     name = "none"
 
     async def ask(
-        self, question: str, payload: Any, *, token: str, timeout: float | None
-    ) -> tuple[Any, str]:
+        self, question: str, payload: object, *, token: str, timeout: float | None
+    ) -> tuple[object, str]:
         raise HumanError(
             f"the flow asked a human {question!r} but the run has no human channel; pass "
             "human=ScriptedHuman([...]), human=DeferredHuman() or run on a terminal"

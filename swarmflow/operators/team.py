@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import get_args
 
 import anyio.lowlevel
 
@@ -27,7 +27,7 @@ from swarmflow.teams.team_run import TeamPlan, TeamRun
 
 
 async def team(
-    task: Any,
+    task: object,
     /,
     *,
     lead: str,
@@ -104,7 +104,7 @@ def _mode(run: RunContext, name: str, listen: str) -> Listen:
     return "blocking" if mode == "blocking" and can_block else "passive"
 
 
-def _check_declared(run: RunContext, name: Any) -> None:
+def _check_declared(run: RunContext, name: object) -> None:
     if isinstance(name, str) and run.deps.team.has(name):
         return
     close = difflib.get_close_matches(str(name), run.deps.team.names, n=1)

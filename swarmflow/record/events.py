@@ -34,7 +34,7 @@ class EventBase(BaseModel):
 class RunStarted(EventBase):
     type: Literal["run_started"] = "run_started"
     flow: str
-    inputs: dict[str, Any] = {}
+    inputs: dict[str, object] = {}
     limits: dict[str, float | int | None] = {}
     agents: list[str] = []
     edges: list[tuple[str, str]] = []
@@ -53,9 +53,9 @@ class RunFinished(EventBase):
     seconds: float = 0.0
     graph: str = ""
     """The executed run graph as Mermaid (large fan-outs summarised)."""
-    output: Any = None
+    output: object = None
     """The flow's return value as JSON (None unless the run ended ok)."""
-    nodes: list[list[Any]] = []
+    nodes: list[list[object]] = []
     """The executed run graph, one `[id, operator, branch, parent, label, status, after]` per
     node: `parent` is the operator it ran inside, `after` the sibling that had finished when it
     started (the step it followed); both ids or None."""
@@ -65,7 +65,7 @@ class OperatorStarted(EventBase):
     type: Literal["operator_started"] = "operator_started"
     operator: str
     node: str
-    detail: dict[str, Any] = {}
+    detail: dict[str, object] = {}
 
 
 class OperatorFinished(EventBase):
@@ -73,7 +73,7 @@ class OperatorFinished(EventBase):
     operator: str
     node: str
     status: Literal["ok", "failed", "cancelled"] = "ok"
-    detail: dict[str, Any] = {}
+    detail: dict[str, object] = {}
 
 
 class SessionStarted(EventBase):
@@ -101,7 +101,7 @@ class ModelCalled(EventBase):
     """The form asked of the server: a structured answer's, "json_schema" or "json_object" (the
     server constrained it) or "prompt" (asked in the prompt and validated), or a forced tool
     call's when it went as a JSON answer over the tools; None when the call asked for neither."""
-    request_shape: dict[str, Any] | None = None
+    request_shape: dict[str, object] | None = None
     """A harness's call (`swarmflow.harnesses`): what its request held (messages by role,
     tool names, whether it streamed, the `max_tokens` it asked for, its other keys)."""
     purpose: Literal["turn", "summary", "reflection", "judge", "harness", ""] = "turn"
@@ -160,7 +160,7 @@ class ToolExecuted(EventBase):
     type: Literal["tool_executed"] = "tool_executed"
     tool: str
     call_id: str = ""
-    arguments: dict[str, Any] | str = {}
+    arguments: dict[str, object] | str = {}
     ok: bool = True
     result: str = ""
     duration: float = 0.0
@@ -276,7 +276,7 @@ class ExperienceRetrieved(EventBase):
 
     type: Literal["experience_retrieved"] = "experience_retrieved"
     query: str
-    notes: list[dict[str, Any]] = []
+    notes: list[dict[str, object]] = []
     """Each offered note: its id, kind, text and the run it came from."""
 
 
@@ -285,7 +285,7 @@ class ExperienceWritten(EventBase):
 
     type: Literal["experience_written"] = "experience_written"
     store: str
-    notes: list[dict[str, Any]] = []
+    notes: list[dict[str, object]] = []
     cost: float = 0.0
 
 
@@ -393,7 +393,7 @@ class CommandsMissed(EventBase):
     """Commands others ran in the shared workspace since this session's last step."""
 
     type: Literal["commands_missed"] = "commands_missed"
-    commands: list[dict[str, Any]] = []
+    commands: list[dict[str, object]] = []
     """Each: command, agent, exit_code, files (path -> version)."""
 
 
@@ -438,14 +438,14 @@ class PatchApplied(EventBase):
 class HumanRequested(EventBase):
     type: Literal["human_requested"] = "human_requested"
     question: str
-    payload: Any = None
+    payload: object = None
     channel: str
     token: str = ""
 
 
 class HumanAnswered(EventBase):
     type: Literal["human_answered"] = "human_answered"
-    answer: Any = None
+    answer: object = None
     answered_by: str
     timed_out: bool = False
     token: str = ""
@@ -603,7 +603,7 @@ class HarnessToolExecuted(EventBase):
     harness: str
     tool: str
     call_id: str = ""
-    arguments: dict[str, Any] | str = {}
+    arguments: dict[str, object] | str = {}
     result: str = ""
     """The result as the program sent it, cut to 2,000 characters."""
     fed_back: bool = True
@@ -636,7 +636,7 @@ class BranchFinished(EventBase):
 class OutcomesCompacted(EventBase):
     type: Literal["outcomes_compacted"] = "outcomes_compacted"
     kept: int
-    dropped: list[dict[str, Any]] = []
+    dropped: list[dict[str, object]] = []
 
 
 class EventOversized(EventBase):
@@ -766,7 +766,7 @@ MAX_NESTING = 200
 reads no deeper; its serializer writes 255 levels)."""
 
 
-def _nested_within(data: Any, limit: int) -> bool:
+def _nested_within(data: object, limit: int) -> bool:
     """Whether `data` nests lists and dicts at most `limit` deep (level by level, no
     recursion)."""
     level, items = 0, [data]

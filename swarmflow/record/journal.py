@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -75,7 +75,7 @@ class CallKey(NamedTuple):
     agent: str
     digest: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | int]:
         return {
             "branch": self.branch,
             "index": self.place,
@@ -237,7 +237,7 @@ class Journal:
         self._counters[branch] = index + 1
         return CallKey(branch, index, agent, digest)
 
-    def write(self, cls: type[RecordBase], fields: dict[str, Any]) -> None:
+    def write(self, cls: type[RecordBase], fields: Mapping[str, object]) -> None:
         """Hold one record of kind `cls`, from its fields, until the next `flush`.
 
         No model is built: the fields are serialised as they are, as the event log does.

@@ -27,12 +27,12 @@ from swarmflow.core.reading import json_value
 _OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: ...} becomes {"1": ...}, as pydantic writes it
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """What orjson cannot serialise, as pydantic would serialise it; anything else as `str`."""
     return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
 
 
-def json_line(data: Any) -> bytes:
+def json_line(data: object) -> bytes:
     """Compact JSON bytes of `data`, anything unknown as its `str`."""
     try:
         line = orjson.dumps(data, default=_plain, option=_OPTIONS)
@@ -44,7 +44,7 @@ def json_line(data: Any) -> bytes:
     return memoryview(line).tobytes()
 
 
-def _finite(plain: Any) -> Any:
+def _finite(plain: object) -> object:
     """JSON-ready data with every float that is not finite made None (the rare path only)."""
     if isinstance(plain, float):
         return plain if math.isfinite(plain) else None

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from io import FileIO
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -65,7 +65,7 @@ class LineWriter:
             self._fh.close()
 
 
-def _open_appending(path: Path, what: str) -> Any:
+def _open_appending(path: Path, what: str) -> FileIO:
     """`path` open for appending, unbuffered; refused at once (`ConfigError`) unless it is a
     regular file: opening a FIFO with no reader would wait forever."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
@@ -78,7 +78,7 @@ def _open_appending(path: Path, what: str) -> Any:
     return os.fdopen(fd, "ab", buffering=0)
 
 
-def _write_all(fh: Any, data: bytes) -> None:
+def _write_all(fh: FileIO, data: bytes) -> None:
     """A raw file may take less than asked for (a full disk, a signal): write the rest."""
     view = memoryview(data)
     while view:

@@ -19,7 +19,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
@@ -122,7 +122,7 @@ class Spend:
         return Charge(self.tokens, self.cost, self.calls)
 
 
-def spend_fields(usage: Usage, cost: float, calls: int) -> dict[str, Any]:
+def spend_fields(usage: Usage, cost: float, calls: int) -> dict[str, float]:
     """A `Spend` as written."""
     return {"tokens": usage.total, "cost": cost, "calls": calls}
 
@@ -146,9 +146,9 @@ def _patch_commits(patch: Patch) -> Patch:
     return patch
 
 
-def message_fields(message: Message) -> dict[str, Any]:
+def message_fields(message: Message) -> dict[str, object]:
     """A `Message` as written; fields at their defaults are left out."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    out: dict[str, object] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         out["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
@@ -193,7 +193,7 @@ class CallFinished(RecordBase):
     text: str = ""
     given: str = ""
     """The prompt (an agent call)."""
-    value: Any = None
+    value: object = None
     """The structured value as JSON."""
     patch: Annotated[Patch, AfterValidator(_patch_commits)] | None = None
     usage: Annotated[Usage, AfterValidator(_counted)] = Usage()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
 def table(rows: list[tuple[str, ...]], right: tuple[int, ...] = ()) -> str:
@@ -30,7 +29,7 @@ def share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def as_json(value: Any) -> str:
+def as_json(value: object) -> str:
     """A value as compact JSON (text as itself)."""
     if isinstance(value, str):
         return value

@@ -34,7 +34,7 @@ class Axis:
     """One adherence axis: what happened, and what departed from the declaration."""
 
     name: str
-    realized: Any
+    realized: object
     deviations: tuple[str, ...] = ()
 
     @property
@@ -72,7 +72,7 @@ class Adherence:
         return "\n".join(lines)
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     """A realized value for people: `a=1, b=2` rather than a dict's repr."""
     if isinstance(value, dict):
         return ", ".join(f"{k}={_show(v)}" for k, v in value.items()) or "-"

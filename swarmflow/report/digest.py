@@ -144,9 +144,9 @@ class HumanExchange:
     """A question put to a person, and the answer if one came."""
 
     question: str
-    payload: Any
+    payload: object
     channel: str
-    answer: Any = None
+    answer: object = None
     answered_by: str = ""
     timed_out: bool = False
 
@@ -169,15 +169,15 @@ class Digest:
 
     run_id: str = ""
     flow: str = ""
-    inputs: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, object] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
     edges: list[tuple[str, str]] = field(default_factory=list)
     status: str = "unfinished"
     error: str | None = None
-    output: Any = None
+    output: object = None
     has_output: bool = False
     seconds: float = 0.0
-    graph: list[list[Any]] = field(default_factory=list)
+    graph: list[list[object]] = field(default_factory=list)
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     humans: list[HumanExchange] = field(default_factory=list)
     applied: PatchApplied | None = None

@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 import jinja2
 
@@ -87,7 +86,7 @@ def html_of(events: Sequence[EventBase], *, note: str = "") -> str:
     )
 
 
-def _agents(d: Digest) -> list[dict[str, Any]]:
+def _agents(d: Digest) -> list[dict[str, object]]:
     """Per agent: calls, tokens, prefix reuse, cost, and the bar width against the dearest."""
     spends = d.by_agent()
     top = max(
@@ -137,7 +136,7 @@ def _tree(nodes: list[Node]) -> list[TreeNode]:
     return build(None, 0)
 
 
-def _script_json(value: Any) -> str:
+def _script_json(value: object) -> str:
     """JSON safe inside a `<script>` element: no `</script>` or comment opener can appear."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

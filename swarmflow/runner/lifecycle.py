@@ -12,7 +12,7 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import anyio
 from pydantic_core import to_jsonable_python
@@ -73,13 +73,16 @@ from swarmflow.runtime.rails import Rail, Rails
 from swarmflow.runtime.state import RunState
 from swarmflow.sessions.agent_tools import serving
 
+if TYPE_CHECKING:
+    from swarmflow.experience.run_notes import RunExperience
+
 __all__ = ["DEFAULT_RUNS_ROOT", "RUNS_ENV", "RunResult", "run", "run_sync"]
 
 P = ParamSpec("P")
 
 
 async def run(
-    flow: Flow[..., Any],
+    flow: Flow[..., object],
     /,
     *,
     model: ModelSpec = None,
@@ -224,8 +227,8 @@ It takes exactly `run`'s options (it forwards them), and returns or raises as `r
 
 async def _execute(
     ctx: RunContext,
-    flow: Flow[..., Any],
-    inputs: dict[str, Any],
+    flow: Flow[..., object],
+    inputs: dict[str, object],
     memory: MemorySink | None,
     interrupted: Interrupted | None = None,
     *,
@@ -269,11 +272,11 @@ async def _execute(
     )
 
 
-Attempt = tuple[Any, str, BaseException | None, str | None]
+Attempt = tuple[object, str, BaseException | None, str | None]
 
 
 async def _attempt(
-    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], board_port: int | None
+    ctx: RunContext, flow: Flow[..., object], inputs: dict[str, object], board_port: int | None
 ) -> Attempt:
     """Run the flow's body; how it ended as (output, status, error, pause token)."""
     async with anyio.create_task_group() as group:
@@ -293,7 +296,7 @@ async def _attempt(
     return output, "ok", None, None
 
 
-def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextManager[Any]:
+def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextManager[object]:
     """The board served over HTTP for the flow's duration, when asked for."""
     if port is None:
         return contextlib.nullcontext()
@@ -303,8 +306,8 @@ def _board_served(ctx: RunContext, port: int | None) -> AbstractAsyncContextMana
 
 
 async def _within_wall_clock(
-    ctx: RunContext, flow: Flow[..., Any], inputs: dict[str, Any], work: BranchWork
-) -> Any:
+    ctx: RunContext, flow: Flow[..., object], inputs: dict[str, object], work: BranchWork
+) -> object:
     seconds = ctx.state.ledger.limits.seconds
     # A resumed run's ledger counts the time its earlier processes ran: only the rest is left.
     left = math.inf if seconds is None else seconds - ctx.state.ledger.elapsed()
@@ -321,7 +324,7 @@ async def _within_wall_clock(
 
 
 async def _close(
-    ctx: RunContext, status: str, error: BaseException | None, output: Any = None
+    ctx: RunContext, status: str, error: BaseException | None, output: object = None
 ) -> tuple[str, BaseException | None]:
     """End every session, release workspaces and clients, record the run's end (once)."""
     log = ctx.deps.log
@@ -365,7 +368,9 @@ async def _close(
     return status, error
 
 
-def _experience(option: Any, root: Path, run_id: str, repo: Any) -> Any:
+def _experience(
+    option: object, root: Path, run_id: str, repo: str | Path | None
+) -> RunExperience | None:
     """The run's experience (`experience=`), its store opened and checked; None without one.
     Imported only then: a run without experience loads no SQLite."""
     if option is None or option is False:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swarmflow.core.team import Team
 from swarmflow.record.eventlog import AgentUsage
 from swarmflow.record.events import EventBase
 from swarmflow.record.files import EVENTS_FILE
@@ -17,7 +18,7 @@ from swarmflow.runtime.graph import RunGraph
 class RunGraphs:
     """The declared topology and the executed graph of a run."""
 
-    topology: Any
+    topology: Team
     executed: RunGraph
 
     def mermaid(self) -> str:

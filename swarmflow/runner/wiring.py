@@ -10,9 +10,10 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarmflow.core.budget import Ledger, Limits
 from swarmflow.core.context_policy import DEFAULT_POLICY
@@ -32,7 +33,7 @@ from swarmflow.record.journal import Journal
 from swarmflow.record.sink import EventSink
 from swarmflow.record.sinks import JsonlSink, MemorySink
 from swarmflow.runner.live import report_delta
-from swarmflow.runtime.context import current_session
+from swarmflow.runtime.context import RunContext, current_session
 from swarmflow.runtime.deps import AgentCaller, RunDeps
 from swarmflow.runtime.flow import Flow
 from swarmflow.runtime.rails import Rails
@@ -40,17 +41,26 @@ from swarmflow.sessions.call import run_call
 from swarmflow.sessions.structured import take_turn
 from swarmflow.teams.board import board_for
 
+if TYPE_CHECKING:
+    from swarmflow.feedback import LanguageFeedback
+    from swarmflow.models._modes import ModeChange
+    from swarmflow.record.eventlog import EventLog
+    from swarmflow.tools import ToolRegistry
+    from swarmflow.workspaces import DefaultWorkspaces
+
 ModelSpec = Model | str | Callable[[Agent], Model] | None
 
 
-def check_team(flow: Flow[..., Any]) -> None:
+def check_team(flow: Flow[..., object]) -> None:
     """Refuse to start a flow whose team declaration has errors (unknown agents in edges)."""
     errors = [d.message for d in flow.team.check() if d.severity == "error"]
     if errors:
         raise ConfigError(f"flow {flow.name!r} declares a broken team: " + "; ".join(errors))
 
 
-def check_inputs(flow: Flow[..., Any], inputs: dict[str, Any], options: Sequence[str] = ()) -> None:
+def check_inputs(
+    flow: Flow[..., object], inputs: dict[str, Any], options: Sequence[str] = ()
+) -> None:
     """Refuse inputs the flow does not take, with the closest input or run option named."""
     params = flow.signature.parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -105,7 +115,7 @@ def model_secrets(model: ModelSpec) -> list[str]:
     return list(secrets()) if callable(secrets) else []
 
 
-def record_probe(log: Any, model_for: Any) -> None:
+def record_probe(log: EventLog, model_for: object) -> None:
     """Record what the run's model endpoint was probed to honour (`endpoint_probed`), when
     the command line probed it (`cli.model_options`)."""
     profile = getattr(getattr(model_for, "default", None), "endpoint_profile", None)
@@ -120,7 +130,7 @@ def _report_retry(attempt: int, error: str, delay: float) -> None:
         session.emit(ModelRetried, attempt=attempt, error=error, delay=delay)
 
 
-def _report_mode_change(endpoint: str, change: Any) -> None:
+def _report_mode_change(endpoint: str, change: ModeChange) -> None:
     """Turn an adapter's step-down into an `output_mode_stepped_down` event of the session whose
     call the server rejected (the one call that decided it)."""
     session = current_session.get()
@@ -186,13 +196,15 @@ def _openai_model(name: str) -> Model:
     return OpenAIModel(name)
 
 
-def default_tools() -> Any:
+def default_tools() -> ToolRegistry:
     from swarmflow.tools import default_registry
 
     return default_registry()
 
 
-def workspaces_for(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None) -> Any:
+def workspaces_for(
+    flow: Flow[..., object], run_dir: Path, repo: str | Path | None
+) -> DefaultWorkspaces | None:
     if all(a.workspace == "none" for a in flow.team.agents):
         return None
     from swarmflow.workspaces import DefaultWorkspaces
@@ -200,7 +212,7 @@ def workspaces_for(flow: Flow[..., Any], run_dir: Path, repo: str | Path | None)
     return DefaultWorkspaces(run_dir, Path(repo).resolve() if repo else None)
 
 
-def feedback_for(team: Any) -> Any:
+def feedback_for(team: object) -> LanguageFeedback | None:
     """The run's language-server feedback, when an agent of its team asks for it."""
     agents = getattr(team, "agents", ())
     if not any(agent.feedback is not None for agent in agents):
@@ -222,7 +234,7 @@ def merge_limits(declared: Limits, given: Limits) -> Limits:
     return given.over(declared)
 
 
-def roles_of(flow: Flow[..., Any]) -> dict[str, dict[str, Any]]:
+def roles_of(flow: Flow[..., object]) -> dict[str, dict[str, object]]:
     return {
         a.name: {
             "tools": list(a.tools),
@@ -240,8 +252,8 @@ def limits_of(ledger: Ledger) -> dict[str, float | int | None]:
     return {"tokens": lim.tokens, "cost": lim.cost, "calls": lim.calls, "seconds": lim.seconds}
 
 
-def jsonable(inputs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def jsonable(inputs: Mapping[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for key, value in inputs.items():
         out[key] = (
             value if isinstance(value, str | int | float | bool | type(None)) else repr(value)
@@ -270,7 +282,9 @@ def run_deps(*, journal: Journal | None, **given: Any) -> RunDeps:
     )
 
 
-def open_run_board(run_dir: str | Path, load_flow: Callable[[str], Flow[..., Any]]) -> Any:
+def open_run_board(
+    run_dir: str | Path, load_flow: Callable[[str], Flow[..., object]]
+) -> AbstractAsyncContextManager[RunContext]:
     """A stopped run reopened for its board alone (`swarmflow board serve RUN_DIR`): its
     journal and log continue, and it runs no agent (no model, no tools of its own)."""
     from swarmflow.tools import ToolRegistry

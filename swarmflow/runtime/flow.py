@@ -18,14 +18,15 @@ from swarmflow.runtime.context import RunContext, Scope, current_scope, maybe_ru
 
 P = ParamSpec("P")
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)  # a Flow[..., object] takes any flow
 
 
-class Flow(Generic[P, R]):
+class Flow(Generic[P, R_co]):
     """A flow: a coroutine function plus its team and budget."""
 
     def __init__(
         self,
-        fn: Callable[P, Awaitable[R]],
+        fn: Callable[P, Awaitable[R_co]],
         *,
         team: Team | None = None,
         budget: Limits | dict[str, float] | None = None,
@@ -46,7 +47,7 @@ class Flow(Generic[P, R]):
         """The flow function's signature (computed once: every run checks its inputs)."""
         return inspect.signature(self.fn)
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R_co]:
         """Inside a run, awaiting a flow runs it as a sub-flow under the caller's branch."""
         if maybe_run() is None:
             raise ConfigError(
@@ -55,7 +56,7 @@ class Flow(Generic[P, R]):
             )
         return self._subflow(*args, **kwargs)
 
-    async def _subflow(self, *args: Any, **kwargs: Any) -> R:
+    async def _subflow(self, *args: Any, **kwargs: Any) -> R_co:
         run = maybe_run()
         assert run is not None
         parent = current_scope()

@@ -15,7 +15,7 @@ call's are. The limits here are the board's where the two coincide (`board_rules
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -140,7 +140,7 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else f"{text[:_SHOWN]}...")
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """A bad value as the error shows it: a container by its kind, a string quoted and cut
     short, anything else as JSON writes it."""
     if isinstance(value, dict | list):

@@ -67,7 +67,7 @@ from swarmflow.teams.board_requests import (
     parse_query,
 )
 from swarmflow.teams.board_tokens import OWNER, BoardKeys, NotAToken, agent_token
-from swarmflow.teams.board_view import render_snapshot
+from swarmflow.teams.board_view import BoardSnapshot, render_snapshot
 
 __all__ = ["ADDRESS_FILE", "BoardAddress", "agent_token", "read_address", "serving_board"]
 
@@ -100,7 +100,7 @@ class _Answer(Exception):
         super().__init__(error)
         self.status, self.error, self.field = status, error, field
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         extra = {"field": self.field} if self.field else {}
         return {"ok": False, "error": self.error, **extra}
 
@@ -120,7 +120,7 @@ class _BoardHTTPServer(ThreadingHTTPServer):
         self.run, self.keys = run, keys
         self.boards: RunBoards = boards_of(run)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """What a request left unanswered: a client that hung up or stalled (a Ctrl-C'd
         `swarmflow board wait`, a script that stopped reading) is let go quietly; anything
         else is said in one line. Never a traceback on the run's terminal."""
@@ -163,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._answer(self._get)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: the run's events record what the board did."""
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -175,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- answering ---------------------------------------------------------------------------
 
-    def _answer(self, handle: Callable[[str | None], dict[str, Any]]) -> None:
+    def _answer(self, handle: Callable[[str | None], dict[str, object]]) -> None:
         self._body_read = False
         status, body = self._outcome(handle)
         if not self._body_read:
@@ -183,8 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body)
 
     def _outcome(
-        self, handle: Callable[[str | None], dict[str, Any]]
-    ) -> tuple[HTTPStatus, dict[str, Any]]:
+        self, handle: Callable[[str | None], dict[str, object]]
+    ) -> tuple[HTTPStatus, dict[str, object]]:
         """The status and the JSON body that answer the request."""
         try:
             return HTTPStatus.OK, {"ok": True, **handle(self._bearer())}
@@ -204,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "error": f"the board failed: {said}",
             }
 
-    def _send(self, status: HTTPStatus, body: dict[str, Any]) -> None:
+    def _send(self, status: HTTPStatus, body: dict[str, object]) -> None:
         data = json.dumps(body).encode()  # ASCII, one line: every character escaped that must be
         self.send_response(status)
         if self.close_connection:
@@ -226,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
                 HTTPStatus.UNAUTHORIZED, "missing or wrong token (Authorization)", "Authorization"
             ) from None
 
-    def _post(self, bearer: str | None) -> dict[str, Any]:
+    def _post(self, bearer: str | None) -> dict[str, object]:
         url = urlsplit(self.path)
         route = _POSTS.get(url.path)
         if route is None:
@@ -241,7 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
         board, text = self.server.call(_on_board, self.server.boards, request, act)
         return {"text": str(text), "board": board}
 
-    def _get(self, bearer: str | None) -> dict[str, Any]:
+    def _get(self, bearer: str | None) -> dict[str, object]:
         url = urlsplit(self.path)
         if url.path == "/boards":
             if url.query:
@@ -367,13 +367,13 @@ async def _wait(board: Board, request: WaitRequest) -> str:
     return await board.wait_for_mention(request.agent, request.timeout)
 
 
-def _snapshot(board: Board, request: BoardQuery) -> Any:
+def _snapshot(board: Board, request: BoardQuery) -> BoardSnapshot:
     if not board.run.deps.team.has(request.agent):
         raise ToolError(f"refused: no agent named {request.agent[:40]!r} on this team")
     return board.snapshot(request.agent)
 
 
-def _listing(boards: RunBoards) -> dict[str, Any]:
+def _listing(boards: RunBoards) -> dict[str, object]:
     return {"boards": list(boards.boards), "default": boards.latest}
 
 

@@ -27,17 +27,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, get_type_hints, overload
+from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
+from swarmflow.core.budget import BudgetSnapshot
 from swarmflow.core.errors import ConfigError, ToolError
 from swarmflow.core.ports import ToolContext, ToolResult
 from swarmflow.core.toolcalls import ToolPolicy
 from swarmflow.tools.access import read_text, write_text
 from swarmflow.tools.base import resolve_path
 from swarmflow.tools.daemon_thread import run_in_daemon_thread
+
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)  # a FunctionTool[..., object] takes any tool
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What model APIs accept as a tool name."""
@@ -53,7 +59,7 @@ class ToolCallContext:
     """The calling session's id."""
     tool: str
     """The tool's own name (it appears in path errors)."""
-    budget: Any
+    budget: BudgetSnapshot | None
     """The run's `BudgetSnapshot` when the call started (None outside a run)."""
     _ctx: ToolContext = field(repr=False)
 
@@ -82,10 +88,10 @@ class ToolCallContext:
 
 
 @dataclass(frozen=True)
-class FunctionTool:
+class FunctionTool(Generic[P, R_co]):
     """A function wrapped as a tool. Calling the object calls the function."""
 
-    fn: Callable[..., Any]
+    fn: Callable[P, R_co]
     name: str
     description: str
     args: type[BaseModel]
@@ -93,10 +99,10 @@ class FunctionTool:
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     needs_workspace: bool = False
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self.fn(*args, **kwargs)
 
-    def with_policy(self, policy: ToolPolicy) -> FunctionTool:
+    def with_policy(self, policy: ToolPolicy) -> FunctionTool[P, R_co]:
         """The same tool run under `policy`."""
         return dataclasses.replace(self, policy=policy)
 
@@ -105,12 +111,14 @@ class FunctionTool:
         if not isinstance(args, self.args):
             args = self.args.model_validate(args.model_dump())
         kwargs = {name: getattr(args, name) for name in self.args.model_fields}
-        call_args: tuple[Any, ...] = (self._context(ctx),) if self.wants_context else ()
+        call_args: tuple[ToolCallContext, ...] = (self._context(ctx),) if self.wants_context else ()
+        fn: Callable[..., object] = self.fn  # called with what the model sent, validated
+        value: object
         try:
-            if inspect.iscoroutinefunction(self.fn):
-                value = await self.fn(*call_args, **kwargs)
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(*call_args, **kwargs)
             else:
-                work = partial(self.fn, *call_args, **kwargs)
+                work = partial(fn, *call_args, **kwargs)
                 value = await run_in_daemon_thread(work, self.name)
         except SystemExit as exc:  # the tool's exit, not the process's: one failed call
             raise ToolError(
@@ -126,7 +134,7 @@ class FunctionTool:
         return ToolCallContext(ctx.agent, ctx.session, self.name, budget, ctx)
 
 
-def render(value: Any) -> ToolResult:
+def render(value: object) -> ToolResult:
     """What the model sees of a return value: a str as is, models and containers as JSON."""
     if isinstance(value, ToolResult):
         return value
@@ -144,7 +152,7 @@ def render(value: Any) -> ToolResult:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 
 @overload
@@ -155,36 +163,36 @@ def tool(
     timeout: float | None = ...,
     max_output: int | None = ...,
     retries: int = ...,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
+    fn: Callable[P, R] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
     **policy: Any,
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make `fn` a tool: `@tool` or `@tool(name=..., timeout=5, max_output=4000, retries=1)`.
 
     Raises:
         ConfigError: a parameter without a type hint, `*args`, a bad tool name.
     """
 
-    def wrap(target: Callable[..., Any]) -> FunctionTool:
+    def wrap(target: Callable[P, R]) -> FunctionTool[P, R]:
         return function_tool(target, name=name, description=description, **policy)
 
     return wrap if fn is None else wrap(fn)
 
 
 def function_tool(
-    fn: Callable[..., Any],
+    fn: Callable[P, R] | FunctionTool[P, R],
     *,
     name: str | None = None,
     description: str | None = None,
     **policy: Any,
-) -> FunctionTool:
+) -> FunctionTool[P, R]:
     """The tool for `fn` (what `@tool` does)."""
     if isinstance(fn, FunctionTool):
         fn = fn.fn
@@ -212,7 +220,7 @@ def function_tool(
 
 
 def _arguments(
-    fn: Callable[..., Any], tool_name: str, docs: dict[str, str]
+    fn: Callable[..., object], tool_name: str, docs: dict[str, str]
 ) -> tuple[type[BaseModel], bool]:
     """The argument model from `fn`'s signature, and whether its first parameter is a context."""
     params = list(inspect.signature(fn).parameters.values())
@@ -231,7 +239,7 @@ def _arguments(
 
 def _field(
     param: inspect.Parameter, hints: dict[str, Any], tool_name: str, docs: dict[str, str]
-) -> tuple[Any, Any]:
+) -> tuple[Any, FieldInfo]:
     where = f"tool {tool_name!r}, parameter {param.name!r}"
     if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
         raise ConfigError(f"{where}: *args and **kwargs cannot be described to a model")
@@ -297,6 +305,6 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(reader.summary).strip(), described
 
 
-def is_tool_function(value: Any) -> bool:
+def is_tool_function(value: object) -> bool:
     """Whether `value` is a `@tool` (what `use x from module` may bring in as a tool)."""
     return isinstance(value, FunctionTool)

@@ -21,7 +21,8 @@ import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pydantic_core
@@ -33,6 +34,11 @@ from swarmflow.core.toolcalls import ToolPolicy
 from swarmflow.tools import subreaper
 from swarmflow.tools.mcp_schema import args_model, checked_schema, unusable_args
 from swarmflow.tools.supervisor import supervised
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.types import Tool as McpToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +89,7 @@ class McpServer:
         except Exception as exc:
             raise _sole(exc) from None  # what the flow raised, not a group around it
 
-    async def _hold(self, link: _Link, *, task_status: Any) -> None:
+    async def _hold(self, link: _Link, *, task_status: TaskStatus[list[Tool]]) -> None:
         """Connect, hand the tools to the starter, then keep the connection until closing."""
         started = False
         try:
@@ -102,7 +108,7 @@ class McpServer:
         finally:
             link.lost("the connection was closed")
 
-    async def _start(self, stack: AsyncExitStack) -> Any:
+    async def _start(self, stack: AsyncExitStack) -> ClientSession:
         """A connected, initialised client session; a ConfigError saying why not."""
         from mcp import ClientSession
 
@@ -115,7 +121,7 @@ class McpServer:
         except Exception as exc:
             raise ConfigError(f"MCP server {self.name!r} could not start: {_reason(exc)}") from exc
 
-    async def _tools_or_config_error(self, session: Any, link: _Link) -> list[Tool]:
+    async def _tools_or_config_error(self, session: ClientSession, link: _Link) -> list[Tool]:
         try:
             with anyio.fail_after(self.startup_timeout):
                 return await self._tools(session, link)
@@ -134,10 +140,10 @@ class McpServer:
             return stdio_client(under_subreaper(target))
         return _http_streams(*target)
 
-    async def _tools(self, session: Any, link: _Link) -> list[Tool]:
+    async def _tools(self, session: ClientSession, link: _Link) -> list[Tool]:
         from mcp.types import PaginatedRequestParams
 
-        listed: list[Any] = []
+        listed: list[McpToolSpec] = []
         cursor: str | None = None
         while True:
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -156,7 +162,7 @@ class McpServer:
             if wanted is None or spec.name in wanted
         ]
 
-    def _tool(self, spec: Any, session: Any, link: _Link) -> McpTool:
+    def _tool(self, spec: McpToolSpec, session: ClientSession, link: _Link) -> McpTool:
         """One server tool; one whose input schema cannot be used is offered as unusable."""
         description = spec.description or f"{spec.name} (from MCP server {self.name})"
         validator = checked_schema(spec.input_schema)
@@ -179,7 +185,7 @@ class McpServer:
         )
 
 
-def under_subreaper(params: Any) -> Any:
+def under_subreaper(params: StdioServerParameters) -> StdioServerParameters:
     """The server's parameters with its command run under `subreaper` (Linux), so every
     process it starts dies when it stops, `setsid` ones included. The command is looked up
     here, so a missing one is an error naming it, not a subreaper that exits at once."""
@@ -193,7 +199,7 @@ def under_subreaper(params: Any) -> Any:
     return params.model_copy(update={"command": argv[0], "args": argv[1:]})
 
 
-def _executable(command: str, path: str | None, cwd: Any) -> str:
+def _executable(command: str, path: str | None, cwd: str | Path | None) -> str:
     """The file `command` runs, as exec would find it (from `cwd` when it names a path)."""
     if os.sep in command:
         candidate = os.path.join(str(cwd or os.getcwd()), command)
@@ -232,7 +238,7 @@ class _Link:
         for scope in self._calls:
             scope.cancel()
 
-    async def call(self, session: Any, name: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, session: ClientSession, name: str, arguments: dict[str, object]) -> Any:
         """`session.call_tool`, ended early when the connection is lost."""
         if self.gone is None:
             with anyio.CancelScope() as scope:
@@ -253,7 +259,7 @@ class McpTool:
     description: str
     args: type[BaseModel]
     server: str
-    session: Any = field(repr=False)
+    session: ClientSession = field(repr=False)
     link: _Link = field(repr=False)
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     needs_workspace: bool = False

@@ -21,8 +21,8 @@ tool and the reason. The server's other tools work, and the run goes on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -30,6 +30,26 @@ from pydantic_core import PydanticCustomError
 
 MAX_SCHEMA_DEPTH = 64
 """Containers (objects and lists) a tool's input schema may nest."""
+
+Schema = dict[str, object]
+"""A JSON Schema object (its values are whatever JSON the server sent)."""
+
+
+class SchemaError(Protocol):
+    """One problem `jsonschema` found: where in the arguments, and what."""
+
+    @property
+    def path(self) -> Iterable[str | int]: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class SchemaValidator(Protocol):
+    """A `jsonschema` validator, as the argument check uses it."""
+
+    def iter_errors(self, instance: object) -> Iterable[SchemaError]: ...
+
 
 # Keywords whose subschemas apply to the same value as the schema holding them.
 _SAME_VALUE_ONE = ("not", "if", "then", "else")
@@ -52,7 +72,7 @@ _SUB_LIST = (*_SAME_VALUE_LIST, "prefixItems", "items")
 _SUB_MAP = (*_SAME_VALUE_MAP, "properties", "patternProperties", "$defs", "definitions")
 
 
-def schema_problem(schema: Any) -> str | None:
+def schema_problem(schema: object) -> str | None:
     """Why `schema` cannot be used as a tool's input schema, or None when it can."""
     depth = nesting_depth(schema, MAX_SCHEMA_DEPTH)
     if depth > MAX_SCHEMA_DEPTH:
@@ -67,10 +87,10 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
-def nesting_depth(value: Any, limit: int) -> int:
+def nesting_depth(value: object, limit: int) -> int:
     """How deeply `value` nests dicts and lists, counted up to `limit + 1`."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if not isinstance(item, dict | list):
@@ -86,15 +106,15 @@ def nesting_depth(value: Any, limit: int) -> int:
 class _Refs:
     """The schema's subschemas by where they are, and the references between them."""
 
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: object) -> None:
         self.root = root
-        self.ids: dict[str, Any] = {}
-        self.anchors: dict[str, Any] = {}
-        self.schemas: list[tuple[Any, str, Any]] = []  # (schema, pointer, its resource)
+        self.ids: dict[str, Schema] = {}
+        self.anchors: dict[str, Schema] = {}
+        self.schemas: list[tuple[Schema, str, object]] = []  # (schema, pointer, its resource)
         self._walk()
 
     def _walk(self) -> None:
-        stack: list[tuple[Any, str, Any]] = [(self.root, "#", self.root)]
+        stack: list[tuple[object, str, object]] = [(self.root, "#", self.root)]
         while stack:
             node, where, resource = stack.pop()
             if not isinstance(node, dict):
@@ -117,7 +137,9 @@ class _Refs:
         for start, where, resource in self.schemas:
             if id(start) in state:
                 continue
-            path = [(start, where, self._edges(start, where, resource))]
+            path: list[tuple[object, str, Iterator[tuple[object, str, object]]]] = [
+                (start, where, self._edges(start, where, resource))
+            ]
             state[id(start)] = "open"
             while path:
                 node, _, edges = path[-1]
@@ -137,7 +159,9 @@ class _Refs:
                     path.append((target, target_where, edges_out))
         return None
 
-    def _edges(self, node: Any, where: str, resource: Any) -> Iterator[tuple[Any, str, Any]]:
+    def _edges(
+        self, node: object, where: str, resource: object
+    ) -> Iterator[tuple[object, str, object]]:
         """The schemas that apply to the same value as `node`: where they are, their resource."""
         if not isinstance(node, dict):
             return
@@ -150,7 +174,7 @@ class _Refs:
         for key, sub in _subschemas(node, same_value=True):
             yield sub, f"{where}/{key}", resource
 
-    def _resolve(self, ref: str, resource: Any) -> tuple[Any, Any] | None:
+    def _resolve(self, ref: str, resource: object) -> tuple[object, object] | None:
         """The local schema `ref` names (and the resource it is in), or None."""
         base, _, fragment = ref.partition("#")
         if base:
@@ -174,7 +198,7 @@ class _Refs:
         return node, resource
 
 
-def _subschemas(node: dict[str, Any], *, same_value: bool = False) -> Iterator[tuple[str, Any]]:
+def _subschemas(node: Schema, *, same_value: bool = False) -> Iterator[tuple[str, object]]:
     """`node`'s subschemas (with their keyword path): all, or those for the same value."""
     ones, lists, maps = (
         (_SAME_VALUE_ONE, _SAME_VALUE_LIST, _SAME_VALUE_MAP)
@@ -182,22 +206,22 @@ def _subschemas(node: dict[str, Any], *, same_value: bool = False) -> Iterator[t
         else (_SUB_ONE, _SUB_LIST, _SUB_MAP)
     )
     for key in ones:
-        if isinstance(node.get(key), dict):
-            yield key, node[key]
+        if isinstance(one := node.get(key), dict):
+            yield key, one
     for key in lists:
-        if isinstance(node.get(key), list):
-            yield from ((f"{key}/{i}", sub) for i, sub in enumerate(node[key]))
+        if isinstance(listed := node.get(key), list):
+            yield from ((f"{key}/{i}", sub) for i, sub in enumerate(listed))
     for key in maps:
-        if isinstance(node.get(key), dict):
-            subs = node[key].items()
+        if isinstance(named := node.get(key), dict):
+            subs = named.items()
             yield from ((f"{key}/{name}", sub) for name, sub in subs if isinstance(sub, dict))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+_EMPTY: Schema = {"type": "object", "properties": {}}
 
 
-def checked_schema(schema: Mapping[str, Any]) -> Any:
+def checked_schema(schema: Mapping[str, object]) -> str | SchemaValidator:
     """A validator for `schema`, or a string saying why the schema cannot be used."""
     import jsonschema
     import referencing
@@ -213,10 +237,13 @@ def checked_schema(schema: Mapping[str, Any]) -> Any:
     except RecursionError:
         return "its input schema is too deeply recursive to check"
     # An empty registry: a `$ref` to a URL is never fetched.
-    return validator_cls(schema, registry=referencing.Registry())
+    validator: SchemaValidator = validator_cls(schema, registry=referencing.Registry())
+    return validator
 
 
-def args_model(tool: str, schema: Mapping[str, Any], validator: Any) -> type[BaseModel]:
+def args_model(
+    tool: str, schema: Mapping[str, object], validator: SchemaValidator
+) -> type[BaseModel]:
     """An argument model whose schema is the server's and whose validation is the schema's."""
     frozen = dict(schema)
 
@@ -225,21 +252,21 @@ def args_model(tool: str, schema: Mapping[str, Any], validator: Any) -> type[Bas
 
         @model_validator(mode="before")
         @classmethod
-        def _against_schema(cls, data: Any) -> Any:
+        def _against_schema(cls, data: object) -> object:
             problems = schema_errors(validator, data)
             if problems:
                 raise PydanticCustomError("json_schema", "{problems}", {"problems": problems})
             return data
 
         @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        def model_json_schema(cls, *args: object, **kwargs: object) -> Schema:
             return dict(frozen)
 
     McpArgs.__name__ = McpArgs.__qualname__ = f"{_UNSAFE.sub('_', tool)}_args"
     return McpArgs
 
 
-def schema_errors(validator: Any, data: Any) -> str:
+def schema_errors(validator: SchemaValidator, data: object) -> str:
     """What is wrong with `data` by the schema ("" when nothing is); a schema that breaks the
     validator (a reference it cannot resolve, recursion past the stack) is reported, not raised."""
     try:
@@ -261,7 +288,7 @@ def unusable_args(tool: str) -> type[BaseModel]:
         model_config = ConfigDict(extra="allow")
 
         @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        def model_json_schema(cls, *args: object, **kwargs: object) -> Schema:
             return dict(_EMPTY, properties={})
 
     UnusableArgs.__name__ = UnusableArgs.__qualname__ = f"{_UNSAFE.sub('_', tool)}_args"

@@ -84,5 +84,5 @@ def tool_policy(
     )
 
 
-def _label(given: Any) -> str:
+def _label(given: object) -> str:
     return repr(getattr(given, "name", given))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.messages import ToolSpec
@@ -66,7 +65,7 @@ class ToolRegistry:
         return [tool_spec(self.get(name)) for name in chosen]
 
     async def execute(
-        self, name: str, raw_args: str | Mapping[str, Any], ctx: ToolContext
+        self, name: str, raw_args: str | Mapping[str, object], ctx: ToolContext
     ) -> ToolResult:
         """Parse and run one call; every failure comes back as an `ok=False` result."""
         if name not in self._tools:

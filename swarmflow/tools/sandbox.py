@@ -28,7 +28,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from swarmflow.tools.sandbox_git import git_dir_view, is_git_dir
 
@@ -71,7 +71,7 @@ class ShellPolicy:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def policy_from(declaration: Any) -> ShellPolicy:
+def policy_from(declaration: object) -> ShellPolicy:
     """The policy an agent declaration asks for (defaults when there is none)."""
     if declaration is None:
         return ShellPolicy()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from swarmflow.core import safe_paths
 from swarmflow.core.ports import Evidence
@@ -38,7 +37,7 @@ class Command:
     files: tuple[tuple[str, int | None], ...]
     """(path, new version; None when the command deleted it)."""
 
-    def as_fields(self) -> dict[str, Any]:
+    def as_fields(self) -> dict[str, object]:
         return {
             "command": self.command,
             "agent": self.agent,

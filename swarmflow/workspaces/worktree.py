@@ -9,7 +9,6 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -37,7 +36,7 @@ async def resolved(path: Path) -> Path:
     return Path(await anyio.Path(path).resolve())
 
 
-def _guard(lock: AbstractAsyncContextManager[Any] | None) -> AbstractAsyncContextManager[Any]:
+def _guard(lock: AbstractAsyncContextManager[object] | None) -> AbstractAsyncContextManager[object]:
     """The lock, or a no-op when the caller does not share one."""
     return lock if lock is not None else contextlib.nullcontext()
 
@@ -55,7 +54,7 @@ class WorktreeWorkspace:
         base: str,
         *,
         on_commit: OnCommit | None = None,
-        lock: AbstractAsyncContextManager[Any] | None = None,
+        lock: AbstractAsyncContextManager[object] | None = None,
         git_dir: Path | None = None,
         common_dir: Path | None = None,
     ) -> None:
@@ -85,7 +84,7 @@ class WorktreeWorkspace:
         base: str = "HEAD",
         *,
         on_commit: OnCommit | None = None,
-        lock: AbstractAsyncContextManager[Any] | None = None,
+        lock: AbstractAsyncContextManager[object] | None = None,
     ) -> WorktreeWorkspace:
         """`git worktree add -b <branch> <path> <base>` and wrap the result."""
         repo = await resolved(repo)
@@ -125,7 +124,7 @@ class WorktreeWorkspace:
         base: str,
         *,
         on_commit: OnCommit | None = None,
-        lock: AbstractAsyncContextManager[Any] | None = None,
+        lock: AbstractAsyncContextManager[object] | None = None,
     ) -> WorktreeWorkspace:
         """Take over the worktree an interrupted run left at `path`, as it is.
 

@@ -11,14 +11,14 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Literal
 
 from swarmflow.operators import budget, compact, human, parallel, pipeline, team
 
 Kind = Literal["operator", "builtin", "keyword", "tool"]
 
 
-def clamp(x: Any, low: Any, high: Any) -> Any:
+def clamp(x: float, low: float, high: float) -> float:
     """`x`, raised to `low` and lowered to `high`."""
     return min(max(x, low), high)
 
@@ -48,7 +48,7 @@ class Entry:
 
     name: str
     kind: Kind
-    value: Callable[..., Any] | None = None
+    value: Callable[..., object] | None = None
     """What the name is when passed as a value (to a Python callable, say); None: not one."""
     options: tuple[str, ...] = ()
     """The `name: value` options a call takes."""
@@ -61,13 +61,13 @@ class Entry:
     """For a built-in function: the values it takes."""
 
 
-def _options(fn: Callable[..., Any], *supplied: str) -> tuple[str, ...]:
+def _options(fn: Callable[..., object], *supplied: str) -> tuple[str, ...]:
     """Keyword options of an operator, less those the language supplies itself."""
     params = inspect.signature(fn).parameters.values()
     return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in supplied)
 
 
-_BUILTIN_FUNCTIONS: dict[str, tuple[Callable[..., Any], str, Params]] = {
+_BUILTIN_FUNCTIONS: dict[str, tuple[Callable[..., object], str, Params]] = {
     "min": (min, "min(3, 4)", Params(1, None, "number")),
     "max": (max, "max([3, 4])", Params(1, None, "number")),
     "clamp": (
@@ -121,7 +121,7 @@ def callable_names() -> frozenset[str]:
     return frozenset(e.name for e in table().values() if e.call)
 
 
-def value_of(name: str) -> Callable[..., Any] | None:
+def value_of(name: str) -> Callable[..., object] | None:
     """What a built-in name is when passed as a value (None: it is not a built-in)."""
     entry = table().get(name)
     return entry.value if entry else None

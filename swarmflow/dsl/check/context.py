@@ -4,12 +4,14 @@ for the budget check, and the declarations and diagnostics of one check."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+
+from pydantic import BaseModel
 
 from swarmflow.dsl.check.callables import callable_names, names, tool_names
 from swarmflow.dsl.syntax import ast
-from swarmflow.dsl.syntax.diagnostics import Diagnostic, Severity, did_you_mean
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, Located, Severity, did_you_mean
 
 HUMAN = "human"
 OPERATORS = tuple(sorted(names("operator")))
@@ -48,7 +50,7 @@ class Value:
     item: Value | None = None
     length: int | None = None
     """For a list written out in place: how many items it has."""
-    model: builtins.type[Any] | None = None
+    model: builtins.type[BaseModel] | None = None
     """The pydantic model class, when check imported it: of a structured answer itself, or of
     the `.value` of an agent's output asked for with `output: Model`."""
 
@@ -110,32 +112,34 @@ class Context:
     agents: dict[str, AgentInfo] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
     imports: dict[str, ast.UseName] = field(default_factory=dict)
-    resolved: dict[str, Any] = field(default_factory=dict)
+    resolved: dict[str, object] = field(default_factory=dict)
     """What each `use`d name is in Python, when check imported its module (`resolve=True`)."""
     params: dict[str, ast.Param] = field(default_factory=dict)
     budget: dict[str, float] = field(default_factory=dict)
     used_agents: set[str] = field(default_factory=set)
     tools: tuple[str, ...] = field(default_factory=tool_names)
-    reported: set[tuple[Any, ...]] = field(default_factory=set)
+    reported: set[tuple[str, str, int | None, int | None]] = field(default_factory=set)
 
-    def report(self, severity: Severity, code: str, message: str, node: Any) -> None:
+    def report(self, severity: Severity, code: str, message: str, node: Located) -> None:
         """Record a diagnostic at `node` (anything with line/column), once per place."""
         key = (code, message, node.line, node.column)
         if key not in self.reported:
             self.reported.add(key)
             self.diagnostics.append(Diagnostic.at(node, code, message, self.filename, severity))
 
-    def error(self, code: str, message: str, node: Any) -> None:
+    def error(self, code: str, message: str, node: Located) -> None:
         self.report("error", code, message, node)
 
-    def warning(self, code: str, message: str, node: Any) -> None:
+    def warning(self, code: str, message: str, node: Located) -> None:
         self.report("warning", code, message, node)
 
-    def unknown(self, code: str, what: str, name: str, known: Any, node: Any, *, note: str) -> None:
+    def unknown(
+        self, code: str, what: str, name: str, known: Iterable[str], node: Located, *, note: str
+    ) -> None:
         """`unknown <what> '<name>'<note>`, with the closest of `known` when one is close."""
         self.error(code, f"unknown {what} '{name}'{note}{did_you_mean(name, known)}", node)
 
-    def misuse(self, message: str, node: Any) -> None:
+    def misuse(self, message: str, node: Located) -> None:
         """The commonest error: a name used in a way the language does not allow."""
         self.report("error", "misuse", message, node)
 

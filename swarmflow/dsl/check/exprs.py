@@ -83,14 +83,14 @@ class ExprChecker(ABC):
     def lambda_value(self, lam: ast.Lambda, params: list[Value]) -> Value:
         """The value a `|x| { ... }` body gives for parameters of the given values."""
 
-    def infer(self, node: Any, *, callable_ok: bool = False) -> Value:
+    def infer(self, node: ast.Node, *, callable_ok: bool = False) -> Value:
         if isinstance(node, ast.Name):
             return self.name(node, callable_ok)
         method = _DISPATCH.get(type(node))
         # no method: a Lambda in a value position, say, already reported elsewhere
         return method(self, node) if method else Value()
 
-    def expect(self, value: Value, refused: Iterable[str], what: str, node: Any) -> bool:
+    def expect(self, value: Value, refused: Iterable[str], what: str, node: ast.Node) -> bool:
         """Whether `value` is of a type `what` takes; if not, say so at `node`."""
         if value.type not in refused:
             return True
@@ -263,7 +263,7 @@ class ExprChecker(ABC):
         self.handoff(shown, agent, node.value, f"tell in the {agent} session")
         return Value(T.NONE)
 
-    def session_of(self, node: Any, word: str) -> str | None:
+    def session_of(self, node: ast.Node, word: str) -> str | None:
         if not self.scope.sessions:
             self.ctx.misuse(
                 f"'{word}' talks to a session, so it goes inside `session agent {{ ... }}`", node
@@ -273,7 +273,7 @@ class ExprChecker(ABC):
 
     # --- rules shared by calls
 
-    def handoff(self, value: Value, target: str, node: Any, via: str) -> None:
+    def handoff(self, value: Value, target: str, node: ast.Node, via: str) -> None:
         """The handoff rule, statically: every source of `value` needs an edge to `target`."""
         for source in sorted(value.sources):
             if source != target and (source, target) not in self.ctx.edges:
@@ -286,7 +286,7 @@ class ExprChecker(ABC):
                     node,
                 )
 
-    def model_ref(self, node: Any, what: str) -> None:
+    def model_ref(self, node: ast.Node, what: str) -> None:
         """`output: Model` and `as Model` name a pydantic model imported with `use`."""
         if not isinstance(node, ast.Name):
             self.ctx.misuse(f"{what} takes the name of a model imported with `use`", node)
@@ -296,12 +296,12 @@ class ExprChecker(ABC):
         elif why := not_model(node.id, self.ctx.resolved.get(node.id, BaseModel)):
             self.ctx.misuse(why, node)  # the run refuses it too
 
-    def model_class(self, node: Any) -> type[BaseModel] | None:
+    def model_class(self, node: ast.Node | None) -> type[BaseModel] | None:
         """The model class `node` names, when check imported it (None: not known here)."""
         value = self.ctx.resolved.get(node.id) if isinstance(node, ast.Name) else None
         return value if is_model(value) else None
 
-    def raw_outcomes(self, value: Value, node: Any) -> None:
+    def raw_outcomes(self, value: Value, node: ast.Node) -> None:
         """Outcomes handed to an agent as they are would include the failed ones."""
         if value.type == T.OUTCOMES:
             self.ctx.warning(
@@ -311,7 +311,7 @@ class ExprChecker(ABC):
                 node,
             )
 
-    def card_variables(self, agent: str, keywords: list[ast.Keyword], node: Any) -> None:
+    def card_variables(self, agent: str, keywords: list[ast.Keyword], node: ast.Node) -> None:
         """Every variable the agent's card uses must be passed (a missing one fails the run)."""
         missing = sorted(self.ctx.agents[agent].card_vars - {kw.name for kw in keywords})
         if missing:
@@ -322,7 +322,7 @@ class ExprChecker(ABC):
                 node,
             )
 
-    def to_agent(self, agent: str, handed: Iterable[tuple[Value, Any, str]]) -> Value:
+    def to_agent(self, agent: str, handed: Iterable[tuple[Value, ast.Node, str]]) -> Value:
         """One call of `agent` with values (each with its place and role): the handoff rule,
         the agent's use and spend, and its output."""
         self.ctx.used_agents.add(agent)
@@ -354,7 +354,7 @@ class ExprChecker(ABC):
         for lam in node.lambdas:
             self.ctx.misuse(why or f"{node.func.id}(...) takes no |x| {{ ... }} body", lam)
 
-    def sequence(self, node: Any, operator: str) -> Value:
+    def sequence(self, node: ast.Node, operator: str) -> Value:
         """A value an operator iterates over; anything but a sequence is misuse."""
         value = self.infer(node)
         if value.type in NOT_SEQUENCES:
@@ -504,7 +504,7 @@ class ExprChecker(ABC):
         self.spends[-1].unbounded_tokens = True  # the model decides how many turns a team takes
         return Value(T.UNKNOWN, frozenset({lead}))
 
-    def team_member(self, node: Any, why: str) -> str | None:
+    def team_member(self, node: ast.Node, why: str) -> str | None:
         """The declared agent `node` names bare, or None after saying why not."""
         if not isinstance(node, ast.Name):
             self.ctx.misuse(f"{why}, named bare: lead: coder, roles: [coder]", node)
@@ -516,7 +516,7 @@ class ExprChecker(ABC):
             return node.id
         return None
 
-    def team_roles(self, node: Any, lead: str | None) -> set[str]:
+    def team_roles(self, node: ast.Node | None, lead: str | None) -> set[str]:
         """The team's roles: those listed, else every declared agent."""
         if node is None:
             return set(self.ctx.agents)
@@ -570,7 +570,7 @@ class ExprChecker(ABC):
         self.keywords(node)
         return Value(T.OUTCOMES, item.sources, item=item)
 
-    def stage(self, stage: Any, item: Value) -> Value:
+    def stage(self, stage: ast.Node, item: Value) -> Value:
         if isinstance(stage, ast.Lambda):
             if len(stage.params) != 1:
                 self.ctx.misuse("a pipeline stage takes one item: |x| { ... }", stage)
@@ -622,7 +622,7 @@ class ExprChecker(ABC):
                 bound = show_quantity(n.bound)
                 self.ctx.warning("misuse", f"{exc.message} (n is at most {bound} here)", node)
 
-    def count(self, node: Any, what: str, of: str) -> Value | None:
+    def count(self, node: ast.Node, what: str, of: str) -> Value | None:
         """The number of branches (or rounds) `node` gives: a whole number, 0 or more (None:
         not a number)."""
         n = self.infer(node)
@@ -637,7 +637,7 @@ class ExprChecker(ABC):
             self.ctx.misuse("budget() takes nothing between its parentheses", extra)
         return Value(T.SNAPSHOT)
 
-    def fan_out(self, node: Any, n: Value, inner: Spend, label: str) -> None:
+    def fan_out(self, node: ast.Node, n: Value, inner: Spend, label: str) -> None:
         """n branches (or rounds) of a body must fit the flow's budget, at the allowances;
         then they count, n times over, towards the enclosing spend."""
         self.spends[-1].absorb(inner, n.bound)
@@ -703,7 +703,7 @@ def _builtin_bound(fn: Callable[..., Any], values: list[Value]) -> Value:
     return number(max(known) if len(known) == len(bounds) else None)
 
 
-def _text(node: Any) -> str | None:
+def _text(node: object) -> str | None:
     """The text of a plain string (no `{holes}`), else None."""
     return "".join(node.texts) if isinstance(node, ast.Str) and not node.values else None
 

@@ -9,7 +9,6 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -58,7 +57,7 @@ def failed(module: str, exc: Exception) -> str:
     )
 
 
-def import_name(module: str, name: str, base_dir: str | Path | None) -> Any:
+def import_name(module: str, name: str, base_dir: str | Path | None) -> object:
     """`name` from `module`; ImportError with a message for people if there is none."""
     try:
         loaded = load_module(module, base_dir)
@@ -72,7 +71,7 @@ def import_name(module: str, name: str, base_dir: str | Path | None) -> Any:
         raise ImportError(f"module '{module}' has no '{name}'") from None
 
 
-def not_model(name: str, value: Any) -> str:
+def not_model(name: str, value: object) -> str:
     """Why the import `name` cannot be an answer's model; "" if it can."""
     if isinstance(value, type) and issubclass(value, BaseModel):
         return ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 import typing
 from collections import abc
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, TypeGuard
 
 from pydantic import BaseModel
 
@@ -22,7 +22,7 @@ _SEQUENCES = (list, tuple, set, frozenset, abc.Sequence)
 an annotation need not be hashable)."""
 
 
-def is_model(value: Any) -> bool:
+def is_model(value: object) -> TypeGuard[type[BaseModel]]:
     """Whether `value` is a pydantic model class."""
     return isinstance(value, type) and issubclass(value, BaseModel)
 
@@ -57,7 +57,7 @@ def attribute_value(model: type[BaseModel], name: str, sources: frozenset[str]) 
     return Value(value.type, sources, item=value.item, model=value.model)
 
 
-def annotation_value(annotation: Any) -> Value:
+def annotation_value(annotation: object) -> Value:
     """The value a field of this annotation holds: a nested model, a list (with what one item
     is), text, a number or true/false; anything else is a value of no known kind."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -75,6 +75,6 @@ def annotation_value(annotation: Any) -> Value:
     if origin is Literal and all(isinstance(a, str) for a in args):
         return Value(T.STRING)
     if (origin or annotation) in _SEQUENCES:
-        item = args[0] if args and (origin is not tuple or args[1:] in ((), (...,))) else Any
+        item = args[0] if args and (origin is not tuple or args[1:] in ((), (...,))) else object
         return Value(T.LIST, item=annotation_value(item))
     return Value()

@@ -151,7 +151,7 @@ def plan_module(module: ast.Module, source: str = "", filename: str = "<string>"
     )
 
 
-def literal_value(node: Any) -> Any:
+def literal_value(node: object) -> object:
     """The Python value of a literal (defaults are literals; the checker makes sure)."""
     if isinstance(node, ast.Number):
         return int(node.value) if node.is_integer else node.value

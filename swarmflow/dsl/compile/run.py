@@ -56,7 +56,7 @@ from swarmflow.operators.parallel import check_count
 from swarmflow.runtime.context import current_scope
 from swarmflow.sessions.prompts import render_prompt
 
-UNSET: Any = object()
+UNSET: object = object()
 """The value of a name with none on this path (assigned in a branch or loop that did not run)."""
 Ended = dict[str, Any]
 """What a step or block that did not `return` hands on: the last value of each name."""
@@ -80,7 +80,7 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
 class Returned:
     """A `return` ran: the block (and any block waiting on it) ends with this value."""
 
-    value: Any
+    value: object
 
 
 async def execute(program: Program, imports: dict[str, Any], inputs: dict[str, Any]) -> Any:
@@ -240,7 +240,7 @@ class Evaluator:
     """`await evaluate(node)`: the value of one expression with the names in `values`."""
 
     program: Program
-    imports: dict[str, Any]
+    imports: dict[str, object]
     agents: frozenset[str]
     values: dict[str, Any]
 
@@ -253,7 +253,7 @@ class Evaluator:
         diag = Diagnostic.at(node, "runtime", message, self.program.filename)
         return DslError([diag], self.program.source)
 
-    async def evaluate(self, node: Any) -> Any:
+    async def evaluate(self, node: ast.Node) -> Any:
         """The value of `node`: a constant as written, a list item by item, the rest by kind."""
         if isinstance(node, ast.Number | ast.Const):
             return literal_value(node)
@@ -412,7 +412,7 @@ class Evaluator:
             return self.items(loop.over, value, "for ... in")
         return range(self.count(loop.over, value, "repeat", "rounds"))
 
-    def count(self, node: ast.Node, value: Any, what: str, unit: str) -> int:
+    def count(self, node: ast.Node, value: object, what: str, unit: str) -> int:
         """A number of branches or rounds, 0 or more (a fractional one rounds down)."""
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
             raise self.fail(node, f"{what} needs a number of {unit}, 0 or more; got {value!r}")
@@ -447,10 +447,11 @@ _EXPRESSIONS: dict[type, Callable[[Evaluator, Any], Awaitable[Any]]] = {
 }
 
 
-def _agent_names(node: Any) -> Any:
+def _agent_names(node: ast.Expr) -> str | list[str]:
     """`coder` is "coder", `[coder, reviewer]` is ["coder", "reviewer"] (check made sure)."""
     if isinstance(node, ast.ListExpr):
         return [item.id for item in node.items if isinstance(item, ast.Name)]
+    assert isinstance(node, ast.Name)
     return node.id
 
 
@@ -460,7 +461,7 @@ async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):

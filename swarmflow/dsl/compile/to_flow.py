@@ -20,13 +20,13 @@ from swarmflow.dsl.syntax import ast
 from swarmflow.dsl.syntax.diagnostics import Diagnostic, DslError
 from swarmflow.operators.agent import Agent
 from swarmflow.runtime.flow import Flow
-from swarmflow.tools.function_tool import tool
+from swarmflow.tools.function_tool import FunctionTool, tool
 
-_CONVERTED: dict[str, TypeAdapter[Any]] = {t.__name__: TypeAdapter(t) for t in (int, float, bool)}
+_CONVERTED: dict[str, TypeAdapter[float]] = {t.__name__: TypeAdapter(t) for t in (int, float, bool)}
 """How a text input becomes the number or truth value its declared type asks for."""
 
 
-def load_flow(path: str | Path) -> Flow[..., Any]:
+def load_flow(path: str | Path) -> Flow[..., object]:
     """A runnable `swarmflow.Flow` from a `.swarm` file; raises `DslError` with diagnostics."""
     file = Path(path)
     try:
@@ -41,12 +41,12 @@ def load_flow(path: str | Path) -> Flow[..., Any]:
 
 def load_source(
     source: str, filename: str = "<string>", *, base_dir: str | None = None
-) -> Flow[..., Any]:
+) -> Flow[..., object]:
     """A runnable `swarmflow.Flow` from `.swarm` text."""
     return build_flow(compile_source(source, filename, base_dir=base_dir), base_dir)
 
 
-def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., Any]:
+def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[..., object]:
     """A `Flow` that runs `program`; imports are resolved now, with located errors."""
     imports = resolve_imports(program, base_dir)
     agents = [
@@ -63,7 +63,7 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
 
     params = {p.name: p for p in program.params}
 
-    async def run_steps(**given: Any) -> Any:
+    async def run_steps(**given: object) -> object:
         inputs = {n: p.default for n, p in params.items() if p.default is not p.empty}
         inputs.update((n, convert_input(p, given[n])) for n, p in params.items() if n in given)
         return await execute(program, imports, inputs)
@@ -74,7 +74,7 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     run_steps.__name__ = run_steps.__qualname__ = program.name
     run_steps.__doc__ = f"Flow {program.name} from {program.filename}."
     here = str(Path(base_dir).resolve()) if base_dir is not None else "."
-    made: Flow[..., Any] = Flow(
+    made: Flow[..., object] = Flow(
         run_steps,
         team=Team(agents, edges=program.edges),
         budget=dict(program.limits),
@@ -85,14 +85,19 @@ def build_flow(program: Program, base_dir: str | Path | None = None) -> Flow[...
     return made
 
 
-def _tool(name: str, imports: dict[str, Any]) -> Any:
+def _tool(
+    name: str, imports: dict[str, object]
+) -> str | Tool | ToolProvider | FunctionTool[..., object]:
     """A built-in tool by name; a `use`d tool or tool server as is; a plain function as `@tool`
     makes it (`resolve_imports` refused every other import)."""
     value = imports.get(name, name)
-    return value if isinstance(value, str | Tool | ToolProvider) else tool(value)
+    if isinstance(value, str | Tool | ToolProvider):
+        return value
+    assert callable(value)  # `resolve_imports` refused any other import
+    return tool(value)
 
 
-def _harness(options: dict[str, Any], imports: dict[str, Any]) -> dict[str, Any]:
+def _harness(options: dict[str, Any], imports: dict[str, object]) -> dict[str, Harness]:
     """An agent's `harness`: a `use`d `Harness` (or the function that makes one), or a
     command line (the checker validated both forms)."""
     given = options.get("harness")
@@ -107,7 +112,7 @@ def _harness(options: dict[str, Any], imports: dict[str, Any]) -> dict[str, Any]
     return {"harness": Harness(command=tuple(shlex.split(given)))}
 
 
-def convert_input(param: inspect.Parameter, value: Any) -> Any:
+def convert_input(param: inspect.Parameter, value: object) -> object:
     """`"3"` for an `int` input is 3, `"yes"` for a `bool` True; other values pass unchanged."""
     kind = param.annotation
     if not isinstance(value, str) or kind not in _CONVERTED:
@@ -118,11 +123,11 @@ def convert_input(param: inspect.Parameter, value: Any) -> Any:
         raise ValueError(f"input '{param.name}' is {kind}: {value!r} is not one") from None
 
 
-def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, Any]:
+def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dict[str, object]:
     """Import every `use`d name; a missing module or name, or an import used as what it is
     not, is a located diagnostic. A module is looked up on the import path first, then as a
     `.py` file next to the flow."""
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     problems: list[tuple[ast.Node, str]] = []
     for use in program.module.uses:
         for name in use.names:
@@ -140,7 +145,7 @@ def resolve_imports(program: Program, base_dir: str | Path | None = None) -> dic
     return found
 
 
-def _not_tool(name: str, value: Any) -> str:
+def _not_tool(name: str, value: object) -> str:
     """Why the import `name` cannot be a tool; "" if it can."""
     if isinstance(value, Tool | ToolProvider) or (callable(value) and not isinstance(value, type)):
         return ""

@@ -8,13 +8,23 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
-from typing import Any, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from swarmflow.core.errors import SwarmflowError
 
 Severity = Literal["error", "warning"]
+
+
+class Located(Protocol):
+    """Anything with a place in the source: a syntax node, a lark token or a `Spot`."""
+
+    @property
+    def line(self) -> int | None: ...
+
+    @property
+    def column(self) -> int | None: ...
 
 
 class Diagnostic(BaseModel):
@@ -45,7 +55,7 @@ class Diagnostic(BaseModel):
 
     @classmethod
     def at(
-        cls, where: Any, code: str, message: str, file: str, severity: Severity = "error"
+        cls, where: Located, code: str, message: str, file: str, severity: Severity = "error"
     ) -> Diagnostic:
         """A diagnostic at `where`: a syntax node, a token or a `Spot` (its end, if it has
         one, sets the caret's width)."""

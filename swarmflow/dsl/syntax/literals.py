@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
+
+from lark import Token
 
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "r": "\r", "0": "\0"}
 
@@ -24,12 +26,12 @@ Problem = tuple[str, int, int]
 class _Body:
     """A string token's text between its quotes; places offsets, met in order, in the file."""
 
-    def __init__(self, token: Any) -> None:
+    def __init__(self, token: Token) -> None:
         raw = str(token)
         quote = 3 if raw.startswith('"""') else 1
         self.text = raw[quote:-quote]
-        self.line = token.line
-        self.line_start = -(token.column + quote - 1)  # the offset that is column 1
+        self.line = token.line or 1  # lark places every token it lexes
+        self.line_start = -((token.column or 1) + quote - 1)  # the offset that is column 1
         self.seen = 0
 
     def place(self, offset: int) -> tuple[int, int]:
@@ -43,7 +45,7 @@ class _Body:
 
 
 def split_template(
-    token: Any, *, holes: bool = True
+    token: Token, *, holes: bool = True
 ) -> tuple[list[str], list[Hole], list[Problem]]:
     """Texts between holes (unescaped), holes as (source, line, column), and problems.
 

@@ -7,37 +7,82 @@ diagnostics instead of stopping, so that one run reports them all.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Protocol, TypedDict, TypeVar
 
-from lark import Token, Transformer
+from lark import Token, Transformer, v_args
 
 from swarmflow.dsl.syntax import ast
-from swarmflow.dsl.syntax.diagnostics import Diagnostic, Spot
+from swarmflow.dsl.syntax.diagnostics import Diagnostic, Located, Spot
 from swarmflow.dsl.syntax.literals import UnitError, parse_quantity, split_template
 
-HoleParser = Callable[[str, int, int], Any]
+HoleParser = Callable[[str, int, int], "ast.Expr | None"]
 
 
-def _at(first: Any, last: Any | None = None) -> dict[str, Any]:
-    """Position fields spanning from `first` to `last` (tokens or nodes)."""
+class Spanned(Protocol):
+    """A token or a node: where it starts and ends (lark leaves a token's ends unset until
+    it has placed it)."""
+
+    @property
+    def line(self) -> int | None: ...
+
+    @property
+    def column(self) -> int | None: ...
+
+    @property
+    def end_line(self) -> int | None: ...
+
+    @property
+    def end_column(self) -> int | None: ...
+
+
+class Place(TypedDict):
+    """A node's position fields."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+def _at(first: Spanned, last: Spanned | None = None) -> Place:
+    """Position fields spanning from `first` to `last` (tokens or nodes; lark places every
+    token it lexes, so a line or column is never missing here)."""
     last = first if last is None else last
+    line, column = first.line or 1, first.column or 1
+    end_line = last.end_line or last.line or line
     return {
-        "line": first.line,
-        "column": first.column,
-        "end_line": last.end_line or last.line,
-        "end_column": last.end_column or last.column,
+        "line": line,
+        "column": column,
+        "end_line": end_line,
+        "end_column": last.end_column or last.column or column,
     }
 
 
-def _arguments(items: list[Any] | None) -> dict[str, Any]:
+Argument = ast.Expr | ast.Keyword
+
+
+class Arguments(TypedDict):
+    """The `args` and `keywords` fields of a call or a session."""
+
+    args: list[ast.Expr]
+    keywords: list[ast.Keyword]
+
+
+def _arguments(items: list[Argument | None] | None) -> Arguments:
     """The `args` and `keywords` fields of a call or session, from inside its parentheses."""
-    items = [x for x in items or () if x is not None]
-    keywords = [x for x in items if isinstance(x, ast.Keyword)]
-    return {"args": [x for x in items if not isinstance(x, ast.Keyword)], "keywords": keywords}
+    given = [x for x in items or () if x is not None]
+    keywords = [x for x in given if isinstance(x, ast.Keyword)]
+    return {"args": [x for x in given if not isinstance(x, ast.Keyword)], "keywords": keywords}
+
+
+N = TypeVar("N", bound=ast.Node)
+
+
+def _only(nodes: list[ast.Node], kind: type[N]) -> list[N]:
+    return [n for n in nodes if isinstance(n, kind)]
 
 
 @dataclass
@@ -53,15 +98,20 @@ class BuildState:
         for message, line, column in problems:
             self.problem(message, Spot(line, column))
 
-    def problem(self, message: str, where: Any, code: str = "syntax") -> None:
+    def problem(self, message: str, where: Located, code: str = "syntax") -> None:
         self.problems.append(Diagnostic.at(where, code, message, self.filename))
 
 
 build_state: ContextVar[BuildState] = ContextVar("swarm_build_state")
 
+Declared = ast.Node | list[ast.BudgetItem] | list[ast.EdgeChain]
+"""What a declaration's callback gives: its node, or a `budget` or `edges` line's items."""
 
-class AstBuilder(Transformer[Token, Any]):
-    """Rule callbacks, one per grammar rule; each builds one node.
+
+@v_args(inline=True)
+class AstBuilder(Transformer[Token, ast.Node]):
+    """Rule callbacks, one per grammar rule; each builds one node from the rule's children
+    (given as arguments: kept tokens, the nodes built below, None for an absent `[...]`).
 
     lark calls them while it parses (no parse tree is built), so the state of the parse in
     progress lives in `build_state`.
@@ -69,61 +119,75 @@ class AstBuilder(Transformer[Token, Any]):
 
     # -- declarations ------------------------------------------------------------------
 
-    def start(self, items: list[Any]) -> ast.Module:
-        # Each declaration's callback names the Module field it belongs to.
-        groups: dict[str, list[Any]] = defaultdict(list)
-        for key, value in items:
-            groups[key].extend(value if isinstance(value, list) else [value])
-        return ast.Module(line=1, column=1, end_line=1, end_column=1, **groups)
-
-    def flow_decl(self, c: list[Any]) -> tuple[str, ast.FlowDecl]:
-        params = [p for p in c if isinstance(p, ast.Param)]
-        returns = c[-1] if isinstance(c[-1], ast.TypeRef) else None
-        name = self._name(c[1])
-        return "flows", ast.FlowDecl(
-            name=name, params=params, returns=returns, **_at(c[0], returns or name)
+    def start(self, *declared: Declared) -> ast.Module:
+        nodes = [n for d in declared for n in (d if isinstance(d, list) else [d])]
+        return ast.Module(
+            line=1,
+            column=1,
+            end_line=1,
+            end_column=1,
+            flows=_only(nodes, ast.FlowDecl),
+            uses=_only(nodes, ast.UseDecl),
+            budget=_only(nodes, ast.BudgetItem),
+            agents=_only(nodes, ast.AgentDecl),
+            edges=_only(nodes, ast.EdgeChain),
+            steps=_only(nodes, ast.Block),
         )
 
-    def param(self, c: list[Any]) -> ast.Param:
-        name, type_ref, default = self._name(c[0]), c[1], c[2]
+    def flow_decl(
+        self, keyword: Token, name: Token, *rest: ast.Param | ast.TypeRef | None
+    ) -> ast.FlowDecl:
+        params = [p for p in rest if isinstance(p, ast.Param)]
+        last = rest[-1] if rest else None
+        returns = last if isinstance(last, ast.TypeRef) else None
+        named = self._name(name)
+        return ast.FlowDecl(
+            name=named, params=params, returns=returns, **_at(keyword, returns or named)
+        )
+
+    def param(self, name: Token, type_ref: ast.TypeRef, default: ast.Expr | None) -> ast.Param:
         return ast.Param(
-            name=name, type=type_ref, default=default, **_at(c[0], default or type_ref)
+            name=self._name(name),
+            type=type_ref,
+            default=default,
+            **_at(name, default or type_ref),
         )
 
-    def type_ref(self, c: list[Any]) -> ast.TypeRef:
-        args = [a for a in c[1:] if isinstance(a, ast.TypeRef)]
-        return ast.TypeRef(name=str(c[0]), args=args, **_at(c[0], args[-1] if args else c[0]))
+    def type_ref(self, name: Token, *inner: ast.TypeRef | None) -> ast.TypeRef:
+        args = [a for a in inner if isinstance(a, ast.TypeRef)]
+        return ast.TypeRef(name=str(name), args=args, **_at(name, args[-1] if args else name))
 
-    def use_decl(self, c: list[Any]) -> tuple[str, ast.UseDecl]:
-        names = [n for n in c if isinstance(n, ast.UseName)]
-        module: ast.Name = c[-1]
-        return "uses", ast.UseDecl(names=names, module=module.id, **_at(c[0], module))
+    def use_decl(self, keyword: Token, *rest: ast.UseName | ast.Name) -> ast.UseDecl:
+        names = [n for n in rest if isinstance(n, ast.UseName)]
+        module = rest[-1]  # the grammar ends a `use` with its dotted module
+        assert isinstance(module, ast.Name)
+        return ast.UseDecl(names=names, module=module.id, **_at(keyword, module))
 
-    def use_name(self, c: list[Any]) -> ast.UseName:
-        alias = self._name(c[2]) if c[2] is not None else None
-        name = self._name(c[0])
-        return ast.UseName(name=name, alias=alias, **_at(name, alias or name))
+    def use_name(self, name: Token, as_: Token | None, alias: Token | None) -> ast.UseName:
+        renamed = self._name(alias) if alias is not None else None
+        named = self._name(name)
+        return ast.UseName(name=named, alias=renamed, **_at(named, renamed or named))
 
-    def dotted(self, c: list[Token]) -> ast.Name:
-        return ast.Name(id=".".join(c), **_at(c[0], c[-1]))
+    def dotted(self, *parts: Token) -> ast.Name:
+        return ast.Name(id=".".join(parts), **_at(parts[0], parts[-1]))
 
-    def budget_decl(self, c: list[Any]) -> tuple[str, list[ast.BudgetItem]]:
-        return "budget", [i for i in c[1:] if isinstance(i, ast.BudgetItem)]
+    def budget_decl(self, keyword: Token, *items: ast.BudgetItem | None) -> list[ast.BudgetItem]:
+        return [i for i in items if isinstance(i, ast.BudgetItem)]
 
-    def budget_item(self, c: list[Token]) -> ast.BudgetItem:
-        return ast.BudgetItem(key=self._name(c[0]), value=self._number(c[1]), **_at(c[0], c[1]))
+    def budget_item(self, key: Token, value: Token) -> ast.BudgetItem:
+        return ast.BudgetItem(key=self._name(key), value=self._number(value), **_at(key, value))
 
-    def agent_decl(self, c: list[Any]) -> tuple[str, ast.AgentDecl]:
-        fields = [f for f in c[2:] if isinstance(f, ast.AgentField)]
-        name = self._name(c[1])
-        return "agents", ast.AgentDecl(name=name, fields=fields, **_at(c[0], name))
+    def agent_decl(self, keyword: Token, name: Token, *fields: ast.AgentField) -> ast.AgentDecl:
+        kept = [f for f in fields if isinstance(f, ast.AgentField)]
+        named = self._name(name)
+        return ast.AgentDecl(name=named, fields=kept, **_at(keyword, named))
 
-    def agent_field(self, c: list[Any]) -> ast.AgentField:
-        key, raw = self._name(c[0]), c[1]
+    def agent_field(self, key: Token, raw: Token | ast.NameList) -> ast.AgentField:
+        named = self._name(key)
         value = raw if isinstance(raw, ast.NameList) else self._field_value(raw)
-        return ast.AgentField(key=key, value=value, **_at(key, value))
+        return ast.AgentField(key=named, value=value, **_at(named, value))
 
-    def _field_value(self, token: Token) -> Any:
+    def _field_value(self, token: Token) -> ast.FieldValue:
         if token.type in ("STRING", "LONG_STRING"):
             texts, _, problems = split_template(token, holes=False)
             build_state.get().problems_at(problems)
@@ -134,63 +198,79 @@ class AstBuilder(Transformer[Token, Any]):
             return self._number(token)
         return self._name(token)
 
-    def name_list(self, c: list[Any]) -> ast.NameList:
-        items = [self._name(t) for t in c[1:] if t is not None]
-        return ast.NameList(items=items, **_at(c[0], items[-1] if items else c[0]))
+    def name_list(self, bracket: Token, *names: Token | None) -> ast.NameList:
+        items = [self._name(t) for t in names if t is not None]
+        return ast.NameList(items=items, **_at(bracket, items[-1] if items else bracket))
 
-    def edges_decl(self, c: list[Any]) -> tuple[str, list[ast.EdgeChain]]:
+    def edges_decl(
+        self, keyword: Token, *items: ast.EdgeChain | Token | None
+    ) -> list[ast.EdgeChain]:
         chains: list[ast.EdgeChain] = []
-        for item in c[1:]:
+        for item in items:
             if isinstance(item, ast.EdgeChain):
                 chains.append(item)
             elif isinstance(item, Token) and item.type == "EDGE_LIST":
                 chains.extend(_edge_chains(item))
-        return "edges", chains
+        return chains
 
-    def chain(self, c: list[Token]) -> ast.EdgeChain:
-        return ast.EdgeChain(names=[self._name(t) for t in c], **_at(c[0], c[-1]))
+    def chain(self, *names: Token) -> ast.EdgeChain:
+        return ast.EdgeChain(names=[self._name(t) for t in names], **_at(names[0], names[-1]))
 
-    def steps_decl(self, c: list[Any]) -> tuple[str, ast.Block]:
-        return "steps", c[1]
+    def steps_decl(self, keyword: Token, block: ast.Block) -> ast.Block:
+        return block
 
     # -- statements --------------------------------------------------------------------
 
-    def block(self, c: list[Any]) -> ast.Block:
-        stmts = c[1:-1]
-        return ast.Block(stmts=stmts, **_at(c[0], c[-1]))
+    def block(self, opening: Token, *rest: ast.Stmt | Token) -> ast.Block:
+        stmts = [s for s in rest[:-1] if not isinstance(s, Token)]  # the last is the `}`
+        return ast.Block(stmts=stmts, **_at(opening, rest[-1]))
 
-    def assign(self, c: list[Any]) -> ast.Assign:
-        return ast.Assign(target=self._name(c[0]), value=c[1], **_at(c[0], c[1]))
+    def assign(self, name: Token, value: ast.Expr) -> ast.Assign:
+        return ast.Assign(target=self._name(name), value=value, **_at(name, value))
 
-    def expr_stmt(self, c: list[Any]) -> ast.ExprStmt:
-        return ast.ExprStmt(value=c[0], **_at(c[0]))
+    def expr_stmt(self, value: ast.Expr) -> ast.ExprStmt:
+        return ast.ExprStmt(value=value, **_at(value))
 
-    def return_stmt(self, c: list[Any]) -> ast.Return:
-        return ast.Return(value=c[1], **_at(c[0], c[1] or c[0]))
+    def return_stmt(self, keyword: Token, value: ast.Expr | None) -> ast.Return:
+        return ast.Return(value=value, **_at(keyword, value or keyword))
 
-    def if_stmt(self, c: list[Any]) -> ast.If:
-        orelse = c[4]
+    def if_stmt(
+        self,
+        keyword: Token,
+        cond: ast.Expr,
+        then: ast.Block,
+        otherwise: Token | None,
+        orelse: ast.Block | ast.If | None,
+    ) -> ast.If:
         if isinstance(orelse, ast.If):
             orelse = ast.Block(stmts=[orelse], **_at(orelse))
-        return ast.If(cond=c[1], then=c[2], orelse=orelse, **_at(c[0], orelse or c[2]))
+        return ast.If(cond=cond, then=then, orelse=orelse, **_at(keyword, orelse or then))
 
-    def session_stmt(self, c: list[Any]) -> ast.Session:
-        return ast.Session(agent=self._name(c[1]), body=c[3], **_arguments(c[2]), **_at(c[0], c[3]))
+    def session_stmt(
+        self, keyword: Token, agent: Token, arguments: list[Argument | None] | None, body: ast.Block
+    ) -> ast.Session:
+        return ast.Session(
+            agent=self._name(agent), body=body, **_arguments(arguments), **_at(keyword, body)
+        )
 
-    def loop_stmt(self, c: list[Any]) -> ast.Loop:
-        until = c[-1]
-        if c[0].type == "REPEAT":
-            var, over, body = None, c[1], c[2]
-        else:
-            var, over, body = self._name(c[1]), c[3], c[4]
-        return ast.Loop(var=var, over=over, body=body, until=until, **_at(c[0], until or body))
+    def loop_stmt(self, keyword: Token, *rest: Token | ast.Expr | ast.Block | None) -> ast.Loop:
+        # `repeat n {...} [until c]` or `for x in items {...} [until c]`
+        head, body, until = rest[:-3], rest[-3], rest[-1]
+        over = head[-1]
+        assert isinstance(body, ast.Block) and not isinstance(until, Token | ast.Block)
+        assert over is not None and not isinstance(over, Token | ast.Block)
+        var = self._name(head[0]) if keyword.type == "FOR" and isinstance(head[0], Token) else None
+        return ast.Loop(var=var, over=over, body=body, until=until, **_at(keyword, until or body))
 
-    def match_stmt(self, c: list[Any]) -> ast.Match:
-        arms = [a for a in c[2:] if isinstance(a, ast.Arm)]
-        return ast.Match(subject=c[1], arms=arms, **_at(c[0], c[-1]))
+    def match_stmt(
+        self, keyword: Token, subject: ast.Expr, *rest: ast.Arm | Token | None
+    ) -> ast.Match:
+        arms = [a for a in rest if isinstance(a, ast.Arm)]
+        closing = rest[-1]
+        assert closing is not None
+        return ast.Match(subject=subject, arms=arms, **_at(keyword, closing))
 
-    def match_arm(self, c: list[Any]) -> ast.Arm:
-        head, body = c[0], c[-1]
+    def match_arm(self, head: Token, body: ast.Block | ast.Stmt) -> ast.Arm:
         pattern = None
         if head.type == "STRING":
             texts, _, problems = split_template(head, holes=False)
@@ -204,81 +284,89 @@ class AstBuilder(Transformer[Token, Any]):
 
     # -- expressions -------------------------------------------------------------------
 
-    def binary(self, c: list[Any]) -> Any:
-        """`a op b op c`, one precedence level of the grammar: folded from the left."""
-        left = c[0]
-        for op, right in zip(c[1::2], c[2::2], strict=True):
-            if op.type == "COMP_OP" and isinstance(left, ast.Binary) and _is_comparison(left):
-                build_state.get().problem(
-                    "comparisons cannot be chained; write a < b and b < c", op, "syntax"
-                )
-            left = ast.Binary(op=str(op), left=left, right=right, **_at(left, right))
-        return left
+    def binary(self, left: ast.Expr, op: Token, right: ast.Expr) -> ast.Binary:
+        """`a op b`, one precedence level of the grammar (a chain nests from the left)."""
+        if op.type == "COMP_OP" and isinstance(left, ast.Binary) and _is_comparison(left):
+            build_state.get().problem(
+                "comparisons cannot be chained; write a < b and b < c", op, "syntax"
+            )
+        return ast.Binary(op=str(op), left=left, right=right, **_at(left, right))
 
-    def unary(self, c: list[Any]) -> Any:
-        op, operand = c
+    def unary(self, op: Token, operand: ast.Expr) -> ast.Expr:
         if op.type == "NOT":
             return ast.Unary(op="not", operand=operand, **_at(op, operand))
         if isinstance(operand, ast.Number):  # fold `-3` into a literal: bounds stay known
-            return replace(operand, value=-operand.value, column=op.column, text="-" + operand.text)
+            return replace(
+                operand, value=-operand.value, column=op.column or 1, text="-" + operand.text
+            )
         return ast.Unary(op="-", operand=operand, **_at(op, operand))
 
-    def ask(self, c: list[Any]) -> ast.Ask:
-        output = self._name(c[3]) if c[3] is not None else None
-        return ast.Ask(prompt=c[1], output=output, **_at(c[0], output or c[1]))
+    def ask(
+        self, keyword: Token, prompt: ast.Expr, as_: Token | None, model: Token | None
+    ) -> ast.Ask:
+        output = self._name(model) if model is not None else None
+        return ast.Ask(prompt=prompt, output=output, **_at(keyword, output or prompt))
 
-    def send(self, c: list[Any]) -> ast.Send:
-        turn = c[0].type == "SEND"  # `tell` adds the message without a turn
-        return ast.Send(value=c[2], each=c[1] is not None, turn=turn, **_at(c[0], c[2]))
+    def send(self, keyword: Token, each: Token | None, value: ast.Expr) -> ast.Send:
+        turn = keyword.type == "SEND"  # `tell` adds the message without a turn
+        return ast.Send(value=value, each=each is not None, turn=turn, **_at(keyword, value))
 
-    def name(self, c: list[Token]) -> ast.Name:
-        return self._name(c[0])
+    def name(self, token: Token) -> ast.Name:
+        return self._name(token)
 
-    def number(self, c: list[Token]) -> ast.Number:
-        return self._number(c[0])
+    def number(self, token: Token) -> ast.Number:
+        return self._number(token)
 
-    def string(self, c: list[Token]) -> ast.Str:
-        return self._string(c[0])
+    def string(self, token: Token) -> ast.Str:
+        return self._string(token)
 
-    def const(self, c: list[Token]) -> ast.Const:
-        return ast.Const(value=CONSTANTS[str(c[0])], **_at(c[0]))
+    def const(self, token: Token) -> ast.Const:
+        return ast.Const(value=CONSTANTS[str(token)], **_at(token))
 
-    def group(self, c: list[Any]) -> Any:
-        return c[1]
+    def group(self, opening: Token, value: ast.Expr) -> ast.Expr:
+        return value
 
-    def list_(self, c: list[Any]) -> ast.ListExpr:
-        items = [x for x in c[1:] if x is not None]
-        return ast.ListExpr(items=items, **_at(c[0], items[-1] if items else c[0]))
+    def list_(self, bracket: Token, *values: ast.Expr | None) -> ast.ListExpr:
+        items = [x for x in values if x is not None]
+        return ast.ListExpr(items=items, **_at(bracket, items[-1] if items else bracket))
 
-    def attribute(self, c: list[Any]) -> ast.Attribute:
-        return ast.Attribute(value=c[0], attr=str(c[1]), **_at(c[0], c[1]))
+    def attribute(self, value: ast.Expr, attr: Token) -> ast.Attribute:
+        return ast.Attribute(value=value, attr=str(attr), **_at(value, attr))
 
-    def index(self, c: list[Any]) -> ast.Index:
-        return ast.Index(value=c[0], index=c[2], **_at(c[0], c[2]))
+    def index(self, value: ast.Expr, bracket: Token, index: ast.Expr) -> ast.Index:
+        return ast.Index(value=value, index=index, **_at(value, index))
 
-    def call(self, c: list[Any]) -> ast.Call:
+    def call(
+        self,
+        func: Token,
+        arguments: list[Argument | None] | None,
+        closing: Token,
+        *bodies: ast.Block | ast.Lambda,
+    ) -> ast.Call:
         """`f(...) |x| { ... }`; `parallel(n) { ... }` (its block is a body with no names) and
         `budget()` are calls too, so that every later stage has one form for them all."""
         lambdas = [
             ast.Lambda(params=[], body=x, **_at(x)) if isinstance(x, ast.Block) else x
-            for x in c[3:]
+            for x in bodies
         ]
         return ast.Call(
-            func=self._name(c[0]),
+            func=self._name(func),
             lambdas=lambdas,
-            **_arguments(c[1]),
-            **_at(c[0], lambdas[-1] if lambdas else c[2]),
+            **_arguments(arguments),
+            **_at(func, lambdas[-1] if lambdas else closing),
         )
 
-    def lambda_(self, c: list[Any]) -> ast.Lambda:
-        params = [self._name(t) for t in c[1:-1] if isinstance(t, Token)]
-        return ast.Lambda(params=params, body=c[-1], **_at(c[0], c[-1]))
+    def lambda_(self, bar: Token, *rest: Token | ast.Block) -> ast.Lambda:
+        params = [self._name(t) for t in rest[:-1] if isinstance(t, Token)]
+        body = rest[-1]  # the grammar ends a lambda with its block
+        assert isinstance(body, ast.Block)
+        return ast.Lambda(params=params, body=body, **_at(bar, body))
 
-    def arguments(self, c: list[Any]) -> list[Any]:
-        return c
+    def arguments(self, *items: Argument | None) -> list[Argument | None]:
+        return list(items)
 
-    def keyword(self, c: list[Any]) -> ast.Keyword:
-        return ast.Keyword(name=str(c[0]), value=c[1], **_at(c[0], c[1]))
+    def keyword(self, name: Token, value: ast.Expr) -> ast.Keyword:
+        return ast.Keyword(name=str(name), value=value, **_at(name, value))
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -299,8 +387,8 @@ class AstBuilder(Transformer[Token, Any]):
         texts, holes, problems = split_template(token)
         build_state.get().problems_at(problems)
         parse_hole = build_state.get().parse_hole
-        values = [parse_hole(text, line, column) for text, line, column in holes]
-        values = [v for v in values if v is not None]
+        found = [parse_hole(text, line, column) for text, line, column in holes]
+        values = [v for v in found if v is not None]
         if len(values) != len(texts) - 1:  # a hole failed to parse: keep the text only
             texts, values = ["".join(texts)], []
         return ast.Str(texts=texts, values=values, **_at(token))
