@@ -222,7 +222,8 @@ def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
         error = f"{type(outcome.error).__name__}: {outcome.error}"
     if node is not None:
         run.state.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
-    run.deps.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
+    fields = {"branch": outcome.branch, "outcome": kind, "error": error}
+    run.deps.log.record(BranchFinished, fields)
     return outcome
 
 
@@ -286,9 +287,9 @@ class BranchSet:
 
     async def run_branch(self, index: int) -> None:
         branch = self.path(index)
-        node = self.run.state.graph.open(
-            "branch", branch, self.parent.node, f"{self.operator}[{index}]"
-        )
+        # The label is the path's last segment: the path itself at the top level.
+        label = f"{self.operator}[{index}]" if self.parent.branch else branch
+        node = self.run.state.graph.open("branch", branch, self.parent.node, label)
         scope = Scope(branch, self.ledger_for(index, branch), node)
         make = self.branches.maker(index)
         try:
