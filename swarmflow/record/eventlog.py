@@ -191,3 +191,26 @@ class EventLog:
     def close(self) -> None:
         for sink in self.sinks:
             sink.close()
+
+
+class EventsAs:
+    """Records events in one envelope (agent, session, branch): `events(EventClass, **fields)`.
+
+    A session hands this to the parts of it that record events (its caller, inbox and tool
+    runner) instead of its own bound `emit`: that method holds the session, and the session
+    holds those parts, a reference cycle per session that only the garbage collector frees.
+    A fan-out of 10,000 one-call branches spent about a tenth of its CPU time collecting them.
+    """
+
+    __slots__ = ("_log", "envelope")
+
+    def __init__(self, log: EventLog, agent: str, session: str, branch: str) -> None:
+        self._log = log
+        self.envelope = (agent, session, branch)
+
+    def __call__(self, cls: type[EventBase], **fields: object) -> None:
+        self.record(cls, fields)
+
+    def record(self, cls: type[EventBase], fields: dict[str, object]) -> None:
+        fields["agent"], fields["session"], fields["branch"] = self.envelope
+        self._log.record(cls, fields)
