@@ -64,6 +64,8 @@ def test_the_instruction_report_compares_swarmflow_with_each_peer() -> None:
     assert "swarmflow/langgraph: 0.46x pass" in text
     assert "swarmflow/pydantic-graph: 0.60x MISS" in text
     assert "(12.0x raw)" in text
+    assert "near N=1,000:" in text
+    assert "near N=10,000:" in report(per, ["pydantic-graph"], 0.5, branches=10_000)
 
 
 def test_counting_without_valgrind_says_what_to_install(

@@ -241,19 +241,26 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count instructions per fan-out branch under valgrind instead of timing",
     )
+    parser.add_argument(
+        "--branches",
+        type=int,
+        default=instructions.HIGH - instructions.LOW,
+        help="with --instructions: count per branch near this N (default 1,000; the target's "
+        "other size is 10,000, about ten times as long)",
+    )
     return parser
 
 
-def count_instructions(python: Path, engines: Sequence[str], path: Path) -> int:
+def count_instructions(python: Path, engines: Sequence[str], path: Path, branches: int) -> int:
     """The `--instructions` mode: the per-branch counts, printed and written as JSON."""
     started = time.perf_counter()
     print(f"[peers] counting swarmflow, {', '.join(engines)} under callgrind ...", file=sys.stderr)
     try:
-        per = instructions.per_branch(python, SHAPES, ["swarmflow", *engines], _imports())
+        per = instructions.per_branch(python, SHAPES, ["swarmflow", *engines], _imports(), branches)
     except instructions.CounterMissing as exc:
         raise PeersUnavailable(f"bench-peers: {exc}") from None
-    print(instructions.report(per, engines, PEER_RATIO_TARGET))
-    meta = {"low": instructions.LOW, "high": instructions.HIGH,
+    print(instructions.report(per, engines, PEER_RATIO_TARGET, branches))
+    meta = {"low": instructions.LOW, "high": instructions.LOW + branches,
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "per_branch": per}, indent=2) + "\n")
@@ -271,7 +278,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     python = ensure_peers(args.venv, install=not args.no_install)
     if args.instructions:
-        return count_instructions(python, engines, args.json or COUNTS_JSON)
+        if args.branches < 1:
+            raise SystemExit(f"--branches must be at least 1, got {args.branches}")
+        return count_instructions(python, engines, args.json or COUNTS_JSON, args.branches)
     raw = run_shapes(python, engines, sizes, settings)
     results = figures(raw, sizes, settings.chain_calls)
     print(report(results, engines))

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 LOW, HIGH = 100, 1_100
-"""The two fan-out sizes compared; the figure is per branch near N = 1,000."""
+"""The two fan-out sizes compared by default; the figure is per branch near N = 1,000
+(`--branches 10000` compares 100 and 10,100: per branch near N = 10,000)."""
 BASELINE = "baseline"
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
@@ -47,24 +48,32 @@ def count(python: Path, shapes: Path, engine: str, size: int, flags: Sequence[st
 
 
 def per_branch(
-    python: Path, shapes: Path, engines: Sequence[str], flags: Sequence[str]
+    python: Path,
+    shapes: Path,
+    engines: Sequence[str],
+    flags: Sequence[str],
+    branches: int = HIGH - LOW,
 ) -> dict[str, float]:
-    """Instructions per fan-out branch of each engine and of the raw-asyncio baseline.
+    """Instructions per fan-out branch of each engine and of the raw-asyncio baseline, near
+    N = `branches` (runs of LOW and LOW + `branches` branches).
 
     The runs go in parallel, one per core: a count does not change with the load.
     """
+    high = LOW + branches
     names = [*engines, BASELINE]
-    jobs = [(name, size) for name in names for size in (LOW, HIGH)]
+    jobs = [(name, size) for name in names for size in (LOW, high)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         counts = list(pool.map(lambda job: count(python, shapes, *job, flags), jobs))
     by_job = dict(zip(jobs, counts, strict=True))
-    return {name: (by_job[name, HIGH] - by_job[name, LOW]) / (HIGH - LOW) for name in names}
+    return {name: (by_job[name, high] - by_job[name, LOW]) / branches for name in names}
 
 
-def report(per: dict[str, float], peers: Sequence[str], target: float) -> str:
+def report(
+    per: dict[str, float], peers: Sequence[str], target: float, branches: int = HIGH - LOW
+) -> str:
     """Thousands of instructions per branch, x the baseline, and swarmflow / each peer."""
     base = per[BASELINE]
-    lines = [f"fan-out near N={HIGH - LOW:,}: instructions per branch (callgrind, user space)"]
+    lines = [f"fan-out near N={branches:,}: instructions per branch (callgrind, user space)"]
     for name in ("swarmflow", *peers):
         lines.append(f"  {name:<16} {per[name] / 1000:8.1f} k  ({per[name] / base:.1f}x raw)")
     lines.append(f"  {BASELINE:<16} {base / 1000:8.1f} k")

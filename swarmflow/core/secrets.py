@@ -66,7 +66,7 @@ class Redactor:
     reversed (last parts after a cut edge are first parts of the reversed secret).
     """
 
-    __slots__ = ("_back", "_back_bytes", "_fwd", "_fwd_bytes", "_hint", "_hint_text", "secrets")
+    __slots__ = ("_back", "_back_bytes", "_fwd", "_fwd_bytes", "_hints", "_hints_text", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._compile(secrets)
@@ -85,22 +85,26 @@ class Redactor:
         self._fwd_bytes = re.compile(forward.encode()) if forward else None
         self._back_bytes = re.compile(backward.encode()) if backward else None
         # Every match starts with a secret's first MIN_PART characters or ends with its last:
-        # one search for those plain words skips both passes for almost every event.
-        ends = {
-            e for s in self.secrets for e in (s[:MIN_PART], s[-MIN_PART:], _escaped(s)[:MIN_PART])
-        }
-        hint = "|".join(map(re.escape, sorted(ends)))
-        self._hint_text = re.compile(hint) if ends else None
-        self._hint = re.compile(hint.encode()) if ends else None
+        # looking for those plain words skips both passes for almost every event. Each is a
+        # substring test (`in`, in C): a regex alternation of them reads a 400-byte event
+        # line in about 35,000 instructions, the tests for one secret's words in about 10,000.
+        ends = sorted(
+            {e for s in self.secrets for e in (s[:MIN_PART], s[-MIN_PART:], _escaped(s)[:MIN_PART])}
+        )
+        self._hints_text = tuple(ends)
+        self._hints = tuple(e.encode() for e in ends)
 
     def __bool__(self) -> bool:
         return self._fwd is not None
 
     def scrub(self, text: str) -> str:
         """`text` with every secret, and every part of one at a cut edge, replaced."""
-        if self._fwd is None or self._back is None or self._hint_text is None or not text:
+        if self._fwd is None or self._back is None or not text:
             return text
-        if not self._hint_text.search(text):
+        for hint in self._hints_text:
+            if hint in text:
+                break
+        else:
             return text
         text = self._fwd.sub(REDACTED, text)
         reverse = text[::-1]
@@ -110,9 +114,12 @@ class Redactor:
 
     def scrub_bytes(self, data: bytes) -> bytes:
         """`scrub` for UTF-8 bytes (a serialised event line)."""
-        if self._fwd_bytes is None or self._back_bytes is None or self._hint is None:
+        if self._fwd_bytes is None or self._back_bytes is None:
             return data
-        if not self._hint.search(data):
+        for hint in self._hints:
+            if hint in data:
+                break
+        else:
             return data
         if self._fwd_bytes.search(data):
             data = self._fwd_bytes.sub(REDACTED.encode(), data)

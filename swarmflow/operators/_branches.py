@@ -37,6 +37,8 @@ _FOR_GOOD = frozenset(
     }
 )
 """Budget stops that last: a limit spent (not a call too large to fit), or the time up."""
+START_BATCH = 128
+"""Branches started before the event loop gets a turn (`BranchSet.start_all`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +224,8 @@ def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
         error = f"{type(outcome.error).__name__}: {outcome.error}"
     if node is not None:
         run.state.graph.close(node, "ok" if kind in ("ok", "empty") else kind)
-    run.deps.log.emit(BranchFinished, branch=outcome.branch, outcome=kind, error=error)
+    fields = {"branch": outcome.branch, "outcome": kind, "error": error}
+    run.deps.log.record(BranchFinished, fields)
     return outcome
 
 
@@ -230,7 +233,7 @@ def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
 class BranchSet:
     """The branches of one operator call as they run, and their outcomes by index.
 
-    Every started branch runs in its own task of `group`. `start_all` starts them at once;
+    Every started branch runs in its own task of `group`. `start_all` starts them all;
     `feed` starts them in order as slots free up, so no more than `limit` of them (tasks,
     scopes, ledgers) exist at a time, and starts none once the budget has stopped them.
     """
@@ -256,11 +259,21 @@ class BranchSet:
     def path(self, index: int) -> str:
         return child_branch(self.parent.branch, self.operator, index)
 
-    def start_all(self) -> None:
-        """Start every branch now, each in its own task."""
+    async def start_all(self) -> None:
+        """Start every branch, each in its own task, in order and without waiting for any:
+        `START_BATCH` of them, then one turn of the event loop, in which they run up to
+        their first wait, then the next ones.
+
+        Branches that wait (on a model, a tool) are all in flight together, as if started in
+        one go. Branches that finish without waiting (an instant or replayed answer) no
+        longer sit as N tasks made before any of them ran: at 10,000 branches those tasks
+        were most of the run's memory and of the garbage collector's work.
+        """
         for index in range(self.branches.count):
+            if index and not index % START_BATCH:
+                await anyio.lowlevel.checkpoint()  # a cancelled fan-out starts no more
             self.group.start_soon(self.run_branch, index)
-        self.started = self.branches.count
+            self.started = index + 1
 
     async def feed(self, limit: int) -> None:
         """Start the branches in order, each once one of `limit` slots is free; stop starting
@@ -286,9 +299,9 @@ class BranchSet:
 
     async def run_branch(self, index: int) -> None:
         branch = self.path(index)
-        node = self.run.state.graph.open(
-            "branch", branch, self.parent.node, f"{self.operator}[{index}]"
-        )
+        # The label is the path's last segment: the path itself at the top level.
+        label = f"{self.operator}[{index}]" if self.parent.branch else branch
+        node = self.run.state.graph.open("branch", branch, self.parent.node, label)
         scope = Scope(branch, self.ledger_for(index, branch), node)
         make = self.branches.maker(index)
         try:

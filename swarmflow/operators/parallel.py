@@ -192,7 +192,7 @@ async def _fan_out(
                 shared=split == "shared",
             )
             if limit is None:
-                fan.start_all()
+                await fan.start_all()
             else:
                 await fan.feed(limit)
         returning = True

@@ -1,9 +1,8 @@
 """The run's one ordered event stream: sequence numbers, the secret policy, fan-out to sinks.
 
-Each event goes through a chain of structlog processors, built once per run: the JSON renderer
-turns its fields into one line, then the run's `Redactor` (`core.secrets`, the one secret
-policy) scrubs the line. Every sink receives that scrubbed line, and, when it asks for them,
-the event as a model built from the scrubbed fields.
+Each event is rendered as one JSON line (`record.jsonline`, orjson), then the run's `Redactor`
+(`core.secrets`, the one secret policy) scrubs the line. Every sink receives that scrubbed
+line, and, when it asks for them, the event as a model built from the scrubbed fields.
 
 No line is longer than the readers take (`record.oversized`): an event over their cap is
 written cut to fit, or not written, and an `event_oversized` event says so.
@@ -29,7 +28,6 @@ from swarmflow.record.jsonline import json_line
 from swarmflow.record.sink import EventSink
 
 E = TypeVar("E", bound=EventBase)
-Processor = Callable[[Any, str, Any], Any]
 
 VALIDATE_ENV = "SWARMFLOW_VALIDATE_EVENTS"
 _ALL = "*"
@@ -100,21 +98,6 @@ def _everything() -> set[str]:
     }
 
 
-def _dumps(data: Any, **_kw: Any) -> bytes:
-    """The JSON renderer's serializer: compact bytes, anything unknown as its `str`."""
-    return json_line(data)
-
-
-def processors(redactor: Redactor) -> tuple[Processor, ...]:
-    """The chain every event goes through: render one JSON line, then scrub it."""
-    import structlog  # only when a run starts: keeps `import swarmflow` cheap
-
-    def scrub(_logger: Any, _method: str, line: bytes) -> bytes:
-        return redactor.scrub_bytes(line)
-
-    return (structlog.processors.JSONRenderer(serializer=_dumps), scrub)
-
-
 class EventLog:
     """Assigns contiguous sequence numbers and hands each event to every sink."""
 
@@ -145,7 +128,8 @@ class EventLog:
         # With validation on (the test suite), every event is built as a model and checked.
         self._all_objects = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
-        self._render, self._scrub = processors(self.redactor)
+        self._templates: dict[type, dict[str, Any]] = {}
+        """Per event class: the stamps and the class's defaults, in line order, to copy."""
         flushes = (getattr(sink, "flush", None) for sink in self.sinks)
         self._flushes: list[Callable[[], None]] = [f for f in flushes if callable(f)]
 
@@ -164,21 +148,21 @@ class EventLog:
         always when `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
         """
         shape = _SHAPES.get(cls) or _shape(cls)
+        template = self._templates.get(cls) or self._template(cls, shape)
         t = self._clock() - self._t0
         seq = self._seq
         self._seq = seq + 1
-        data = {
-            "run_id": self.run_id,
-            "seq": seq,
-            "ts": self._wall0 + t,
-            "t": self._start_t + t,
-            **shape.envelope,
-            **fields,
-        }
+        # A copy of a ready dict and one update: the same keys in the same order as building
+        # it from the stamps, the defaults and the fields, in about half the time.
+        data = template.copy()
+        data["seq"] = seq
+        data["ts"] = self._wall0 + t
+        data["t"] = self._start_t + t
+        data.update(fields)
         if shape.tallied:
             self._tally(data)
-        rendered = self._render(None, "event", data)
-        line = self._scrub(None, "event", rendered)
+        rendered = json_line(data)
+        line = self.redactor.scrub_bytes(rendered)
         oversized = len(line) if len(line) > oversize.MAX_EVENT_LINE else 0
         if cls is EventOversized:  # the stand-in is small unless its envelope is not
             oversized = 0
@@ -206,6 +190,11 @@ class EventLog:
         fields.update(event=kind, size=size, cap=oversize.MAX_EVENT_LINE, cut=cut)
         self.record(EventOversized, fields)
 
+    def _template(self, cls: type[EventBase], shape: _Shape) -> dict[str, Any]:
+        template = {"run_id": self.run_id, "seq": 0, "ts": 0.0, "t": 0.0, **shape.envelope}
+        self._templates[cls] = template
+        return template
+
     def _tally(self, data: dict[str, Any]) -> None:
         usage = self.usage.get(data["agent"] or "?")
         if usage is None:
@@ -224,3 +213,26 @@ class EventLog:
     def close(self) -> None:
         for sink in self.sinks:
             sink.close()
+
+
+class EventsAs:
+    """Records events in one envelope (agent, session, branch): `events(EventClass, **fields)`.
+
+    A session hands this to the parts of it that record events (its caller, inbox and tool
+    runner) instead of its own bound `emit`: that method holds the session, and the session
+    holds those parts, a reference cycle per session that only the garbage collector frees.
+    A fan-out of 10,000 one-call branches spent about a tenth of its CPU time collecting them.
+    """
+
+    __slots__ = ("_log", "envelope")
+
+    def __init__(self, log: EventLog, agent: str, session: str, branch: str) -> None:
+        self._log = log
+        self.envelope = (agent, session, branch)
+
+    def __call__(self, cls: type[EventBase], **fields: object) -> None:
+        self.record(cls, fields)
+
+    def record(self, cls: type[EventBase], fields: dict[str, object]) -> None:
+        fields["agent"], fields["session"], fields["branch"] = self.envelope
+        self._log.record(cls, fields)

@@ -53,7 +53,8 @@ class LineWriter:
         """Write every held line, in one write(2) (and sync it with `fsync`)."""
         if not self._held:
             return
-        data = b"\n".join(self._held) + b"\n"
+        self._held.append(b"")  # the last line's newline, without copying the joined lines
+        data = b"\n".join(self._held)
         self._held.clear()
         _write_all(self._fh, data)
         if self.fsync:
@@ -80,7 +81,10 @@ def _open_appending(path: Path, what: str) -> FileIO:
 
 def _write_all(fh: FileIO, data: bytes) -> None:
     """A raw file may take less than asked for (a full disk, a signal): write the rest."""
-    view = memoryview(data)
+    written = fh.write(data)
+    if written == len(data):  # almost always: no view to make
+        return
+    view = memoryview(data)[written:]
     while view:
         view = view[fh.write(view) :]
 

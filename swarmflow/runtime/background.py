@@ -60,12 +60,14 @@ class BranchWork:
 
     def __init__(self, group: TaskGroup) -> None:
         self._group = group
-        self._jobs: list[Job] = []
+        self._jobs: tuple[Job, ...] | list[Job] = ()  # a list from the first job: most have none
 
     def start(self, work: Callable[[], Awaitable[None]], release: Callable[[], None]) -> Job:
         """Run `work` beside the branch; `release` frees its consumer's end once it stopped."""
         job = Job(release)
         self._group.start_soon(job.run, work)
+        if isinstance(self._jobs, tuple):
+            self._jobs = []
         self._jobs.append(job)
         return job
 

@@ -10,6 +10,7 @@ from swarmflow.core.messages import Message, Model, Usage
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState
 from swarmflow.core.team import Agent
+from swarmflow.record.eventlog import EventsAs
 from swarmflow.record.events import EventBase
 from swarmflow.runtime.context import RunContext, Scope
 from swarmflow.sessions.inbox import SessionInbox
@@ -39,6 +40,7 @@ class SessionParts(Protocol):
     state: SessionState
     closed: bool
     detail: str
+    events: EventsAs
 
     def emit(self, cls: type[EventBase], **fields: object) -> None: ...
 

@@ -190,7 +190,7 @@ def surroundings(session: SessionParts) -> Surroundings:
         caller=caller,
         steps=session.steps,
         estimator=run.state.estimator,
-        emit=session.emit,
+        emit=session.events,
         context_tokens=run.deps.context_tokens or DEFAULT_CONTEXT_TOKENS,
     )
 

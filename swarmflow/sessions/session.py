@@ -26,6 +26,7 @@ from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
 from swarmflow.core.team import Agent
 from swarmflow.core.tokens import message_units
+from swarmflow.record.eventlog import EventsAs
 from swarmflow.record.events import (
     AgentFinished,
     CacheBust,
@@ -73,7 +74,7 @@ class AgentSession:
         "cost",
         "detail",
         "error",
-        "envelope",
+        "events",
         "hear",
         "history",
         "history_units",
@@ -114,7 +115,8 @@ class AgentSession:
         self.profile = profile
         self.model = profile.model
         """What every session of its agent shares in the run: model, price, tool schemas."""
-        self.envelope = (agent.name, self.id, scope.branch)
+        self.events = EventsAs(run.deps.log, agent.name, self.id, scope.branch)
+        """What its parts record events through (holds the log, not the session: no cycle)."""
         self.state = SessionState.IDLE
         self.reason: EndReason | None = None
         self.detail = ""
@@ -144,7 +146,7 @@ class AgentSession:
             scope.branch,
             charged_ledgers(run, scope.ledger, agent),
             profile.price,
-            self.emit,
+            self.events,
             session_purpose.get(),
             agent.max_steps,
         )
@@ -159,8 +161,7 @@ class AgentSession:
 
     def emit(self, cls: type[EventBase], **fields: object) -> None:
         """Record an event with this session's envelope."""
-        fields["agent"], fields["session"], fields["branch"] = self.envelope
-        self.run.deps.log.record(cls, fields)
+        self.events.record(cls, fields)
 
     def to(self, target: SessionState) -> None:
         """Move to `target`, a legal transition (`core.states`)."""

@@ -44,7 +44,7 @@ ALONE = Collaborators()
 
 def open_inbox(session: SessionParts, hear: Callable[[], str] | None) -> SessionInbox:
     """The inbox, with the board's mentions as a source and the workspace subscribed."""
-    inbox = SessionInbox(session.agent.name, session.id, session.emit)
+    inbox = SessionInbox(session.agent.name, session.id, session.events)
     if hear is not None:
         inbox.add_source(board_source(hear))
     if (shared := posting(session.workspace)) is not None:
@@ -60,7 +60,7 @@ def tool_runner(
     """The runner of the session's tool calls, with the context its tools see (`messenger`
     is behind `message_agent`, called with the session, the recipient and the text)."""
     run, rails = session.run, bool(session.run.deps.rails)
-    emit = session.emit  # one bound method for the runner and its context
+    emit = session.events  # not the bound `emit`: no cycle back to the session
     context = ToolContext(
         agent=session.agent.name,
         session=session.id,

@@ -216,3 +216,60 @@ async def test_a_team_with_an_edge_to_nobody_does_not_start() -> None:
 
     with pytest.raises(ConfigError, match="ghost"):
         await run(f, model=FunctionModel(lambda r: ""))
+
+
+async def test_a_fan_out_wider_than_a_start_batch_has_every_branch_in_flight_at_once() -> None:
+    """Branches start `START_BATCH` at a time, yet all of them are waiting together: no model
+    call answers until every branch has made its own."""
+    from swarmflow.operators._branches import START_BATCH
+
+    n = 2 * START_BATCH + 5
+    arrived = 0
+    everyone = anyio.Event()
+
+    async def policy(_req: ModelRequest) -> str:
+        nonlocal arrived
+        arrived += 1
+        if arrived == n:
+            everyone.set()
+        await everyone.wait()
+        return "done"
+
+    result = await run_one(
+        [Agent("w")], lambda: parallel(lambda i: agent("w", f"t{i}"), n=n), FunctionModel(policy)
+    )
+    assert [type(o) for o in result.output] == [Ok] * n
+    assert [o.index for o in result.output] == list(range(n))
+
+
+async def test_first_k_past_a_start_batch_leaves_the_rest_cancelled() -> None:
+    from swarmflow.operators._branches import START_BATCH
+
+    n = 3 * START_BATCH
+    model = FunctionModel(lambda req: f"done {req.prompt}")
+    result = await run_one(
+        [Agent("w")], lambda: parallel(lambda i: agent("w", f"t{i}"), n=n, first=2), model
+    )
+    kinds = [type(o) for o in result.output]
+    assert kinds.count(Ok) >= 2 and set(kinds) <= {Ok, Cancelled}
+    assert kinds[-1] is Cancelled  # the last batch never started
+    assert len(result.output) == n
+
+
+async def test_a_finished_session_is_freed_without_the_garbage_collector() -> None:
+    """A session's parts record events through the log, not through the session: nothing
+    of a finished branch waits for the cycle collector (at 10,000 branches it took about a
+    tenth of the run's CPU time)."""
+    import gc
+
+    from swarmflow.sessions.session import AgentSession
+
+    model = FunctionModel(lambda req: "done")
+    gc.collect()
+    gc.disable()
+    try:
+        await run_one([Agent("w")], lambda: parallel(lambda i: agent("w", f"t{i}"), n=20), model)
+        left = [o for o in gc.get_objects() if isinstance(o, AgentSession)]
+    finally:
+        gc.enable()
+    assert left == []
