@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarmflow.batches.results import RESULTS
+from swarmflow.core.reading import Unreadable, json_value, lines, read_json
 from swarmflow.experiments.grades import Grade
 from swarmflow.experiments.grading import RunOutcome
 from swarmflow.experiments.layout import ArmRecord, Layout, RunDirs, RunKey
@@ -130,10 +132,15 @@ def _outcome(plan: Any, arm: str, task: ExperimentTask, repeat: int, c: int) -> 
 
 
 def _result_line(batch_dir: Path, run_dir: Path) -> dict[str, Any]:
-    for line in (batch_dir / "results.jsonl").read_text(encoding="utf-8").splitlines():
+    """The candidate batch's result line for `run_dir`, read by the one reader (a forged
+    `results.jsonl`, such as a FIFO, is one line, never a hang); {} when it has none."""
+    path = batch_dir / RESULTS
+    if not path.exists():
+        return {}
+    for _number, line in lines(path, "a batch's results"):
         try:
-            found = json.loads(line)
-        except ValueError:
+            found = json_value(line)
+        except (ValueError, UnicodeDecodeError):  # a line that is not JSON is no result
             continue
         if isinstance(found, dict) and found.get("run_dir") == str(run_dir):
             return found
@@ -141,11 +148,15 @@ def _result_line(batch_dir: Path, run_dir: Path) -> dict[str, Any]:
 
 
 def read_chosen(layout: Layout, arm: str) -> dict[str, int]:
+    """The best-of choices recorded for `arm`; {} when none are (or the file is not a
+    readable choice: the arm then chooses again)."""
     try:
-        found = json.loads((layout.arm(arm) / CHOSEN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = read_json(layout.arm(arm) / CHOSEN, "a best-of choice")
+    except Unreadable:
         return {}
-    return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _write_chosen(layout: Layout, arm: str, chosen: dict[str, int]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarmflow.core.errors import ConfigError
+from swarmflow.core.reading import read_bytes
 from swarmflow.core.secrets import scrubbed
 from swarmflow.experiments.graders import Grader, TestsGrader
 from swarmflow.experiments.grades import Grade
@@ -76,10 +77,9 @@ def announce_unsandboxed(root: Path, name: str, reason: str, warnings: list[str]
 
 
 def _count_lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
+    if not path.exists():
         return 0
+    return read_bytes(path, "the experiment's event log").count(b"\n")
 
 
 def read_grading(root: Path, grades: list[Grade], warnings: list[str]) -> Grading:

@@ -206,3 +206,37 @@ def test_the_view_follows_a_best_of_arm_through_its_candidates(tmp_path: Path) -
     state = read_experiment_state(out, StateCache(), str)
     b1 = next(p for p in state.progress if p.name == "B1")
     assert (b1.started, b1.finished, b1.graded) == (2, 2, 0) and not state.done
+
+
+_REGRADE = """
+import sys, anyio
+from swarmflow.core.errors import ConfigError
+from swarmflow.experiments import FunctionGrader, regrade_experiment
+grader = FunctionGrader(fn=lambda task, result: result.output == "right")
+try:
+    anyio.run(lambda: regrade_experiment(sys.argv[1], grader=grader))
+except ConfigError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+def test_forged_choice_and_candidate_results_are_read_by_the_one_reader(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    out, _ = _run(tmp_path, BestOf(k=3))
+    chosen = out / "arms/B1/chosen.json"
+    chosen.write_text('{"B1/q1/r1": "x", "B1/q2/r1": [1]}')  # forged: chosen again
+    script = [sys.executable, "-c", _REGRADE, str(out)]
+    done = subprocess.run(script, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(chosen.read_text()) == {"B1/q1/r1": 3, "B1/q2/r1": 3}
+    results = out / "arms/B1.c2/results.jsonl"
+    results.unlink()
+    os.mkfifo(results)  # a FIFO where a candidate's results should be: one line, no hang
+    done = subprocess.run(script, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith("must be a regular file, not a FIFO (named pipe)")
+    assert str(results) in done.stderr

@@ -4,6 +4,7 @@ no model call; and grading outside the sandbox is said once, loudly, or refused.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -169,3 +170,16 @@ def test_with_bubblewrap_grading_is_sandboxed_and_says_nothing(
     assert main([*argv, "--require-sandbox"]) == 0
     assert "outside the sandbox" not in capsys.readouterr().err
     assert _events(out) == [] and all(g["sandboxed"] for g in _grades(out))
+
+
+def test_a_fifo_where_the_experiments_event_log_should_be_is_one_line(
+    declared: str, tmp_path: Path, no_bwrap: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "events.jsonl")  # the sandbox notice must not wait on it
+    capsys.readouterr()
+    code = main(["experiment", "run", f"{declared}:EXPERIMENT", "--demo", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    assert f"{out / 'events.jsonl'}: the experiment's event log must be a regular file" in err
