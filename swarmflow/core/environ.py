@@ -14,7 +14,13 @@ def env_pairs(
     """`value` as sorted (name, value) string pairs: hashable, so a frozen model can hold it,
     and in one order, so two declarations of the same variables compare equal."""
     items = value.items() if isinstance(value, Mapping) else value
-    return tuple(sorted((str(k), str(v)) for k, v in items))
+    try:
+        return tuple(sorted((str(k), str(v)) for k, v in items))
+    except (TypeError, ValueError):  # pydantic says a ValueError in one line, with the field
+        raise ValueError(
+            "env must be a mapping of names to values, or (name, value) pairs; "
+            f"got {type(value).__name__}"
+        ) from None
 
 
 EnvPairs = Annotated[tuple[tuple[str, str], ...], BeforeValidator(env_pairs)]
