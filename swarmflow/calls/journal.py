@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
+from swarmflow.record.jsonline import json_line
 from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
 
 _DIGEST_BYTES = 16
@@ -28,10 +29,12 @@ class SentDigest:
     not for its whole history at every call. Anything else is hashed whole.
     """
 
-    __slots__ = ("_fixed", "_fixed_bytes", "_messages", "_state")
+    __slots__ = ("_count", "_fixed", "_fixed_bytes", "_messages", "_state")
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
+        self._count = 0
+        """How many messages `_state` holds (those of `_messages`)."""
         self._state: hashlib.blake2b | None = None
         """The digest of `_messages`; made at the first request (a caller that never calls
         with a journal on holds none)."""
@@ -41,21 +44,26 @@ class SentDigest:
     def of(self, request: ModelRequest) -> str:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
         messages = request.messages
-        start = _shared(messages, self._messages)
-        # A shared start extends the running state in place; anything else starts afresh.
+        new: Sequence[Message] = messages
         state = self._state
-        if not start or state is None:
-            state, start = hashlib.blake2b(digest_size=_DIGEST_BYTES), 0
-        for message in messages[start:]:
-            state.update(_message_bytes(message))
+        # A request that extends the last one extends the running state in place (one slice,
+        # one update); anything else starts afresh.
+        if state is not None and self._count and type(messages) is HistoryView:
+            shared = messages.shared_prefix(self._messages)
+            if shared == self._count:
+                new = messages[shared:]
+            else:
+                state = None
+        else:
+            state = None
+        if state is None:
+            state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+            self._count = 0
+        if new:
+            state.update(_messages_bytes(new))
+            self._count += len(new)
         self._messages, self._state = messages, state
         final = state.copy()
-        final.update(self._fixed_of(request))
-        return final.hexdigest()
-
-    def _fixed_of(self, request: ModelRequest) -> bytes:
-        """The tools, the model, the tool choice and the output form, as bytes (kept while
-        they stay the same objects: a session sends the same ones every time)."""
         fixed = self._fixed
         if not (
             fixed
@@ -63,10 +71,12 @@ class SentDigest:
             and request.model is fixed[1]
             and request.tool_choice is fixed[2]
             and request.output is fixed[3]
-        ):
+        ):  # the tools, the model, the tool choice and the output form: a session sends the
+            # same objects every time, rendered once
             self._fixed = (request.tools, request.model, request.tool_choice, request.output)
             self._fixed_bytes = _fixed_bytes(request)
-        return self._fixed_bytes
+        final.update(self._fixed_bytes)
+        return final.hexdigest()
 
 
 _FIXED: dict[tuple[int, int, str | None, str], tuple[object, object, bytes]] = {}
@@ -89,19 +99,15 @@ def _fixed_bytes(request: ModelRequest) -> bytes:
     return data
 
 
-def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
-    """How many messages of `before` lead `messages` unchanged (0 when not known cheaply)."""
-    if not before or not isinstance(messages, HistoryView):
-        return 0
-    shared = messages.shared_prefix(before)
-    return shared if shared == len(before) else 0
-
-
-def _message_bytes(m: Message) -> bytes:
-    text = f"{m.role}\x00{m.content or ''}\x00{m.tool_call_id or ''}\x00{m.name or ''}\x00"
-    for c in m.tool_calls:
-        text += f"{c.id}\x01{c.name}\x01{c.arguments}\x00"
-    return text.encode("utf-8", "surrogatepass")
+def _messages_bytes(messages: Sequence[Message]) -> bytes:
+    """The messages as bytes, each field ended by a NUL, in one piece (one update)."""
+    parts = []
+    for m in messages:
+        call_id, name = m.tool_call_id or "", m.name or ""
+        parts.append(f"{m.role}\x00{m.content or ''}\x00{call_id}\x00{name}\x00")
+        for c in m.tool_calls:
+            parts.append(f"{c.id}\x01{c.name}\x01{c.arguments}\x00")
+    return "".join(parts).encode("utf-8", "surrogatepass")
 
 
 def _text(parts: Iterable[str]) -> bytes:
@@ -116,23 +122,33 @@ def model_key(
     return (branch, agent, purpose, (sent or SentDigest()).of(request))
 
 
-def _key_fields(key: ModelKeyTuple) -> dict[str, str]:
+_KEY_HEADS: dict[tuple[str, str, str], bytes] = {}
+"""The JSON of a key up to its digest, by branch, agent and purpose (a caller's are fixed)."""
+_KEY_HEADS_MOST = 1024
+
+
+def key_json(key: ModelKeyTuple) -> bytes:
+    """The key as the JSON object both of its call's records hold (rendered once per call)."""
     branch, agent, purpose, digest = key
-    return {"branch": branch, "agent": agent, "purpose": purpose, "digest": digest}
+    head = _KEY_HEADS.get((branch, agent, purpose))
+    if head is None:
+        if len(_KEY_HEADS) >= _KEY_HEADS_MOST:
+            _KEY_HEADS.clear()
+        whole = json_line({"branch": branch, "agent": agent, "purpose": purpose, "digest": ""})
+        head = _KEY_HEADS[(branch, agent, purpose)] = whole[: -len(b'"}')]
+    return b'%s%s"}' % (head, digest.encode("ascii"))
 
 
-def note_started(journal: Journal, key: ModelKeyTuple) -> None:
-    """Journal that the call is about to be sent (written at the barrier before it)."""
-    journal.write(ModelCallStarted, {"key": _key_fields(key)})
+def note_started(journal: Journal, key: bytes) -> None:
+    """Journal that the call with the key `key` (`key_json`) is about to be sent (written at
+    the barrier before it)."""
+    journal.write_keyed(ModelCallStarted, key, None)
 
 
-def note_finished(
-    journal: Journal, key: ModelKeyTuple, response: ModelResponse, cost: float
-) -> None:
+def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
     """Journal the settled answer, for a resumed run to replay."""
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
     fields = {
-        "key": _key_fields(key),
         "text": response.text,
         "tool_calls": calls,
         "usage": usage_fields(response.usage),
@@ -141,7 +157,7 @@ def note_finished(
         "model": response.model,
         "output_mode": response.output_mode,
     }
-    journal.write(ModelCallFinished, fields)
+    journal.write_keyed(ModelCallFinished, key, fields)
 
 
 def recorded_response(record: ModelCallFinished) -> ModelResponse:

@@ -13,7 +13,6 @@ call that was answered is settled whatever those rails decide.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -23,6 +22,7 @@ import anyio
 
 from swarmflow.calls.journal import (
     SentDigest,
+    key_json,
     model_key,
     note_finished,
     note_started,
@@ -161,22 +161,28 @@ async def _answer(
     """The answer: from the journal of an interrupted run, or from the model, settled."""
     run = caller.run
     journal = run.deps.journal
-    key = found = None
+    found = recorded = None
     payment: Payment = "paid"
     if journal is not None:
         key = model_key(caller.branch, caller.agent, caller.purpose, request, caller.sent)
-        found = journal.model_call(key)
+        if journal.previous is not None:  # a resumed run: replay, or pay for the call again
+            found = journal.model_call(key)
+            if found is None and journal.was_in_flight(key):
+                payment = "repaid"
         if found is None:
-            payment = "repaid" if journal.was_in_flight(key) else "paid"
-            note_started(journal, key)
+            recorded = key_json(key)  # one rendering for the call's two records
+            note_started(journal, recorded)
     run.deps.write_ahead()  # what came before the call is on disk before it starts
     if found is not None:
         held.release()
         return _replayed(caller, found)
     started = perf_counter()
     try:
-        with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+        if timeout is None:
             answer = await model.complete(request)
+        else:
+            with anyio.fail_after(timeout):
+                answer = await model.complete(request)
     except BaseException:
         held.release()
         raise
@@ -185,8 +191,8 @@ async def _answer(
     price = caller.price if request.model else run.deps.prices.price(answer.model)
     cost = price.cost(usage)
     over = held.settle(Charge(usage.input + usage.output, cost, 1))
-    if journal is not None and key is not None:
-        note_finished(journal, key, answer, cost)
+    if journal is not None and recorded is not None:
+        note_finished(journal, recorded, answer, cost)
     return Called(answer, None, over, usage, cost, 1, payment, perf_counter() - started)
 
 
