@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+import orjson
+
 from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.jsonline import json_line
-from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
+from swarmflow.record.records import ModelCallFinished, ModelCallStarted
 
 _DIGEST_BYTES = 16
 
@@ -100,14 +102,14 @@ def _fixed_bytes(request: ModelRequest) -> bytes:
 
 
 def _messages_bytes(messages: Sequence[Message]) -> bytes:
-    """The messages as bytes, each field ended by a NUL, in one piece (one update)."""
-    parts = []
-    for m in messages:
-        call_id, name = m.tool_call_id or "", m.name or ""
-        parts.append(f"{m.role}\x00{m.content or ''}\x00{call_id}\x00{name}\x00")
-        for c in m.tool_calls:
-            parts.append(f"{c.id}\x01{c.name}\x01{c.arguments}\x00")
-    return "".join(parts).encode("utf-8", "surrogatepass")
+    """The messages as bytes: each one's JSON followed by a comma, so that the bytes of a list
+    are those of its parts joined (a request hashed in steps has the digest of one hashed
+    whole). One serialisation for them all; one message at a time only for text the fast
+    serializer refuses (`record.jsonline`)."""
+    try:
+        return b"%s," % orjson.dumps(messages)[1:-1]
+    except orjson.JSONEncodeError:
+        return b"".join(b"%s," % json_line(m) for m in messages)
 
 
 def _text(parts: Iterable[str]) -> bytes:
@@ -146,12 +148,12 @@ def note_started(journal: Journal, key: bytes) -> None:
 
 
 def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
-    """Journal the settled answer, for a resumed run to replay."""
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
+    """Journal the settled answer, for a resumed run to replay (its tool calls and usage are
+    dataclasses of the fields the record holds, serialised as they are)."""
     fields = {
         "text": response.text,
-        "tool_calls": calls,
-        "usage": usage_fields(response.usage),
+        "tool_calls": response.tool_calls,
+        "usage": response.usage,
         "cost": cost,
         "finish_reason": response.finish_reason,
         "model": response.model,

@@ -102,7 +102,7 @@ class Called:
 
 def over_step_limit(steps: int, limit: int | None) -> str | None:
     """The precheck: what a caller that made `steps` calls of `limit` says when it may make
-    no more, or None."""
+    no more, or None (`metered_call` says the same)."""
     if limit is not None and steps >= limit:
         return f"{steps} of {limit} model calls used"
     return None
@@ -129,29 +129,35 @@ async def metered_call(
     Raises:
         Exception: what the model raised; the reservation is released first.
     """
-    detail = over_step_limit(steps, caller.max_steps)
-    if detail is not None:
+    limit = caller.max_steps
+    if limit is not None and steps >= limit:
+        detail = f"{steps} of {limit} model calls used"
         return Called(refusal=Refusal(EndReason.STEP_LIMIT, detail, "step_limit"))
+    learner = _learner(caller)
     try:
-        held = reserve_call(caller.ledgers, _estimate(caller, request))
+        held = reserve_call(caller.ledgers, _estimate(caller, request, learner))
     except BudgetExhausted as exc:
         return Called(refusal=Refusal(EndReason(exc.reason), exc.message, "budget", exc))
-    request = capped(request, held.cap)
-    verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
-    if verdict.veto is not None:
-        held.release()
-        return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
-    if verdict.payload is not request:  # amended: measure what is really sent
-        request, sent_units = capped(verdict.payload, held.cap), None  # the cap holds
+    if held.cap is not None:
+        request = capped(request, held.cap)
+    rails = bool(caller.run.deps.rails)  # no rails: no verdicts to make either side
+    if rails:
+        verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
+        if verdict.veto is not None:
+            held.release()
+            return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
+        if verdict.payload is not request:  # amended: measure what is really sent
+            request, sent_units = capped(verdict.payload, held.cap), None  # the cap holds
     called = await _answer(caller, model, request, held, timeout)
     units = prompt_units(request.messages, request.tools) if sent_units is None else sent_units
-    _teach(caller, request, called.usage, units)
+    _teach(caller, request, called.usage, units, learner)
     _record(caller, request, called, steps + 1, (measure, recorded))
-    verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, steps + 1)
-    if verdict.veto is not None:
-        called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
-    else:
-        called.response = verdict.payload
+    if rails:
+        verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, steps + 1)
+        if verdict.veto is not None:
+            called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
+        else:
+            called.response = verdict.payload
     return called
 
 
@@ -203,10 +209,10 @@ def _replayed(caller: Caller, found: ModelCallFinished) -> Called:
     return Called(answer, None, [], answer.usage, found.cost, 1, "replayed")
 
 
-def _estimate(caller: Caller, request: ModelRequest) -> CallEstimate:
+def _estimate(caller: Caller, request: ModelRequest, learner: str) -> CallEstimate:
     expected = caller.expected_output
     if expected is None:
-        expected = caller.run.state.estimator.expected_output(_learner(caller))
+        expected = caller.run.state.estimator.expected_output(learner)
     return CallEstimate(request.estimated_prompt_tokens, expected, request.max_tokens, caller.price)
 
 
@@ -218,11 +224,11 @@ def _learner(caller: Caller) -> str:
     return f"{caller.agent}/{caller.purpose}"
 
 
-def _teach(caller: Caller, request: ModelRequest, usage: Usage, units: int) -> None:
+def _teach(caller: Caller, request: ModelRequest, usage: Usage, units: int, learner: str) -> None:
     estimator = caller.run.state.estimator
     estimator.learn(request.model, units, usage.input)
     if usage.input or usage.output:  # a server that reported no usage teaches nothing
-        estimator.learn_output(_learner(caller), usage.output)
+        estimator.learn_output(learner, usage.output)
 
 
 def _record(
@@ -248,7 +254,7 @@ def _record(
         latency=called.latency,
         cost=called.cost if paid else 0.0,
         finish_reason=answer.finish_reason,
-        tool_calls=[c.name for c in answer.tool_calls],
+        tool_calls=[c.name for c in answer.tool_calls] if answer.tool_calls else [],
         output_mode=answer.output_mode,
         purpose=caller.purpose,
         payment=called.payment,
