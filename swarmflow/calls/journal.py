@@ -12,13 +12,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-import orjson
-
 from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.jsonline import json_line
-from swarmflow.record.records import ModelCallFinished, ModelCallStarted
+from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
 
 _DIGEST_BYTES = 16
 
@@ -31,7 +29,7 @@ class SentDigest:
     not for its whole history at every call. Anything else is hashed whole.
     """
 
-    __slots__ = ("_count", "_fixed", "_fixed_bytes", "_messages", "_state")
+    __slots__ = ("_count", "_fixed", "_fixed_digest", "_messages", "_state")
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
@@ -41,7 +39,7 @@ class SentDigest:
         """The digest of `_messages`; made at the first request (a caller that never calls
         with a journal on holds none)."""
         self._fixed: tuple[object, ...] = ()
-        self._fixed_bytes = b""
+        self._fixed_digest = b""
 
     def of(self, request: ModelRequest) -> str:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
@@ -74,20 +72,20 @@ class SentDigest:
             and request.tool_choice is fixed[2]
             and request.output is fixed[3]
         ):  # the tools, the model, the tool choice and the output form: a session sends the
-            # same objects every time, rendered once
+            # same objects every time, digested once
             self._fixed = (request.tools, request.model, request.tool_choice, request.output)
-            self._fixed_bytes = _fixed_bytes(request)
-        final.update(self._fixed_bytes)
+            self._fixed_digest = _fixed_digest(request)
+        final.update(self._fixed_digest)
         return final.hexdigest()
 
 
 _FIXED: dict[tuple[int, int, str | None, str], tuple[object, object, bytes]] = {}
-"""The bytes of the tools and output forms in use, by identity: every session of an agent
+"""The digests of the tools and output forms in use, by identity: every session of an agent
 sends its profile's one tuple of tool schemas, which need not be rendered per session."""
 _FIXED_MOST = 256
 
 
-def _fixed_bytes(request: ModelRequest) -> bytes:
+def _fixed_digest(request: ModelRequest) -> bytes:
     key = (id(request.tools), id(request.output), request.model, request.tool_choice)
     found = _FIXED.get(key)
     if found is not None and found[0] is request.tools and found[1] is request.output:
@@ -96,20 +94,25 @@ def _fixed_bytes(request: ModelRequest) -> bytes:
     parts = [*map(repr, tools), request.model or "", request.tool_choice, repr(request.output)]
     if len(_FIXED) >= _FIXED_MOST:
         _FIXED.clear()
-    data = _text(parts)
+    # Their digest, not their text, goes into each call's: the schemas of a few tools run to
+    # kilobytes, which hashing at every call made the longest part of the key's cost.
+    data = hashlib.blake2b(_text(parts), digest_size=_DIGEST_BYTES).digest()
     _FIXED[key] = (request.tools, request.output, data)
     return data
 
 
 def _messages_bytes(messages: Sequence[Message]) -> bytes:
-    """The messages as bytes: each one's JSON followed by a comma, so that the bytes of a list
-    are those of its parts joined (a request hashed in steps has the digest of one hashed
-    whole). One serialisation for them all; one message at a time only for text the fast
-    serializer refuses (`record.jsonline`)."""
-    try:
-        return b"%s," % orjson.dumps(messages)[1:-1]
-    except orjson.JSONEncodeError:
-        return b"".join(b"%s," % json_line(m) for m in messages)
+    """The messages as bytes, each field ended by a NUL, in one piece: the bytes of a list are
+    those of its parts joined, so a request hashed in steps has the digest of one hashed
+    whole. (Not their JSON: a slotted dataclass costs the serializer a failed `__dict__`
+    lookup each, and the longer text costs the hash more.)"""
+    parts = []
+    for m in messages:
+        call_id, name = m.tool_call_id or "", m.name or ""
+        parts.append(f"{m.role}\x00{m.content or ''}\x00{call_id}\x00{name}\x00")
+        for c in m.tool_calls:
+            parts.append(f"{c.id}\x01{c.name}\x01{c.arguments}\x00")
+    return "".join(parts).encode("utf-8", "surrogatepass")
 
 
 def _text(parts: Iterable[str]) -> bytes:
@@ -148,12 +151,14 @@ def note_started(journal: Journal, key: bytes) -> None:
 
 
 def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
-    """Journal the settled answer, for a resumed run to replay (its tool calls and usage are
-    dataclasses of the fields the record holds, serialised as they are)."""
+    """Journal the settled answer, for a resumed run to replay."""
+    calls = response.tool_calls
     fields = {
         "text": response.text,
-        "tool_calls": response.tool_calls,
-        "usage": response.usage,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        if calls
+        else [],
+        "usage": usage_fields(response.usage),
         "cost": cost,
         "finish_reason": response.finish_reason,
         "model": response.model,
