@@ -16,7 +16,7 @@ from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.jsonline import json_line
-from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
+from swarmflow.record.records import ModelCallFinished, ModelCallStarted
 
 _DIGEST_BYTES = 16
 
@@ -120,13 +120,6 @@ def _text(parts: Iterable[str]) -> bytes:
     return "".join(f"{part}\x00" for part in parts).encode("utf-8", "surrogatepass")
 
 
-def model_key(
-    branch: str, agent: str, purpose: str, request: ModelRequest, sent: SentDigest | None = None
-) -> ModelKeyTuple:
-    """The key of a model call sending `request` (`sent`: the caller's running digest)."""
-    return (branch, agent, purpose, (sent or SentDigest()).of(request))
-
-
 _KEY_HEADS: dict[tuple[str, str, str], bytes] = {}
 """The JSON of a key up to its digest, by branch, agent and purpose (a caller's are fixed)."""
 _KEY_HEADS_MOST = 1024
@@ -152,13 +145,13 @@ def note_started(journal: Journal, key: bytes) -> None:
 
 def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
     """Journal the settled answer, for a resumed run to replay."""
-    calls = response.tool_calls
+    calls, usage = response.tool_calls, response.usage  # as `usage_fields` writes it
     fields = {
         "text": response.text,
         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         if calls
         else [],
-        "usage": usage_fields(response.usage),
+        "usage": {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input},
         "cost": cost,
         "finish_reason": response.finish_reason,
         "model": response.model,

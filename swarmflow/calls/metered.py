@@ -23,7 +23,6 @@ import anyio
 from swarmflow.calls.journal import (
     SentDigest,
     key_json,
-    model_key,
     note_finished,
     note_started,
     recorded_response,
@@ -133,12 +132,13 @@ async def metered_call(
     if limit is not None and steps >= limit:
         detail = f"{steps} of {limit} model calls used"
         return Called(refusal=Refusal(EndReason.STEP_LIMIT, detail, "step_limit"))
-    learner = _learner(caller)
+    purpose = caller.purpose  # whose output sizes the estimator learns (`_learner`)
+    learner = caller.agent if purpose in _OWN_STEPS else _learner(caller)
     try:
         held = reserve_call(caller.ledgers, _estimate(caller, request, learner))
     except BudgetExhausted as exc:
         return Called(refusal=Refusal(EndReason(exc.reason), exc.message, "budget", exc))
-    if held.cap is not None:
+    if held.cap is not None and request.max_tokens > held.cap:
         request = capped(request, held.cap)
     rails = bool(caller.run.deps.rails)  # no rails: no verdicts to make either side
     if rails:
@@ -170,7 +170,7 @@ async def _answer(
     found = recorded = None
     payment: Payment = "paid"
     if journal is not None:
-        key = model_key(caller.branch, caller.agent, caller.purpose, request, caller.sent)
+        key = (caller.branch, caller.agent, caller.purpose, caller.sent.of(request))
         if journal.previous is not None:  # a resumed run: replay, or pay for the call again
             found = journal.model_call(key)
             if found is None and journal.was_in_flight(key):
@@ -216,10 +216,14 @@ def _estimate(caller: Caller, request: ModelRequest, learner: str) -> CallEstima
     return CallEstimate(request.estimated_prompt_tokens, expected, request.max_tokens, caller.price)
 
 
+_OWN_STEPS = frozenset(("turn", "harness", "judge"))
+"""The purposes whose output sizes are the agent's own (`_learner`)."""
+
+
 def _learner(caller: Caller) -> str:
     """Whose output sizes the estimator learns: the agent's turns, apart from its summaries
     and reflections (a summary's size says nothing of the agent's next step)."""
-    if caller.purpose in ("turn", "harness", "judge"):
+    if caller.purpose in _OWN_STEPS:
         return caller.agent
     return f"{caller.agent}/{caller.purpose}"
 
