@@ -49,9 +49,9 @@ class SentDigest:
         # A request that extends the last one extends the running state in place (one slice,
         # one update); anything else starts afresh.
         if state is not None and self._count and type(messages) is HistoryView:
-            shared = messages.shared_prefix(self._messages)
-            if shared == self._count:
-                new = messages[shared:]
+            added = messages.added_to(self._messages, self._count)
+            if added is not None:
+                new = added
             else:
                 state = None
         else:
@@ -125,8 +125,9 @@ _KEY_HEADS: dict[tuple[str, str, str], bytes] = {}
 _KEY_HEADS_MOST = 1024
 
 
-def key_json(key: ModelKeyTuple) -> bytes:
-    """The key as the JSON object both of its call's records hold (rendered once per call)."""
+def note_started(journal: Journal, key: ModelKeyTuple) -> bytes:
+    """Journal that the call is about to be sent (written at the barrier before it); returns
+    its key as JSON, rendered once for both of the call's records (`note_finished`)."""
     branch, agent, purpose, digest = key
     head = _KEY_HEADS.get((branch, agent, purpose))
     if head is None:
@@ -134,17 +135,14 @@ def key_json(key: ModelKeyTuple) -> bytes:
             _KEY_HEADS.clear()
         whole = json_line({"branch": branch, "agent": agent, "purpose": purpose, "digest": ""})
         head = _KEY_HEADS[(branch, agent, purpose)] = whole[: -len(b'"}')]
-    return b'%s%s"}' % (head, digest.encode("ascii"))
-
-
-def note_started(journal: Journal, key: bytes) -> None:
-    """Journal that the call with the key `key` (`key_json`) is about to be sent (written at
-    the barrier before it)."""
-    journal.write_keyed(ModelCallStarted, key, None)
+    rendered = b'%s%s"}' % (head, digest.encode("ascii"))
+    journal.write_keyed(ModelCallStarted, rendered, None)
+    return rendered
 
 
 def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
-    """Journal the settled answer, for a resumed run to replay."""
+    """Journal the settled answer, for a resumed run to replay (`key`: as `note_started`
+    rendered it)."""
     calls, usage = response.tool_calls, response.usage  # as `usage_fields` writes it
     fields = {
         "text": response.text,

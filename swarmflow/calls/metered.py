@@ -22,7 +22,6 @@ import anyio
 
 from swarmflow.calls.journal import (
     SentDigest,
-    key_json,
     note_finished,
     note_started,
     recorded_response,
@@ -176,8 +175,7 @@ async def _answer(
             if found is None and journal.was_in_flight(key):
                 payment = "repaid"
         if found is None:
-            recorded = key_json(key)  # one rendering for the call's two records
-            note_started(journal, recorded)
+            recorded = note_started(journal, key)  # the key as both records write it
     run.deps.write_ahead()  # what came before the call is on disk before it starts
     if found is not None:
         held.release()
