@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
-from swarmflow.record.records import ModelCallFinished, ModelCallStarted, usage_fields
+from swarmflow.record.jsonline import json_line
+from swarmflow.record.records import ModelCallFinished, ModelCallStarted
 
 _DIGEST_BYTES = 16
 
@@ -28,34 +29,41 @@ class SentDigest:
     not for its whole history at every call. Anything else is hashed whole.
     """
 
-    __slots__ = ("_fixed", "_fixed_bytes", "_messages", "_state")
+    __slots__ = ("_count", "_fixed", "_fixed_digest", "_messages", "_state")
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
+        self._count = 0
+        """How many messages `_state` holds (those of `_messages`)."""
         self._state: hashlib.blake2b | None = None
         """The digest of `_messages`; made at the first request (a caller that never calls
         with a journal on holds none)."""
         self._fixed: tuple[object, ...] = ()
-        self._fixed_bytes = b""
+        self._fixed_digest = b""
 
     def of(self, request: ModelRequest) -> str:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
         messages = request.messages
-        start = _shared(messages, self._messages)
-        # A shared start extends the running state in place; anything else starts afresh.
+        new: Sequence[Message] = messages
         state = self._state
-        if not start or state is None:
-            state, start = hashlib.blake2b(digest_size=_DIGEST_BYTES), 0
-        for message in messages[start:]:
-            state.update(_message_bytes(message))
+        # A request that extends the last one extends the running state in place (one slice,
+        # one update); anything else starts afresh.
+        if state is not None and self._count and type(messages) is HistoryView:
+            added = messages.added_to(self._messages, self._count)
+            if added is not None:
+                new = added
+            else:
+                state = None
+        else:
+            state = None
+        if state is None:
+            state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+            self._count = 0
+        if new:
+            state.update(_messages_bytes(new))
+            self._count += len(new)
         self._messages, self._state = messages, state
         final = state.copy()
-        final.update(self._fixed_of(request))
-        return final.hexdigest()
-
-    def _fixed_of(self, request: ModelRequest) -> bytes:
-        """The tools, the model, the tool choice and the output form, as bytes (kept while
-        they stay the same objects: a session sends the same ones every time)."""
         fixed = self._fixed
         if not (
             fixed
@@ -63,19 +71,21 @@ class SentDigest:
             and request.model is fixed[1]
             and request.tool_choice is fixed[2]
             and request.output is fixed[3]
-        ):
+        ):  # the tools, the model, the tool choice and the output form: a session sends the
+            # same objects every time, digested once
             self._fixed = (request.tools, request.model, request.tool_choice, request.output)
-            self._fixed_bytes = _fixed_bytes(request)
-        return self._fixed_bytes
+            self._fixed_digest = _fixed_digest(request)
+        final.update(self._fixed_digest)
+        return final.hexdigest()
 
 
 _FIXED: dict[tuple[int, int, str | None, str], tuple[object, object, bytes]] = {}
-"""The bytes of the tools and output forms in use, by identity: every session of an agent
+"""The digests of the tools and output forms in use, by identity: every session of an agent
 sends its profile's one tuple of tool schemas, which need not be rendered per session."""
 _FIXED_MOST = 256
 
 
-def _fixed_bytes(request: ModelRequest) -> bytes:
+def _fixed_digest(request: ModelRequest) -> bytes:
     key = (id(request.tools), id(request.output), request.model, request.tool_choice)
     found = _FIXED.get(key)
     if found is not None and found[0] is request.tools and found[1] is request.output:
@@ -84,24 +94,25 @@ def _fixed_bytes(request: ModelRequest) -> bytes:
     parts = [*map(repr, tools), request.model or "", request.tool_choice, repr(request.output)]
     if len(_FIXED) >= _FIXED_MOST:
         _FIXED.clear()
-    data = _text(parts)
+    # Their digest, not their text, goes into each call's: the schemas of a few tools run to
+    # kilobytes, which hashing at every call made the longest part of the key's cost.
+    data = hashlib.blake2b(_text(parts), digest_size=_DIGEST_BYTES).digest()
     _FIXED[key] = (request.tools, request.output, data)
     return data
 
 
-def _shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
-    """How many messages of `before` lead `messages` unchanged (0 when not known cheaply)."""
-    if not before or not isinstance(messages, HistoryView):
-        return 0
-    shared = messages.shared_prefix(before)
-    return shared if shared == len(before) else 0
-
-
-def _message_bytes(m: Message) -> bytes:
-    text = f"{m.role}\x00{m.content or ''}\x00{m.tool_call_id or ''}\x00{m.name or ''}\x00"
-    for c in m.tool_calls:
-        text += f"{c.id}\x01{c.name}\x01{c.arguments}\x00"
-    return text.encode("utf-8", "surrogatepass")
+def _messages_bytes(messages: Sequence[Message]) -> bytes:
+    """The messages as bytes, each field ended by a NUL, in one piece: the bytes of a list are
+    those of its parts joined, so a request hashed in steps has the digest of one hashed
+    whole. (Not their JSON: a slotted dataclass costs the serializer a failed `__dict__`
+    lookup each, and the longer text costs the hash more.)"""
+    parts = []
+    for m in messages:
+        call_id, name = m.tool_call_id or "", m.name or ""
+        parts.append(f"{m.role}\x00{m.content or ''}\x00{call_id}\x00{name}\x00")
+        for c in m.tool_calls:
+            parts.append(f"{c.id}\x01{c.name}\x01{c.arguments}\x00")
+    return "".join(parts).encode("utf-8", "surrogatepass")
 
 
 def _text(parts: Iterable[str]) -> bytes:
@@ -109,39 +120,42 @@ def _text(parts: Iterable[str]) -> bytes:
     return "".join(f"{part}\x00" for part in parts).encode("utf-8", "surrogatepass")
 
 
-def model_key(
-    branch: str, agent: str, purpose: str, request: ModelRequest, sent: SentDigest | None = None
-) -> ModelKeyTuple:
-    """The key of a model call sending `request` (`sent`: the caller's running digest)."""
-    return (branch, agent, purpose, (sent or SentDigest()).of(request))
+_KEY_HEADS: dict[tuple[str, str, str], bytes] = {}
+"""The JSON of a key up to its digest, by branch, agent and purpose (a caller's are fixed)."""
+_KEY_HEADS_MOST = 1024
 
 
-def _key_fields(key: ModelKeyTuple) -> dict[str, str]:
+def note_started(journal: Journal, key: ModelKeyTuple) -> bytes:
+    """Journal that the call is about to be sent (written at the barrier before it); returns
+    its key as JSON, rendered once for both of the call's records (`note_finished`)."""
     branch, agent, purpose, digest = key
-    return {"branch": branch, "agent": agent, "purpose": purpose, "digest": digest}
+    head = _KEY_HEADS.get((branch, agent, purpose))
+    if head is None:
+        if len(_KEY_HEADS) >= _KEY_HEADS_MOST:
+            _KEY_HEADS.clear()
+        whole = json_line({"branch": branch, "agent": agent, "purpose": purpose, "digest": ""})
+        head = _KEY_HEADS[(branch, agent, purpose)] = whole[: -len(b'"}')]
+    rendered = b'%s%s"}' % (head, digest.encode("ascii"))
+    journal.write_keyed(ModelCallStarted, rendered, None)
+    return rendered
 
 
-def note_started(journal: Journal, key: ModelKeyTuple) -> None:
-    """Journal that the call is about to be sent (written at the barrier before it)."""
-    journal.write(ModelCallStarted, {"key": _key_fields(key)})
-
-
-def note_finished(
-    journal: Journal, key: ModelKeyTuple, response: ModelResponse, cost: float
-) -> None:
-    """Journal the settled answer, for a resumed run to replay."""
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
+def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
+    """Journal the settled answer, for a resumed run to replay (`key`: as `note_started`
+    rendered it)."""
+    calls, usage = response.tool_calls, response.usage  # as `usage_fields` writes it
     fields = {
-        "key": _key_fields(key),
         "text": response.text,
-        "tool_calls": calls,
-        "usage": usage_fields(response.usage),
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        if calls
+        else [],
+        "usage": {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input},
         "cost": cost,
         "finish_reason": response.finish_reason,
         "model": response.model,
         "output_mode": response.output_mode,
     }
-    journal.write(ModelCallFinished, fields)
+    journal.write_keyed(ModelCallFinished, key, fields)
 
 
 def recorded_response(record: ModelCallFinished) -> ModelResponse:

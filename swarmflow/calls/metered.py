@@ -13,7 +13,6 @@ call that was answered is settled whatever those rails decide.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from time import perf_counter
@@ -23,7 +22,6 @@ import anyio
 
 from swarmflow.calls.journal import (
     SentDigest,
-    model_key,
     note_finished,
     note_started,
     recorded_response,
@@ -102,7 +100,7 @@ class Called:
 
 def over_step_limit(steps: int, limit: int | None) -> str | None:
     """The precheck: what a caller that made `steps` calls of `limit` says when it may make
-    no more, or None."""
+    no more, or None (`metered_call` says the same)."""
     if limit is not None and steps >= limit:
         return f"{steps} of {limit} model calls used"
     return None
@@ -129,29 +127,36 @@ async def metered_call(
     Raises:
         Exception: what the model raised; the reservation is released first.
     """
-    detail = over_step_limit(steps, caller.max_steps)
-    if detail is not None:
+    limit = caller.max_steps
+    if limit is not None and steps >= limit:
+        detail = f"{steps} of {limit} model calls used"
         return Called(refusal=Refusal(EndReason.STEP_LIMIT, detail, "step_limit"))
+    purpose = caller.purpose  # whose output sizes the estimator learns (`_learner`)
+    learner = caller.agent if purpose in _OWN_STEPS else _learner(caller)
     try:
-        held = reserve_call(caller.ledgers, _estimate(caller, request))
+        held = reserve_call(caller.ledgers, _estimate(caller, request, learner))
     except BudgetExhausted as exc:
         return Called(refusal=Refusal(EndReason(exc.reason), exc.message, "budget", exc))
-    request = capped(request, held.cap)
-    verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
-    if verdict.veto is not None:
-        held.release()
-        return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
-    if verdict.payload is not request:  # amended: measure what is really sent
-        request, sent_units = capped(verdict.payload, held.cap), None  # the cap holds
+    if held.cap is not None and request.max_tokens > held.cap:
+        request = capped(request, held.cap)
+    rails = bool(caller.run.deps.rails)  # no rails: no verdicts to make either side
+    if rails:
+        verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
+        if verdict.veto is not None:
+            held.release()
+            return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
+        if verdict.payload is not request:  # amended: measure what is really sent
+            request, sent_units = capped(verdict.payload, held.cap), None  # the cap holds
     called = await _answer(caller, model, request, held, timeout)
     units = prompt_units(request.messages, request.tools) if sent_units is None else sent_units
-    _teach(caller, request, called.usage, units)
+    _teach(caller, request, called.usage, units, learner)
     _record(caller, request, called, steps + 1, (measure, recorded))
-    verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, steps + 1)
-    if verdict.veto is not None:
-        called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
-    else:
-        called.response = verdict.payload
+    if rails:
+        verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, steps + 1)
+        if verdict.veto is not None:
+            called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
+        else:
+            called.response = verdict.payload
     return called
 
 
@@ -161,22 +166,27 @@ async def _answer(
     """The answer: from the journal of an interrupted run, or from the model, settled."""
     run = caller.run
     journal = run.deps.journal
-    key = found = None
+    found = recorded = None
     payment: Payment = "paid"
     if journal is not None:
-        key = model_key(caller.branch, caller.agent, caller.purpose, request, caller.sent)
-        found = journal.model_call(key)
+        key = (caller.branch, caller.agent, caller.purpose, caller.sent.of(request))
+        if journal.previous is not None:  # a resumed run: replay, or pay for the call again
+            found = journal.model_call(key)
+            if found is None and journal.was_in_flight(key):
+                payment = "repaid"
         if found is None:
-            payment = "repaid" if journal.was_in_flight(key) else "paid"
-            note_started(journal, key)
+            recorded = note_started(journal, key)  # the key as both records write it
     run.deps.write_ahead()  # what came before the call is on disk before it starts
     if found is not None:
         held.release()
         return _replayed(caller, found)
     started = perf_counter()
     try:
-        with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+        if timeout is None:
             answer = await model.complete(request)
+        else:
+            with anyio.fail_after(timeout):
+                answer = await model.complete(request)
     except BaseException:
         held.release()
         raise
@@ -185,8 +195,8 @@ async def _answer(
     price = caller.price if request.model else run.deps.prices.price(answer.model)
     cost = price.cost(usage)
     over = held.settle(Charge(usage.input + usage.output, cost, 1))
-    if journal is not None and key is not None:
-        note_finished(journal, key, answer, cost)
+    if journal is not None and recorded is not None:
+        note_finished(journal, recorded, answer, cost)
     return Called(answer, None, over, usage, cost, 1, payment, perf_counter() - started)
 
 
@@ -197,26 +207,30 @@ def _replayed(caller: Caller, found: ModelCallFinished) -> Called:
     return Called(answer, None, [], answer.usage, found.cost, 1, "replayed")
 
 
-def _estimate(caller: Caller, request: ModelRequest) -> CallEstimate:
+def _estimate(caller: Caller, request: ModelRequest, learner: str) -> CallEstimate:
     expected = caller.expected_output
     if expected is None:
-        expected = caller.run.state.estimator.expected_output(_learner(caller))
+        expected = caller.run.state.estimator.expected_output(learner)
     return CallEstimate(request.estimated_prompt_tokens, expected, request.max_tokens, caller.price)
+
+
+_OWN_STEPS = frozenset(("turn", "harness", "judge"))
+"""The purposes whose output sizes are the agent's own (`_learner`)."""
 
 
 def _learner(caller: Caller) -> str:
     """Whose output sizes the estimator learns: the agent's turns, apart from its summaries
     and reflections (a summary's size says nothing of the agent's next step)."""
-    if caller.purpose in ("turn", "harness", "judge"):
+    if caller.purpose in _OWN_STEPS:
         return caller.agent
     return f"{caller.agent}/{caller.purpose}"
 
 
-def _teach(caller: Caller, request: ModelRequest, usage: Usage, units: int) -> None:
+def _teach(caller: Caller, request: ModelRequest, usage: Usage, units: int, learner: str) -> None:
     estimator = caller.run.state.estimator
     estimator.learn(request.model, units, usage.input)
     if usage.input or usage.output:  # a server that reported no usage teaches nothing
-        estimator.learn_output(_learner(caller), usage.output)
+        estimator.learn_output(learner, usage.output)
 
 
 def _record(
@@ -242,7 +256,7 @@ def _record(
         latency=called.latency,
         cost=called.cost if paid else 0.0,
         finish_reason=answer.finish_reason,
-        tool_calls=[c.name for c in answer.tool_calls],
+        tool_calls=[c.name for c in answer.tool_calls] if answer.tool_calls else [],
         output_mode=answer.output_mode,
         purpose=caller.purpose,
         payment=called.payment,

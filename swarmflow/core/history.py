@@ -62,6 +62,19 @@ class HistoryView(Sequence[Message]):
             return min(self._length, other._length) + (self._head is not None)
         return None
 
+    def added_to(self, other: Sequence[Message], count: int) -> Sequence[Message] | None:
+        """The messages this view holds after `other`, a view of `count` messages that it
+        extends (one history list, one head), in one call; None when it does not extend it."""
+        if (
+            type(other) is HistoryView
+            and other._history is self._history
+            and other._head is self._head
+            and other._length + (self._head is not None) == count
+            and other._length <= self._length
+        ):
+            return tuple(self._history[other._length : self._length])
+        return None
+
     def __iter__(self) -> Iterator[Message]:
         if self._head is not None:
             yield self._head

@@ -204,6 +204,10 @@ def read_journal(path: Path) -> Recorded:
     return recorded
 
 
+_KEYED_HEADS: dict[type[RecordBase], bytes] = {}
+"""The start of a keyed record's line, by its kind (`Journal.write_keyed`)."""
+
+
 class Journal:
     """Writes this process's records and matches calls against an earlier process's."""
 
@@ -245,6 +249,17 @@ class Journal:
         through pydantic's own JSON conversion.
         """
         line = json_line({"kind": kind_of(cls), **fields})
+        if self._validate:
+            _check(cls, line)
+        self._out.hold(line)
+
+    def write_keyed(self, cls: type[RecordBase], key: bytes, fields: dict[str, Any] | None) -> None:
+        """`write`, for a record whose `key` is already JSON (a model call's, rendered once
+        for both of its records); `fields` are the others, as `write` takes them."""
+        head = _KEYED_HEADS.get(cls)
+        if head is None:
+            head = _KEYED_HEADS[cls] = b'{"kind":"%s","key":' % kind_of(cls).encode()
+        line = head + key + (b"," + json_line(fields)[1:] if fields else b"}")
         if self._validate:
             _check(cls, line)
         self._out.hold(line)

@@ -138,6 +138,7 @@ class PrefixMeter:
         previous = self._messages if kept_tools else None
         shared = _common_length(previous, messages) if previous is not None else 0
         cumulative = self._cumulative
+        extends = previous is not None and shared == len(cumulative)  # all of the previous
         del cumulative[shared:]
         total = cumulative[-1] if cumulative else 0
         for message in _after(messages, shared):
@@ -155,7 +156,8 @@ class PrefixMeter:
             "prefix_tokens": units_to_tokens(reused),
             "shared_prefix_tokens": units_to_tokens(across),
         }
-        self.bust = self._bust(before, (tools, messages), shared, measured["prefix_tokens"])
+        kept = measured["prefix_tokens"]
+        self.bust = None if extends else self._bust(before, (tools, messages), shared, kept)
         self._prompt_tokens, self._rewritten = measured["prompt_tokens"], False
         return measured
 

@@ -40,3 +40,19 @@ def test_every_slice_reads_what_the_tuple_would(head: Message | None) -> None:
             for stop in bounds:
                 for step in (None, 1, 2, -1, -3):
                     assert view[start:stop:step] == expected[start:stop:step]
+
+
+@pytest.mark.parametrize("head", [None, SYSTEM])
+def test_a_later_view_gives_the_messages_it_adds_to_an_earlier_one(head: Message | None) -> None:
+    """What a view adds to an earlier view of the same conversation is its tail, exactly as
+    slicing it there would read; a view it does not extend gives None."""
+    history = [Message("user", str(i)) for i in range(5)]
+    earlier, later = HistoryView(history, 2, head), HistoryView(history, 5, head)
+    assert later.added_to(earlier, len(earlier)) == later[len(earlier) :]
+    assert later.added_to(later, len(later)) == ()
+    assert earlier.added_to(later, len(later)) is None  # shorter: it does not extend it
+    assert later.added_to(earlier, len(earlier) + 1) is None  # not the count given
+    other_head = Message("system", "another card")
+    assert later.added_to(HistoryView(history, 2, other_head), len(earlier)) is None
+    assert later.added_to(HistoryView(list(history), 2, head), len(earlier)) is None
+    assert later.added_to(tuple(earlier), len(earlier)) is None
