@@ -35,7 +35,7 @@ from swarmflow.core.budget import Charge
 from swarmflow.core.messages import Message, ToolCall, Usage
 from swarmflow.core.patch import Patch
 
-JOURNAL_VERSION = 3
+JOURNAL_VERSION = 4
 """The journal format this swarmflow writes and reads (1: before the board's and the answers'
 records moved to the event stream, and a finished call recorded its place in it; 2: before
 every model call was journaled on its own)."""

@@ -464,3 +464,18 @@ def test_a_journal_of_format_version_2_is_refused_in_one_line(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=says) as refused:
         kill_target_run_sync(drafting([2], []), ship, resume=first.run_dir)
     assert "\n" not in str(refused.value)
+
+
+def test_a_journal_of_format_three_is_refused_rather_than_paid_again(tmp_path: Path) -> None:
+    """Format 3 digested a model call's request another way: read as this format, none of its
+    settled calls would be found, and a resume would pay for them all again."""
+    first = kill_target_run_sync(drafting([1], []), ship, runs_root=tmp_path, task="notes",
+                                 human=DeferredHuman())  # fmt: skip
+    journal = first.run_dir / JOURNAL_FILE
+    lines = journal.read_text().splitlines()
+    opened = json.loads(lines[0])
+    assert opened["kind"] == "journal_opened" and opened["version"] == JOURNAL_VERSION == 4
+    journal.write_text("\n".join([json.dumps({**opened, "version": 3}), *lines[1:]]) + "\n")
+    says = r"journal\.jsonl:1: journal format version 3 is not supported \(this swarmflow reads"
+    with pytest.raises(ConfigError, match=says):
+        kill_target_run_sync(drafting([2], []), ship, resume=first.run_dir)

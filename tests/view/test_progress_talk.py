@@ -108,9 +108,9 @@ def test_calls_of_a_process_that_died_are_not_in_flight(tmp_path: Path) -> None:
     key = {"branch": "", "agent": "a", "purpose": "turn", "digest": "d1"}
     gone = {**key, "branch": "p[1]", "digest": "d2"}
     journal = [
-        {"kind": "journal_opened", "version": 3, "run_id": "r1"},
+        {"kind": "journal_opened", "version": 4, "run_id": "r1"},
         {"kind": "model_call_started", "key": key},  # its process died in it
-        {"kind": "journal_opened", "version": 3, "run_id": "r1"},
+        {"kind": "journal_opened", "version": 4, "run_id": "r1"},
         {"kind": "model_call_started", "key": key},
         {"kind": "model_call_started", "key": {**key, "digest": "d3"}},
         {"kind": "model_call_finished", "key": {**key, "digest": "d3"}},
