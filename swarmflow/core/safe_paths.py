@@ -73,8 +73,8 @@ def _parts(relative: str | PurePosixPath) -> tuple[str, ...]:
 
 
 def _steps(relative: str | PurePosixPath) -> tuple[str, ...]:
-    """The components of a relative path, none for the root itself (`""`, `"."`)."""
-    if str(relative) in ("", "."):
+    """The components of a relative path, none for the root itself (`""`, `"."`, `"./"`)."""
+    if not PurePosixPath(relative).parts:  # PurePosixPath drops every "." and trailing "/"
         return ()
     return _parts(relative)
 
@@ -139,7 +139,9 @@ def open_file(root: Path, relative: str | PurePosixPath) -> Iterator[BinaryIO]:
         FileNotFoundError: it is not there.
         UnsafePath: a link on the way or at the end; `NotRegular`: not a regular file.
     """
-    parts = _parts(relative)
+    parts = _steps(relative)
+    if not parts:  # the root itself: a folder, whatever its path says
+        raise NotRegular(root, "a directory")
     try:
         with _folder(root, parts[:-1], make=False) as where:
             fd = os.open(parts[-1], _READ_FLAGS, dir_fd=where)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from swarmflow.core.safe_paths import (
+    NotRegular,
     UnsafePath,
     make_folder,
     read_bytes,
@@ -70,10 +71,17 @@ def test_a_fifo_is_refused_at_once_and_a_huge_file_at_its_cap(tree: tuple[Path, 
         read_bytes(root, "big", cap=1_000)
 
 
-@pytest.mark.parametrize("path", ["../outside/secret", "/etc/passwd", "a/../../x", ""])
+@pytest.mark.parametrize("path", ["../outside/secret", "/etc/passwd", "a/../../x"])
 def test_paths_that_leave_the_root_are_refused(tree: tuple[Path, Path], path: str) -> None:
     root, _ = tree
     with pytest.raises(UnsafePath, match="not a plain relative path"):
+        read_bytes(root, path)
+
+
+@pytest.mark.parametrize("path", ["", ".", "./", "./."])
+def test_the_root_itself_is_a_folder_not_a_file(tree: tuple[Path, Path], path: str) -> None:
+    root, _ = tree
+    with pytest.raises(NotRegular, match="a directory, not a regular file"):
         read_bytes(root, path)
 
 
