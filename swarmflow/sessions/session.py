@@ -18,9 +18,16 @@ from typing import Any
 import anyio
 
 from swarmflow.calls.ledgers import charged_ledgers
-from swarmflow.calls.metered import Caller, metered_call, over_step_limit, rails_at, session_purpose
+from swarmflow.calls.metered import (
+    Called,
+    Caller,
+    metered_call,
+    over_step_limit,
+    rails_at,
+    session_purpose,
+)
 from swarmflow.core.ids import new_session_id
-from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from swarmflow.core.messages import Message, ModelResponse, ToolCall, Usage
 from swarmflow.core.ports import Workspace
 from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
@@ -251,7 +258,16 @@ class AgentSession:
         self.told.clear()  # this turn carries them
         token = current_session.set(self)
         try:
-            await self._finish_turn(await self._round_trip(content))
+            # The round trip is written out here, not in a method of its own: every session
+            # of a fan-out holds its turn's frames while it waits, one fewer is less memory.
+            verdict = await self._rails_at(Hook.TURN_START, content) if self._rails else None
+            if verdict is not None and verdict.veto is not None:
+                self._vetoed(Hook.TURN_START, verdict)
+                finish = None
+            else:
+                self.append(Message("user", content if verdict is None else verdict.payload))
+                finish = await (self._outer_loop() if self.profile.goals else self._inner_loop())
+            await self._finish_turn(finish)
         except anyio.get_cancelled_exc_class():
             self.end(_cancel_reason(self.run), "cancelled from outside the session")
             self._answer_open_calls("the turn was cancelled before this call finished")
@@ -267,17 +283,6 @@ class AgentSession:
             preview=self.last_text[:1000],
         )
         return self.last_text
-
-    async def _round_trip(self, content: str) -> Finish | None:
-        """The turn's work: the turn_start rails, then the outer or the inner loop."""
-        verdict = await self._rails_at(Hook.TURN_START, content)
-        if verdict.veto is not None:
-            self._vetoed(Hook.TURN_START, verdict)
-            return None
-        self.append(Message("user", verdict.payload))
-        if self.profile.goals:
-            return await self._outer_loop()
-        return await self._inner_loop()  # no goal evaluators: one round
 
     async def _finish_turn(self, finish: Finish | None) -> None:
         """Let the turn_end rails see the answer, then record how the turn ended.
@@ -343,7 +348,17 @@ class AgentSession:
             drain_inbox(self)
             request = await self.requests.build(self)
             self.to(SessionState.CALLING_MODEL)
-            response = await self._call_model(request)
+            # The metered call awaited here, not in a method of its own: one frame fewer held
+            # by every session that waits on its model.
+            called = await metered_call(
+                self.caller,
+                self.model,
+                request,
+                steps=self.steps,
+                sent_units=self.requests.sent_units,
+                measure=self.requests.prefix.measure,
+            )
+            response = self._took(called)
             if response is None:
                 return None
             if not response.tool_calls:
@@ -353,16 +368,9 @@ class AgentSession:
             if finish is not None or self.state.is_end:
                 return finish
 
-    async def _call_model(self, request: ModelRequest) -> ModelResponse | None:
-        """One metered model call (`calls.metered`); None when the session ended on the way."""
-        called = await metered_call(
-            self.caller,
-            self.model,
-            request,
-            steps=self.steps,
-            sent_units=self.requests.sent_units,
-            measure=self.requests.prefix.measure,
-        )
+    def _took(self, called: Called) -> ModelResponse | None:
+        """Take in one metered model call (`calls.metered`); None when the session ended on
+        the way."""
         if (bust := self.requests.prefix.bust) is not None and called.payment == "paid":
             self.emit(CacheBust, step=self.steps + called.calls, **asdict(bust))
         self.steps += called.calls
