@@ -48,6 +48,7 @@ from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.goals import GoalView, evaluate_goals
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.requests import Requests, drain_inbox
+from swarmflow.sessions.toolrun import ToolRunner
 from swarmflow.sessions.wiring import ALONE, Collaborators, open_inbox, posting, tool_runner
 
 TOLD_PREVIEW = 1000
@@ -74,7 +75,8 @@ class AgentSession:
         "__weakref__",
         "_lock",
         "_rails",
-        "_tools",
+        "_collaborators",
+        "_runner",
         "agent",
         "caller",
         "closed",
@@ -160,7 +162,9 @@ class AgentSession:
         """Who this session's model calls are made as (`calls.metered`)."""
         self.requests = Requests(profile, system)
         """How its requests are laid out and kept within the context budget."""
-        self._tools = tool_runner(self, collaborators.messenger, collaborators.board)
+        self._collaborators = collaborators
+        self._runner: ToolRunner | None = None
+        """Made at the first tool round (`runner`): most sessions of a fan-out never call one."""
         self.emit(SessionStarted, model=self.profile.model_name, tools=profile.tools)
         run.state.sessions.add(self)
 
@@ -215,9 +219,17 @@ class AgentSession:
         if (old := posting(self.workspace)) is not None:
             old.unsubscribe(self.id)
         self.workspace = workspace
-        self._tools.context.workspace = workspace
+        self.runner.context.workspace = workspace  # made first, as it was, if not yet
         if (new := posting(workspace)) is not None:
             new.subscribe(self.inbox)
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The runner of this session's tool calls, with the context its tools see."""
+        if self._runner is None:
+            given = self._collaborators
+            self._runner = tool_runner(self, given.messenger, given.board)
+        return self._runner
 
     # -- a turn -----------------------------------------------------------------------------
 
@@ -393,7 +405,7 @@ class AgentSession:
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
         """Run the calls and record their observations; a submission finishes the round."""
-        done = await self._tools.run_all(calls)
+        done = await self.runner.run_all(calls)
         screen = self.screen
         run, name = self.run, self.agent.name
         for observation in done.observations:
