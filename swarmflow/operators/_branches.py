@@ -195,7 +195,8 @@ async def settle(
     try:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
         value = await call()
-        await work.finish()  # streams the branch left open stop now
+        if work.started_any:  # streams the branch left open stop now
+            await work.finish()
     except BaseException as exc:
         return await _caught(run, node, index, scope.branch, work=work, exc=exc)
     return settled(index, scope.branch, value)
@@ -330,7 +331,8 @@ class BranchSet:
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
                 value = await make()
-                await work.finish()  # streams the branch left open stop now
+                if work.started_any:  # streams the branch left open stop now
+                    await work.finish()
             except BaseException as exc:
                 outcome = await _caught(self.run, node, index, branch, work=work, exc=exc)
             else:

@@ -279,7 +279,10 @@ class AgentSession:
             else:
                 self.append(Message("user", content if verdict is None else verdict.payload))
                 finish = await (self._outer_loop() if self.profile.goals else self._inner_loop())
-            await self._finish_turn(finish)
+            if self._rails:
+                await self._finish_turn(finish)
+            else:  # no turn_end rail to ask: no coroutine to make
+                self._answered(finish, finish.text if finish is not None else self.last_text)
         except anyio.get_cancelled_exc_class():
             self.end(_cancel_reason(self.run), "cancelled from outside the session")
             self._answer_open_calls("the turn was cancelled before this call finished")
@@ -308,7 +311,11 @@ class AgentSession:
             if finish is not None:
                 self._vetoed(Hook.TURN_END, verdict)
             return
-        self.last_text = verdict.payload
+        self._answered(finish, verdict.payload)
+
+    def _answered(self, finish: Finish | None, answer: str) -> None:
+        """Take `answer` as the turn's, and end the session as `finish` says."""
+        self.last_text = answer
         if finish is not None:
             self.end(finish.reason)
 
