@@ -53,10 +53,11 @@ class Branches:
     factory: Callable[[int], Awaitable[Any]] | None = None
     given: tuple[Maker, ...] = ()
 
-    def maker(self, index: int) -> Maker:
+    def start(self, index: int) -> Awaitable[Any]:
+        """Branch `index`'s work, made now (no starter object held while it runs)."""
         if self.factory is None:
-            return self.given[index]
-        return partial(self.factory, index)
+            return self.given[index]()
+        return self.factory(index)
 
     def close_unawaited(self) -> None:
         """Close the given awaitables, so none that never ran warns "never awaited" (closing
@@ -323,14 +324,13 @@ class BranchSet:
         label = f"{self.operator}[{index}]" if self.parent.branch else branch
         node = self.run.state.graph.open("branch", branch, self.parent.node, label)
         scope = Scope(branch, self.ledger_for(index, branch), node)
-        make = self.branches.maker(index)
         # `settle` written out here, not awaited: one frame fewer held by every branch in
         # flight (a fan-out may hold tens of thousands).
         work = _entered(scope, self.group)
         try:
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
-                value = await make()
+                value = await self.branches.start(index)
                 if work.started_any:  # streams the branch left open stop now
                     await work.finish()
             except BaseException as exc:
