@@ -53,10 +53,11 @@ class Branches:
     factory: Callable[[int], Awaitable[Any]] | None = None
     given: tuple[Maker, ...] = ()
 
-    def maker(self, index: int) -> Maker:
+    def start(self, index: int) -> Awaitable[Any]:
+        """Branch `index`'s work, made now (no starter object held while it runs)."""
         if self.factory is None:
-            return self.given[index]
-        return partial(self.factory, index)
+            return self.given[index]()
+        return self.factory(index)
 
     def close_unawaited(self) -> None:
         """Close the given awaitables, so none that never ran warns "never awaited" (closing
@@ -191,29 +192,49 @@ async def settle(
     A fault of the world becomes `Failed`; a mistake in the flow, a pause for a person and a
     cancellation are recorded and raised on: they are not this branch's result.
     """
-    enter_scope(scope)
-    branch = scope.branch
-    work = BranchWork(group)
-    enter_work(work)
+    work = _entered(scope, group)
     try:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
         value = await call()
-        await work.finish()  # streams the branch left open stop now
-    except anyio.get_cancelled_exc_class():
-        await work.stop()
-        record(run, node, Cancelled(index, branch))
-        raise
-    except RunPaused:  # a control signal, not a failure: the whole run pauses
-        await work.stop()
-        record(run, node, Cancelled(index, branch, "paused for a person"))
-        raise
-    except Exception as exc:
-        await work.stop()
-        if not is_fault_of_the_world(exc):  # a mistake fails the run, even inside a branch
-            record(run, node, Failed(exc, index, branch))
-            raise
-        return Failed(exc, index, branch)  # errors travel as data: a failing branch is an outcome
+        if work.started_any:  # streams the branch left open stop now
+            await work.finish()
+    except BaseException as exc:
+        return await _caught(run, node, index, scope.branch, work=work, exc=exc)
+    return settled(index, scope.branch, value)
+
+
+def _entered(scope: Scope, group: TaskGroup) -> BranchWork:
+    """Make `scope` the current task's scope, and give it its background work."""
+    enter_scope(scope)
+    work = BranchWork(group)
+    enter_work(work)
+    return work
+
+
+def settled(index: int, branch: str, value: Any) -> Outcome:
+    """The outcome of a branch whose work returned `value`."""
     return Empty(index, branch, value) if is_empty(value) else Ok(value, index, branch)
+
+
+async def _caught(
+    run: RunContext, node: int, index: int, branch: str, *, work: BranchWork, exc: BaseException
+) -> Outcome:
+    """How a branch whose work raised `exc` ended (`settle`): `Failed` for a fault of the
+    world; a cancellation, a pause or a mistake is recorded and raised on."""
+    cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+    if not cancelled and not isinstance(exc, Exception):
+        raise exc  # KeyboardInterrupt and the like travel as they are
+    await work.stop()
+    if cancelled:
+        record(run, node, Cancelled(index, branch))
+        raise exc
+    if isinstance(exc, RunPaused):  # a control signal, not a failure: the whole run pauses
+        record(run, node, Cancelled(index, branch, "paused for a person"))
+        raise exc
+    if not is_fault_of_the_world(exc):  # a mistake fails the run, even inside a branch
+        record(run, node, Failed(exc, index, branch))
+        raise exc
+    return Failed(exc, index, branch)  # errors travel as data: a failing branch is an outcome
 
 
 def record(run: RunContext, node: int | None, outcome: Outcome) -> Outcome:
@@ -303,10 +324,20 @@ class BranchSet:
         label = f"{self.operator}[{index}]" if self.parent.branch else branch
         node = self.run.state.graph.open("branch", branch, self.parent.node, label)
         scope = Scope(branch, self.ledger_for(index, branch), node)
-        make = self.branches.maker(index)
+        # `settle` written out here, not awaited: one frame fewer held by every branch in
+        # flight (a fan-out may hold tens of thousands).
+        work = _entered(scope, self.group)
         try:
-            outcome = await settle(self.run, node, scope, index, make, group=self.group)
-        except BaseException:  # cancelled, or the call raises: settle recorded how it ended
+            try:
+                await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled branch starts nothing
+                value = await self.branches.start(index)
+                if work.started_any:  # streams the branch left open stop now
+                    await work.finish()
+            except BaseException as exc:
+                outcome = await _caught(self.run, node, index, branch, work=work, exc=exc)
+            else:
+                outcome = settled(index, branch, value)
+        except BaseException:  # cancelled, or the call raises: `_caught` recorded how it ended
             self.results[index] = Cancelled(index, branch)
             raise
         if self.stop is None and self.shared:

@@ -71,6 +71,11 @@ class BranchWork:
         self._jobs.append(job)
         return job
 
+    @property
+    def started_any(self) -> bool:
+        """Whether the branch started a job (most start none: no `finish` to await)."""
+        return bool(self._jobs)
+
     async def stop(self) -> None:
         """Stop every job still running and wait for all of them (shielded)."""
         for job in self._jobs:

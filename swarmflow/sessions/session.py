@@ -18,9 +18,16 @@ from typing import Any
 import anyio
 
 from swarmflow.calls.ledgers import charged_ledgers
-from swarmflow.calls.metered import Caller, metered_call, over_step_limit, rails_at, session_purpose
+from swarmflow.calls.metered import (
+    Called,
+    Caller,
+    metered_call,
+    over_step_limit,
+    rails_at,
+    session_purpose,
+)
 from swarmflow.core.ids import new_session_id
-from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from swarmflow.core.messages import Message, ModelResponse, ToolCall, Usage
 from swarmflow.core.ports import Workspace
 from swarmflow.core.secrets import preview
 from swarmflow.core.states import EndReason, SessionState, check_transition, end_state_for
@@ -41,6 +48,7 @@ from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.goals import GoalView, evaluate_goals
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.requests import Requests, drain_inbox
+from swarmflow.sessions.toolrun import ToolRunner
 from swarmflow.sessions.wiring import ALONE, Collaborators, open_inbox, posting, tool_runner
 
 TOLD_PREVIEW = 1000
@@ -67,7 +75,8 @@ class AgentSession:
         "__weakref__",
         "_lock",
         "_rails",
-        "_tools",
+        "_collaborators",
+        "_runner",
         "agent",
         "caller",
         "closed",
@@ -153,7 +162,9 @@ class AgentSession:
         """Who this session's model calls are made as (`calls.metered`)."""
         self.requests = Requests(profile, system)
         """How its requests are laid out and kept within the context budget."""
-        self._tools = tool_runner(self, collaborators.messenger, collaborators.board)
+        self._collaborators = collaborators
+        self._runner: ToolRunner | None = None
+        """Made at the first tool round (`runner`): most sessions of a fan-out never call one."""
         self.emit(SessionStarted, model=self.profile.model_name, tools=profile.tools)
         run.state.sessions.add(self)
 
@@ -208,9 +219,17 @@ class AgentSession:
         if (old := posting(self.workspace)) is not None:
             old.unsubscribe(self.id)
         self.workspace = workspace
-        self._tools.context.workspace = workspace
+        self.runner.context.workspace = workspace  # made first, as it was, if not yet
         if (new := posting(workspace)) is not None:
             new.subscribe(self.inbox)
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The runner of this session's tool calls, with the context its tools see."""
+        if self._runner is None:
+            given = self._collaborators
+            self._runner = tool_runner(self, given.messenger, given.board)
+        return self._runner
 
     # -- a turn -----------------------------------------------------------------------------
 
@@ -251,7 +270,19 @@ class AgentSession:
         self.told.clear()  # this turn carries them
         token = current_session.set(self)
         try:
-            await self._finish_turn(await self._round_trip(content))
+            # The round trip is written out here, not in a method of its own: every session
+            # of a fan-out holds its turn's frames while it waits, one fewer is less memory.
+            verdict = await self._rails_at(Hook.TURN_START, content) if self._rails else None
+            if verdict is not None and verdict.veto is not None:
+                self._vetoed(Hook.TURN_START, verdict)
+                finish = None
+            else:
+                self.append(Message("user", content if verdict is None else verdict.payload))
+                finish = await (self._outer_loop() if self.profile.goals else self._inner_loop())
+            if self._rails:
+                await self._finish_turn(finish)
+            else:  # no turn_end rail to ask: no coroutine to make
+                self._answered(finish, finish.text if finish is not None else self.last_text)
         except anyio.get_cancelled_exc_class():
             self.end(_cancel_reason(self.run), "cancelled from outside the session")
             self._answer_open_calls("the turn was cancelled before this call finished")
@@ -268,17 +299,6 @@ class AgentSession:
         )
         return self.last_text
 
-    async def _round_trip(self, content: str) -> Finish | None:
-        """The turn's work: the turn_start rails, then the outer or the inner loop."""
-        verdict = await self._rails_at(Hook.TURN_START, content)
-        if verdict.veto is not None:
-            self._vetoed(Hook.TURN_START, verdict)
-            return None
-        self.append(Message("user", verdict.payload))
-        if self.profile.goals:
-            return await self._outer_loop()
-        return await self._inner_loop()  # no goal evaluators: one round
-
     async def _finish_turn(self, finish: Finish | None) -> None:
         """Let the turn_end rails see the answer, then record how the turn ended.
 
@@ -291,7 +311,11 @@ class AgentSession:
             if finish is not None:
                 self._vetoed(Hook.TURN_END, verdict)
             return
-        self.last_text = verdict.payload
+        self._answered(finish, verdict.payload)
+
+    def _answered(self, finish: Finish | None, answer: str) -> None:
+        """Take `answer` as the turn's, and end the session as `finish` says."""
+        self.last_text = answer
         if finish is not None:
             self.end(finish.reason)
 
@@ -343,7 +367,17 @@ class AgentSession:
             drain_inbox(self)
             request = await self.requests.build(self)
             self.to(SessionState.CALLING_MODEL)
-            response = await self._call_model(request)
+            # The metered call awaited here, not in a method of its own: one frame fewer held
+            # by every session that waits on its model.
+            called = await metered_call(
+                self.caller,
+                self.model,
+                request,
+                steps=self.steps,
+                sent_units=self.requests.sent_units,
+                measure=self.requests.prefix.measure,
+            )
+            response = self._took(called)
             if response is None:
                 return None
             if not response.tool_calls:
@@ -353,16 +387,9 @@ class AgentSession:
             if finish is not None or self.state.is_end:
                 return finish
 
-    async def _call_model(self, request: ModelRequest) -> ModelResponse | None:
-        """One metered model call (`calls.metered`); None when the session ended on the way."""
-        called = await metered_call(
-            self.caller,
-            self.model,
-            request,
-            steps=self.steps,
-            sent_units=self.requests.sent_units,
-            measure=self.requests.prefix.measure,
-        )
+    def _took(self, called: Called) -> ModelResponse | None:
+        """Take in one metered model call (`calls.metered`); None when the session ended on
+        the way."""
         if (bust := self.requests.prefix.bust) is not None and called.payment == "paid":
             self.emit(CacheBust, step=self.steps + called.calls, **asdict(bust))
         self.steps += called.calls
@@ -385,7 +412,7 @@ class AgentSession:
 
     async def _run_tools(self, calls: Sequence[ToolCall]) -> Finish | None:
         """Run the calls and record their observations; a submission finishes the round."""
-        done = await self._tools.run_all(calls)
+        done = await self.runner.run_all(calls)
         screen = self.screen
         run, name = self.run, self.agent.name
         for observation in done.observations:
