@@ -264,6 +264,12 @@ class Journal:
             _check(cls, line)
         self._out.hold(line)
 
+    def write_line(self, cls: type[RecordBase], line: bytes) -> None:
+        """Hold one record of kind `cls` that its caller rendered as a whole JSON line."""
+        if self._validate:
+            _check(cls, line)
+        self._out.hold(line)
+
     def flush(self) -> None:
         """Write every held record, in one write(2) (and sync it with `fsync`)."""
         self._out.flush()
