@@ -292,30 +292,32 @@ def _record(
     answer = called.response
     assert answer is not None
     measure, recorded = extra
-    paid = called.payment != "replayed"
-    usage = answer.usage if paid else Usage()
+    fields: Mapping[str, object] = (
+        measure(request)
+        if measure is not None
+        else {"prompt_tokens": request.estimated_prompt_tokens}
+    )
+    if recorded:
+        fields = {**fields, **recorded}
+    usage, paid = answer.usage, called.payment != "replayed"
+    calls = answer.tool_calls
     caller.emit(
         ModelCalled,
         model=answer.model or request.model,
         step=step,
-        tokens_in=usage.input,
-        tokens_out=usage.output,
-        tokens_cached=usage.cached_input,
+        tokens_in=usage.input if paid else 0,
+        tokens_out=usage.output if paid else 0,
+        tokens_cached=usage.cached_input if paid else 0,
         latency=called.latency,
         cost=called.cost if paid else 0.0,
         finish_reason=answer.finish_reason,
-        tool_calls=[c.name for c in answer.tool_calls] if answer.tool_calls else [],
+        tool_calls=[c.name for c in calls] if calls else [],
         output_mode=answer.output_mode,
         purpose=caller.purpose,
         payment=called.payment,
-        recorded_tokens=0 if paid else answer.usage.total,
-        **(measure(request) if measure is not None else _prompt(request)),
-        **(recorded or {}),
+        recorded_tokens=0 if paid else usage.total,
+        **fields,
     )
-
-
-def _prompt(request: ModelRequest) -> dict[str, int]:
-    return {"prompt_tokens": request.estimated_prompt_tokens}
 
 
 async def rails_at(
