@@ -12,17 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-import orjson
-
 from swarmflow.core.history import HistoryView
-from swarmflow.core.messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.jsonline import json_line
 from swarmflow.record.records import ModelCallFinished, ModelCallStarted
@@ -151,23 +142,12 @@ def note_started(journal: Journal, key: ModelKeyTuple) -> bytes:
 def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
     """Journal the settled answer, for a resumed run to replay (`key`: as `note_started`
     rendered it)."""
-    if type(response) is ModelResponse and type(response.usage) is Usage:
-        # The answer's fields are the record's, in its order: serialised as the dataclass it
-        # is, with no dict built for it (a float that is not finite is written as null).
-        try:
-            body = orjson.dumps(response)
-        except orjson.JSONEncodeError:  # a lone surrogate: the plain path below escapes it
-            pass
-        else:
-            journal.write_line(
-                ModelCallFinished,
-                b'%s%s,"cost":%s,%s' % (_FINISHED_HEAD, key, orjson.dumps(cost), body[1:]),
-            )
-            return
     calls, usage = response.tool_calls, response.usage  # as `usage_fields` writes it
     fields = {
         "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        if calls
+        else [],
         "usage": {"input": usage.input, "output": usage.output, "cached_input": usage.cached_input},
         "cost": cost,
         "finish_reason": response.finish_reason,
@@ -175,9 +155,6 @@ def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: f
         "output_mode": response.output_mode,
     }
     journal.write_keyed(ModelCallFinished, key, fields)
-
-
-_FINISHED_HEAD = b'{"kind":"model_call_finished","key":'
 
 
 def recorded_response(record: ModelCallFinished) -> ModelResponse:
