@@ -24,31 +24,41 @@ _DIGEST_BYTES = 16
 class SentDigest:
     """The digest of what one caller sends, carried from one request to the next.
 
-    A session's requests only grow (each a view of one history list that is appended to), so
-    each is hashed from where the last one ended: a long session pays for its new messages,
-    not for its whole history at every call. Anything else is hashed whole.
+    The digest is made of what stays fixed from one request to the next (the tools, the
+    model, the tool choice, the output form), then the messages. A session's requests only
+    grow (each a view of one history list that is appended to), so each is hashed from where
+    the last one ended: a long session pays for its new messages, not for its whole history
+    at every call. Anything else is hashed whole.
     """
 
-    __slots__ = ("_count", "_fixed", "_fixed_digest", "_messages", "_state")
+    __slots__ = ("_count", "_fixed", "_messages", "_state")
 
     def __init__(self) -> None:
         self._messages: Sequence[Message] = ()
         self._count = 0
         """How many messages `_state` holds (those of `_messages`)."""
         self._state: hashlib.blake2b | None = None
-        """The digest of `_messages`; made at the first request (a caller that never calls
-        with a journal on holds none)."""
+        """The digest of the fixed part and `_messages`; made at the first request (a caller
+        that never calls with a journal on holds none)."""
         self._fixed: tuple[object, ...] = ()
-        self._fixed_digest = b""
 
     def of(self, request: ModelRequest) -> str:
         """The digest of what `request` shows the model (not its `max_tokens`)."""
         messages = request.messages
         new: Sequence[Message] = messages
         state = self._state
-        # A request that extends the last one extends the running state in place (one slice,
-        # one update); anything else starts afresh.
-        if state is not None and self._count and type(messages) is HistoryView:
+        fixed = self._fixed
+        # A request that sends the same fixed part (a session sends the same objects every
+        # time) and extends the last one's messages extends the running state in place (one
+        # slice, one update); anything else starts afresh.
+        if (
+            state is not None
+            and type(messages) is HistoryView
+            and request.tools is fixed[0]
+            and request.model is fixed[1]
+            and request.tool_choice is fixed[2]
+            and request.output is fixed[3]
+        ):
             added = messages.added_to(self._messages, self._count)
             if added is not None:
                 new = added
@@ -57,26 +67,15 @@ class SentDigest:
         else:
             state = None
         if state is None:
-            state = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+            self._fixed = (request.tools, request.model, request.tool_choice, request.output)
+            state = hashlib.blake2b(_fixed_digest(request), digest_size=_DIGEST_BYTES)
             self._count = 0
         if new:
             state.update(_messages_bytes(new))
             self._count += len(new)
         self._messages, self._state = messages, state
-        final = state.copy()
-        fixed = self._fixed
-        if not (
-            fixed
-            and request.tools is fixed[0]
-            and request.model is fixed[1]
-            and request.tool_choice is fixed[2]
-            and request.output is fixed[3]
-        ):  # the tools, the model, the tool choice and the output form: a session sends the
-            # same objects every time, digested once
-            self._fixed = (request.tools, request.model, request.tool_choice, request.output)
-            self._fixed_digest = _fixed_digest(request)
-        final.update(self._fixed_digest)
-        return final.hexdigest()
+        # A digest taken leaves the state as it was: the next request goes on from here.
+        return state.hexdigest()
 
 
 _FIXED: dict[tuple[int, int, str | None, str], tuple[object, object, bytes]] = {}

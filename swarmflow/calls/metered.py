@@ -34,6 +34,7 @@ from swarmflow.core.pricing import Price
 from swarmflow.core.states import EndReason
 from swarmflow.core.tokens import prompt_units
 from swarmflow.record.events import ModelCalled, RailVetoed
+from swarmflow.record.journal import Journal
 from swarmflow.record.records import ModelCallFinished
 from swarmflow.runtime.context import RunContext
 from swarmflow.runtime.rails import Hook, RailContext, Verdict
@@ -127,77 +128,110 @@ async def metered_call(
     Raises:
         Exception: what the model raised; the reservation is released first.
     """
-    limit = caller.max_steps
-    if limit is not None and steps >= limit:
-        detail = f"{steps} of {limit} model calls used"
-        return Called(refusal=Refusal(EndReason.STEP_LIMIT, detail, "step_limit"))
     purpose = caller.purpose  # whose output sizes the estimator learns (`_learner`)
     learner = caller.agent if purpose in _OWN_STEPS else _learner(caller)
-    try:
-        held = reserve_call(caller.ledgers, _estimate(caller, request, learner))
-    except BudgetExhausted as exc:
-        return Called(refusal=Refusal(EndReason(exc.reason), exc.message, "budget", exc))
+    held = _reserved(caller, request, steps, learner)
+    if isinstance(held, Called):  # refused: past the step limit, or by a budget
+        return held
     if held.cap is not None and request.max_tokens > held.cap:
         request = capped(request, held.cap)
     rails = bool(caller.run.deps.rails)  # no rails: no verdicts to make either side
     if rails:
-        verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
-        if verdict.veto is not None:
+        sent = await _rails_before(caller, request, held, steps)
+        if isinstance(sent, Called):  # vetoed
+            return sent
+        if sent is not request:  # amended: measure what is really sent
+            request, sent_units = sent, None
+    run = caller.run
+    journal = run.deps.journal
+    found = started = None
+    payment: Payment = "paid"
+    if journal is not None:
+        found, started, payment = _journaled(caller, request, journal)
+    run.deps.write_ahead()  # what came before the call is on disk before it starts
+    if found is not None:
+        held.release()
+        called = _replayed(caller, found)
+    else:
+        begun = perf_counter()
+        try:
+            if timeout is None:
+                answer = await model.complete(request)
+            else:
+                with anyio.fail_after(timeout):
+                    answer = await model.complete(request)
+        except BaseException:
             held.release()
-            return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
-        if verdict.payload is not request:  # amended: measure what is really sent
-            request, sent_units = capped(verdict.payload, held.cap), None  # the cap holds
-    called = await _answer(caller, model, request, held, timeout)
+            raise
+        called = _paid(caller, request, answer, held, started)
+        called.payment, called.latency = payment, perf_counter() - begun
     units = prompt_units(request.messages, request.tools) if sent_units is None else sent_units
     _teach(caller, request, called.usage, units, learner)
     _record(caller, request, called, steps + 1, (measure, recorded))
     if rails:
-        verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, steps + 1)
-        if verdict.veto is not None:
-            called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
-        else:
-            called.response = verdict.payload
+        await _rails_after(caller, called, steps + 1)
     return called
 
 
-async def _answer(
-    caller: Caller, model: Model, request: ModelRequest, held: Reservation, timeout: float | None
-) -> Called:
-    """The answer: from the journal of an interrupted run, or from the model, settled."""
-    run = caller.run
-    journal = run.deps.journal
-    found = recorded = None
+async def _rails_before(
+    caller: Caller, request: ModelRequest, held: Reservation, steps: int
+) -> ModelRequest | Called:
+    """The request as the `before_model_call` rails leave it (capped again when amended), or
+    the refused call when one vetoes it (its reservation released)."""
+    verdict = await rails_at(caller, Hook.BEFORE_MODEL_CALL, request, steps)
+    if verdict.veto is not None:
+        held.release()
+        return Called(refusal=_vetoed(Hook.BEFORE_MODEL_CALL, verdict))
+    amended: ModelRequest = verdict.payload
+    return request if amended is request else capped(amended, held.cap)  # the cap holds
+
+
+async def _rails_after(caller: Caller, called: Called, step: int) -> None:
+    """The `after_model_call` rails on the answer: amended, or vetoed (then no answer, and
+    the settled call stays settled)."""
+    verdict = await rails_at(caller, Hook.AFTER_MODEL_CALL, called.response, step)
+    if verdict.veto is not None:
+        called.response, called.refusal = None, _vetoed(Hook.AFTER_MODEL_CALL, verdict)
+    else:
+        called.response = verdict.payload
+
+
+def _journaled(
+    caller: Caller, request: ModelRequest, journal: Journal
+) -> tuple[ModelCallFinished | None, bytes | None, Payment]:
+    """The call's journal side before it is sent: the settled record a resumed run replays,
+    or the call's key as its started record wrote it (for its finished record), and whether
+    it is paid for again (an earlier process started it and died before it settled)."""
+    key = (caller.branch, caller.agent, caller.purpose, caller.sent.of(request))
     payment: Payment = "paid"
-    if journal is not None:
-        key = (caller.branch, caller.agent, caller.purpose, caller.sent.of(request))
-        if journal.previous is not None:  # a resumed run: replay, or pay for the call again
-            found = journal.model_call(key)
-            if found is None and journal.was_in_flight(key):
-                payment = "repaid"
-        if found is None:
-            recorded = note_started(journal, key)  # the key as both records write it
-    run.deps.write_ahead()  # what came before the call is on disk before it starts
-    if found is not None:
-        held.release()
-        return _replayed(caller, found)
-    started = perf_counter()
-    try:
-        if timeout is None:
-            answer = await model.complete(request)
-        else:
-            with anyio.fail_after(timeout):
-                answer = await model.complete(request)
-    except BaseException:
-        held.release()
-        raise
+    if journal.previous is not None:  # a resumed run: replay, or pay for the call again
+        found = journal.model_call(key)
+        if found is not None:
+            return found, None, payment
+        if journal.was_in_flight(key):
+            payment = "repaid"
+    return None, note_started(journal, key), payment
+
+
+def _paid(
+    caller: Caller,
+    request: ModelRequest,
+    answer: ModelResponse,
+    held: Reservation,
+    started: bytes | None,
+) -> Called:
+    """The model's answer, settled on the ledgers and journaled (`started`: its key as the
+    started record wrote it, None without a journal)."""
     usage = answer.usage
     # Price by the configured name (what price overrides use); servers report variants.
-    price = caller.price if request.model else run.deps.prices.price(answer.model)
+    price = caller.price if request.model else caller.run.deps.prices.price(answer.model)
     cost = price.cost(usage)
     over = held.settle(Charge(usage.input + usage.output, cost, 1))
-    if journal is not None and recorded is not None:
-        note_finished(journal, recorded, answer, cost)
-    return Called(answer, None, over, usage, cost, 1, payment, perf_counter() - started)
+    if started is not None:
+        journal = caller.run.deps.journal
+        assert journal is not None
+        note_finished(journal, started, answer, cost)
+    return Called(answer, None, over, usage, cost, 1)
 
 
 def _replayed(caller: Caller, found: ModelCallFinished) -> Called:
@@ -207,11 +241,25 @@ def _replayed(caller: Caller, found: ModelCallFinished) -> Called:
     return Called(answer, None, [], answer.usage, found.cost, 1, "replayed")
 
 
-def _estimate(caller: Caller, request: ModelRequest, learner: str) -> CallEstimate:
+def _reserved(
+    caller: Caller, request: ModelRequest, steps: int, learner: str
+) -> Reservation | Called:
+    """The call reserved on every ledger it charges, or refused: past the caller's step
+    limit, or by the ledger it would take over its limit."""
+    limit = caller.max_steps
+    if limit is not None and steps >= limit:
+        detail = f"{steps} of {limit} model calls used"
+        return Called(refusal=Refusal(EndReason.STEP_LIMIT, detail, "step_limit"))
     expected = caller.expected_output
     if expected is None:
         expected = caller.run.state.estimator.expected_output(learner)
-    return CallEstimate(request.estimated_prompt_tokens, expected, request.max_tokens, caller.price)
+    estimate = CallEstimate(
+        request.estimated_prompt_tokens, expected, request.max_tokens, caller.price
+    )
+    try:
+        return reserve_call(caller.ledgers, estimate)
+    except BudgetExhausted as exc:
+        return Called(refusal=Refusal(EndReason(exc.reason), exc.message, "budget", exc))
 
 
 _OWN_STEPS = frozenset(("turn", "harness", "judge"))
@@ -244,30 +292,32 @@ def _record(
     answer = called.response
     assert answer is not None
     measure, recorded = extra
-    paid = called.payment != "replayed"
-    usage = answer.usage if paid else Usage()
+    fields: Mapping[str, object] = (
+        measure(request)
+        if measure is not None
+        else {"prompt_tokens": request.estimated_prompt_tokens}
+    )
+    if recorded:
+        fields = {**fields, **recorded}
+    usage, paid = answer.usage, called.payment != "replayed"
+    calls = answer.tool_calls
     caller.emit(
         ModelCalled,
         model=answer.model or request.model,
         step=step,
-        tokens_in=usage.input,
-        tokens_out=usage.output,
-        tokens_cached=usage.cached_input,
+        tokens_in=usage.input if paid else 0,
+        tokens_out=usage.output if paid else 0,
+        tokens_cached=usage.cached_input if paid else 0,
         latency=called.latency,
         cost=called.cost if paid else 0.0,
         finish_reason=answer.finish_reason,
-        tool_calls=[c.name for c in answer.tool_calls] if answer.tool_calls else [],
+        tool_calls=[c.name for c in calls] if calls else [],
         output_mode=answer.output_mode,
         purpose=caller.purpose,
         payment=called.payment,
-        recorded_tokens=0 if paid else answer.usage.total,
-        **(measure(request) if measure is not None else _prompt(request)),
-        **(recorded or {}),
+        recorded_tokens=0 if paid else usage.total,
+        **fields,
     )
-
-
-def _prompt(request: ModelRequest) -> dict[str, int]:
-    return {"prompt_tokens": request.estimated_prompt_tokens}
 
 
 async def rails_at(

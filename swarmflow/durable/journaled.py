@@ -54,8 +54,11 @@ async def journaled_call(
     owns_worktree = request.workspace is None and agent.workspace == "worktree"
     adopted = await adopted_workspace(run, agent, started) if owns_worktree else None
     session = await open_call(run, scope, request, card=card, adopted=adopted)
-    await restart_in_flight(run, session, started, owned=owns_worktree)
-    await record_started(run, key, session)
+    # Most calls have no worktree and no earlier start: neither step is awaited for them.
+    if started is not None:
+        await restart_in_flight(run, session, started, owned=owns_worktree)
+    if session.workspace is not None:
+        await record_started(run, key, session)
     result = await work(run, session, request)
     record_call(run, key, session, result, request.text)
     return result

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
+
 from swarmflow.core.errors import ConfigError
 from swarmflow.record.eventlog import VALIDATE_ENV
 from swarmflow.record.events import (
@@ -259,7 +261,14 @@ class Journal:
         head = _KEYED_HEADS.get(cls)
         if head is None:
             head = _KEYED_HEADS[cls] = b'{"kind":"%s","key":' % kind_of(cls).encode()
-        line = head + key + (b"," + json_line(fields)[1:] if fields else b"}")
+        if not fields:
+            line = head + key + b"}"
+        else:
+            try:  # plain fields: orjson's bytes are copied once, into the line
+                body = orjson.dumps(fields)
+            except orjson.JSONEncodeError:  # anything else goes the one line writer's way
+                body = json_line(fields)
+            line = b"%s%s,%s" % (head, key, body[1:])
         if self._validate:
             _check(cls, line)
         self._out.hold(line)
