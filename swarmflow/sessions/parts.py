@@ -3,6 +3,7 @@ the handoff rule): a protocol, so that they need not import the session that use
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from swarmflow.calls.metered import Caller
@@ -49,3 +50,24 @@ class SessionParts(Protocol):
     def to(self, target: SessionState) -> None: ...
 
     def end(self, reason: EndReason, detail: str = "") -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The inner loop's proposal to end a round: a final answer or a submission."""
+
+    reason: EndReason
+    text: str
+
+
+def cancel_reason(run: RunContext) -> EndReason:
+    """Why a session cancelled from outside ended: the run's wall clock, or a cancellation."""
+    root = run.state.ledger
+    if root.limits.seconds is not None and root.elapsed() >= root.limits.seconds:
+        return EndReason.WALL_CLOCK
+    return EndReason.CANCELLED
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as a session's end detail: its type and what it says."""
+    return f"{type(exc).__name__}: {exc}"

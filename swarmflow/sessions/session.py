@@ -12,7 +12,7 @@ at each.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import anyio
@@ -46,9 +46,10 @@ from swarmflow.record.events import (
 from swarmflow.runtime.context import RunContext, Scope, current_session
 from swarmflow.runtime.rails import Hook, Verdict
 from swarmflow.sessions.goals import GoalView, evaluate_goals
+from swarmflow.sessions.parts import Finish, cancel_reason, describe
 from swarmflow.sessions.profile import agent_profile
 from swarmflow.sessions.requests import Requests, drain_inbox
-from swarmflow.sessions.toolrun import ToolRunner
+from swarmflow.sessions.toolrun import ToolRunner, unanswered
 from swarmflow.sessions.wiring import ALONE, Collaborators, open_inbox, posting, tool_runner
 
 TOLD_PREVIEW = 1000
@@ -57,14 +58,6 @@ TOLD_PREVIEW = 1000
 
 Messenger = Callable[["AgentSession", str, str], Awaitable[str]]
 """Delivers a `message_agent` call (sender, recipient, text) and returns the answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """The inner loop's proposal to end a round: a final answer or a submission."""
-
-    reason: EndReason
-    text: str
 
 
 class AgentSession:
@@ -199,19 +192,9 @@ class AgentSession:
         self.history_units += message_units(message)
 
     def _answer_open_calls(self, why: str) -> None:
-        """Answer each tool call of the last model response that has no observation (the turn
-        ended before it ran): servers refuse a conversation holding an unanswered call, so the
-        session's next turn would fail."""
-        index = len(self.history) - 1
-        while index >= 0 and self.history[index].role == "tool":
-            index -= 1
-        if index < 0 or not self.history[index].tool_calls:
-            return
-        answered = {m.tool_call_id for m in self.history[index + 1 :]}
-        for call in self.history[index].tool_calls:
-            if call.id not in answered:
-                note = f"not run: {why}"
-                self.append(Message("tool", note, tool_call_id=call.id, name=call.name))
+        """Answer the last response's tool calls that have no observation (`unanswered`)."""
+        for note in unanswered(self.history, why):
+            self.append(note)
 
     def move_to(self, workspace: Workspace) -> None:
         """Work on in `workspace` from now on (a resumed session takes over the worktree its
@@ -284,7 +267,7 @@ class AgentSession:
             else:  # no turn_end rail to ask: no coroutine to make
                 self._answered(finish, finish.text if finish is not None else self.last_text)
         except anyio.get_cancelled_exc_class():
-            self.end(_cancel_reason(self.run), "cancelled from outside the session")
+            self.end(cancel_reason(self.run), "cancelled from outside the session")
             self._answer_open_calls("the turn was cancelled before this call finished")
             raise
         except Exception as exc:  # an unhandled fault ends the session in error
@@ -323,7 +306,7 @@ class AgentSession:
         """End in error; the on_error rails may replace the error the caller sees."""
         self.error = exc
         if not self.state.is_end:
-            self.end(EndReason.ERROR, _describe(exc))
+            self.end(EndReason.ERROR, describe(exc))
         try:
             verdict = await self._rails_at(Hook.ON_ERROR, exc, error=exc)
         except Exception as rail_exc:  # a failing error rail must not hide the first fault
@@ -331,7 +314,7 @@ class AgentSession:
             return
         if verdict.veto is None and verdict.payload is not exc:
             self.error = verdict.payload
-            self.detail = _describe(verdict.payload)
+            self.detail = describe(verdict.payload)
 
     async def _outer_loop(self) -> Finish | None:
         rounds = 0
@@ -461,14 +444,3 @@ class AgentSession:
             steps=self.steps,
             tokens=self.usage.total,
         )
-
-
-def _cancel_reason(run: RunContext) -> EndReason:
-    root = run.state.ledger
-    if root.limits.seconds is not None and root.elapsed() >= root.limits.seconds:
-        return EndReason.WALL_CLOCK
-    return EndReason.CANCELLED
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"

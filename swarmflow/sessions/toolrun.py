@@ -196,3 +196,20 @@ class ToolRunner:
 
 def _submission_text(result: ToolResult) -> str:
     return result.value if isinstance(result.value, str) else result.text
+
+
+def unanswered(history: Sequence[Message], why: str) -> list[Message]:
+    """A "not run" observation for each tool call of the last model response in `history`
+    that has none (its turn ended before it ran): servers refuse a conversation that holds
+    an unanswered call, so the session's next turn would fail without them."""
+    index = len(history) - 1
+    while index >= 0 and history[index].role == "tool":
+        index -= 1
+    if index < 0 or not history[index].tool_calls:
+        return []
+    answered = {m.tool_call_id for m in history[index + 1 :]}
+    return [
+        Message("tool", f"not run: {why}", tool_call_id=call.id, name=call.name)
+        for call in history[index].tool_calls
+        if call.id not in answered
+    ]
