@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGET = Path(__file__).with_name("flagship_kill_target.py")
 
 
-def kill_mid_run(root: Path, hang_at: int) -> Path:
+def kill_mid_run(root: Path, agent: str) -> Path:
+    """Kill the flagship inside an agent call of `agent` that has settled a model call."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    kill_when_ready([sys.executable, str(TARGET), str(root), str(hang_at)], env, timeout=60)
+    kill_when_ready([sys.executable, str(TARGET), str(root), agent], env, timeout=60)
     (run_dir,) = (root / "runs").iterdir()
     return run_dir
 
@@ -76,7 +77,9 @@ def summary(out: FixResult) -> tuple[object, ...]:
 
 
 def test_a_killed_flagship_run_resumes_in_its_worktrees(tmp_path: Path) -> None:
-    run_dir = kill_mid_run(tmp_path, hang_at=13)
+    # The reviewers start once the coders have finished: the kill lands after finished agent
+    # calls and inside one that has settled a model call, whatever the scheduling.
+    run_dir = kill_mid_run(tmp_path, "reviewer")
     target = tmp_path / "target"
     finished = journal(run_dir, "call_finished")
     started = {r["workspace"]["branch"] for r in journal(run_dir, "call_started")}  # type: ignore[index]
