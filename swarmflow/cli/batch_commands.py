@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from swarmflow.cli.exit_status import OK, PROBLEMS, USAGE
 from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 from swarmflow.cli.signals import stopped
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from swarmflow.cli.progress_talk import Counts
     from swarmflow.runtime.flow import Flow
 
-OK, PROBLEMS, USAGE = 0, 1, 2
 BUDGETS = (("tokens", int, "tokens"), ("cost", float, "cost in USD"))
 
 

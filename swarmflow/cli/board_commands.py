@@ -29,13 +29,15 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swarmflow.cli.exit_status import OK, USAGE
+from swarmflow.cli.exit_status import PROBLEMS as REFUSED
+
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
     from swarmflow.runtime.context import RunContext
     from swarmflow.teams.http import BoardAddress
 
-OK, REFUSED, USAGE = 0, 1, 2
 TOKEN_ENV = "SWARMFLOW_BOARD_TOKEN"
 _SLACK = 30.0
 """Seconds the client waits beyond a `wait`'s own timeout before giving up on the server."""

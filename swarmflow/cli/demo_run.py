@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 
+from swarmflow.cli.exit_status import USAGE
 from swarmflow.cli.model_options import model_from_args
 from swarmflow.cli.report_commands import tolerant_output
 from swarmflow.cli.signals import stopped
@@ -27,8 +28,6 @@ from swarmflow.report import render_report
 from swarmflow.runner.lifecycle import RunResult
 from swarmflow.workspaces.git import git_succeeds
 
-USAGE_ERROR = 2
-
 
 def run_demo(args: argparse.Namespace) -> int:
     """Run the flagship flow and print its summary; 0 when the run finished ok."""
@@ -36,7 +35,7 @@ def run_demo(args: argparse.Namespace) -> int:
     problem = _usage_problem(args)
     if problem:
         print(f"swarmflow demo: {problem}", file=sys.stderr)
-        return USAGE_ERROR
+        return USAGE
     try:
         result: RunResult = anyio.run(_demo, args)
     except KeyboardInterrupt as exc:

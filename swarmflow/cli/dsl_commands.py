@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmflow.cli.exit_status import OK, PROBLEMS, USAGE
+
 if TYPE_CHECKING:
     from swarmflow.dsl.syntax.diagnostics import Diagnostic
 
-OK, PROBLEMS, USAGE = 0, 1, 2
 # The DSL package is imported only when the command runs: `swarmflow --help` stays quick.
 
 

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmflow.cli.exit_status import OK, PROBLEMS
+
 if TYPE_CHECKING:
     from swarmflow.experience.store import ExperienceStore
 
-OK, PROBLEMS, USAGE = 0, 1, 2
 TEXT_COLUMNS = 90
 
 

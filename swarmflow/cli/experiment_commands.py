@@ -24,6 +24,8 @@ from swarmflow.cli.batch_commands import (
     limits_from,
     stopped_kept,
 )
+from swarmflow.cli.exit_status import OK, USAGE
+from swarmflow.cli.exit_status import PROBLEMS as LEFT
 from swarmflow.cli.model_choice import add_model_choice
 
 if TYPE_CHECKING:
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
     from swarmflow.experiments.graders import Grader
     from swarmflow.experiments.regrade import RegradeResult
     from swarmflow.runner.wiring import ModelSpec
-
-OK, LEFT, USAGE = 0, 1, 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmflow.cli.exit_status import OK, PROBLEMS, USAGE
+
 if TYPE_CHECKING:
     from swarmflow.dsl.compile.plan import Program
-
-OK, PROBLEMS, USAGE = 0, 1, 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,10 +13,10 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from swarmflow.cli.exit_status import OK, USAGE
+
 if TYPE_CHECKING:
     from swarmflow.models.probe import EndpointProfile
-
-OK, USAGE = 0, 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmflow.cli.exit_status import OK, USAGE
+
 if TYPE_CHECKING:
     from swarmflow.report.log import RunLog
 
-OK, USAGE = 0, 2
 HTML_NAME = "report.html"
 
 

@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from swarmflow.cli.exit_status import OK, PROBLEMS, USAGE
 from swarmflow.cli.flow_refs import add_flow_argument
 from swarmflow.cli.model_choice import NO_MODEL, ChosenModel, add_model_choice, model_chosen
 from swarmflow.cli.signals import cancelled_on_sigterm, stopped
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-OK, PROBLEMS, USAGE = 0, 1, 2
 CAPS = (
     ("tokens", int, "tokens"),
     ("cost", float, "cost in USD"),

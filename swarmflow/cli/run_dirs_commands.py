@@ -9,14 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swarmflow.cli.exit_status import OK, PROBLEMS, USAGE
 from swarmflow.cli.flow_refs import load_flow_named
 from swarmflow.cli.model_choice import ChosenModel, add_model_choice
 
 if TYPE_CHECKING:
     from swarmflow.runner.result import RunResult
     from swarmflow.runtime.flow import Flow
-
-OK, PROBLEMS, USAGE = 0, 1, 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

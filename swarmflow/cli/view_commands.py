@@ -14,7 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-OK, USAGE = 0, 2
+from swarmflow.cli.exit_status import OK, USAGE
+
 INSTALL_HINT = "swarmflow view needs the view extra: pip install 'swarmflow[view]'"
 
 

@@ -172,9 +172,10 @@ def fitted_axis(values: list[float], limits: list[float]) -> tuple[float, list[f
     return upper, [x for x in limits if x > upper]
 
 
-def _per_run(arms: list[ArmSummary], value: Measure, limit: Limit, label: str) -> str:
+def _per_run(arms: list[ArmSummary], value: Measure, limit: Limit, what: str, red: str) -> str:
     """A dot per run, the mean as a bar, the limit as a red tick (or its value at the edge
-    when it lies far beyond every run); `mean / limit` at the right."""
+    when it lies far beyond every run); `mean / limit` at the right. The axis says `what` is
+    measured and, as its legend, what the red tick (`red`) stands for."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.5 * len(arms)))
     caps = [max((x for x in map(limit, a.rows) if x), default=None) for a in arms]
@@ -204,25 +205,17 @@ def _per_run(arms: list[ArmSummary], value: Measure, limit: Limit, label: str) -
     ax.set_yticks(range(len(arms)), [a.name for a in arms])
     ax.set_xlim(0, upper)
     ax.set_ylim(len(arms) - 0.5, -0.5)
-    ax.set_xlabel(label)
+    ax.set_xlabel(f"{what} (dot: a run; bar: mean; red: {red})")
     return _svg(fig)
 
 
 def tokens_per_run(arms: list[ArmSummary]) -> str:
-    return _per_run(
-        arms,
-        lambda r: r.tokens,
-        lambda r: r.allowance,
-        "tokens per run (dot: a run; bar: mean; red: allowance)",
-    )
+    return _per_run(arms, lambda r: r.tokens, lambda r: r.allowance, "tokens per run", "allowance")
 
 
 def wall_per_run(arms: list[ArmSummary]) -> str:
     return _per_run(
-        arms,
-        lambda r: r.wall,
-        lambda r: r.wall_limit,
-        "wall clock per run, s (dot: a run; bar: mean; red: limit)",
+        arms, lambda r: r.wall, lambda r: r.wall_limit, "wall clock per run, s", "limit"
     )
 
 

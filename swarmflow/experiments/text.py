@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from swarmflow.experiments.grading_notes import Grading
 from swarmflow.experiments.layout import Manifest
@@ -159,35 +159,28 @@ def _axes(arms: list[ArmSummary]) -> str:
     return table(rows)
 
 
+def _mean(name: str, spec: str) -> Callable[[ArmSummary], str]:
+    """An arm's mean of the row field `name` per run, shown with the format `spec`."""
+    return lambda a: format(a.mean(name), spec)
+
+
+_RESOURCES: tuple[tuple[str, Callable[[ArmSummary], str]], ...] = (
+    ("tokens", _mean("tokens", ",.0f")),
+    ("cost $", _mean("cost", ".4f")),
+    ("cache hit %", lambda a: _pct(a.cache_share)),
+    ("wall s", _mean("wall", ".2f")),
+    ("model s", _mean("model_seconds", ".2f")),
+    ("tool s", _mean("tool_seconds", ".2f")),
+    ("engine s", _mean("engine_seconds", ".2f")),
+    ("judge tokens", _mean("judge_tokens", ",.0f")),
+)
+"""The resources table after its arm column: each heading beside how an arm's cell is shown."""
+
+
 def _resources(arms: list[ArmSummary]) -> str:
-    rows: list[tuple[str, ...]] = [
-        (
-            "arm",
-            "tokens",
-            "cost $",
-            "cache hit %",
-            "wall s",
-            "model s",
-            "tool s",
-            "engine s",
-            "judge tokens",
-        )
-    ]
-    for a in arms:
-        rows.append(
-            (
-                a.name,
-                f"{a.mean('tokens'):,.0f}",
-                f"{a.mean('cost'):.4f}",
-                _pct(a.cache_share),
-                f"{a.mean('wall'):.2f}",
-                f"{a.mean('model_seconds'):.2f}",
-                f"{a.mean('tool_seconds'):.2f}",
-                f"{a.mean('engine_seconds'):.2f}",
-                f"{a.mean('judge_tokens'):,.0f}",
-            )
-        )
-    return table(rows, right=tuple(range(1, 9)))
+    rows: list[tuple[str, ...]] = [("arm", *(heading for heading, _ in _RESOURCES))]
+    rows += [(a.name, *(cell(a) for _, cell in _RESOURCES)) for a in arms]
+    return table(rows, right=tuple(range(1, len(_RESOURCES) + 1)))
 
 
 def _agents(arms: list[ArmSummary]) -> str:

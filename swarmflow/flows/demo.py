@@ -114,31 +114,30 @@ def _coder(request: ModelRequest) -> Reply:
 
 def _correct(done: list[Done], command: str) -> Reply:
     """Search, read, fix, test, submit."""
-    step = len(done)
-    if step == 0:
+    if not done:
         return tool_call("search", pattern=r"def median", glob="*.py")
-    if step == 1:
+    if len(done) == 1:
         return tool_call("read_file", path=_found_path(done[0].result))
-    if step == 2:
-        return _edit(done[1], GOOD_FIX) or _give_up(done[1].args.get("path", TARGET_FILE))
-    if step == 3:
-        return tool_call("run_shell", command=command)
-    if step == 4:
-        return tool_call("submit", summary=GOOD_SUMMARY.format(tests=tally_line(done[3].result)))
-    return "Submitted."
+    return _fix_and_submit(done[1:], GOOD_FIX, GOOD_SUMMARY, command)
 
 
 def _wrong(done: list[Done], command: str) -> Reply:
     """Read, make a plausible but wrong fix, see the tests fail, submit anyway."""
-    step = len(done)
-    if step == 0:
+    if not done:
         return tool_call("read_file", path=TARGET_FILE)
+    return _fix_and_submit(done, WRONG_FIX, WRONG_SUMMARY, command)
+
+
+def _fix_and_submit(done: list[Done], fix: str, summary: str, command: str) -> Reply:
+    """After reading a file (`done[0]`): edit in `fix`, run the tests, and submit `summary`
+    with their tally; give up when the file read has no buggy line to replace."""
+    step = len(done)
     if step == 1:
-        return _edit(done[0], WRONG_FIX) or _give_up(TARGET_FILE)
+        return _edit(done[0], fix) or _give_up(done[0].args.get("path", TARGET_FILE))
     if step == 2:
         return tool_call("run_shell", command=command)
     if step == 3:
-        return tool_call("submit", summary=WRONG_SUMMARY.format(tests=tally_line(done[2].result)))
+        return tool_call("submit", summary=summary.format(tests=tally_line(done[2].result)))
     return "Submitted."
 
 

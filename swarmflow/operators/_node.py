@@ -23,27 +23,17 @@ def operator_node(
     run = current_run(f"{operator}()")
     parent = current_scope()
     node = run.state.graph.open(operator, parent.branch, parent.node, label or operator)
+    # The started and finished events name the node alike, so a reader pairs them.
+    named = {"branch": parent.branch, "operator": operator, "node": str(node)}
     if events:
-        run.deps.log.emit(
-            OperatorStarted,
-            branch=parent.branch,
-            operator=operator,
-            node=str(node),
-            detail=detail or {},
-        )
+        run.deps.log.emit(OperatorStarted, **named, detail=detail or {})
     ended = Ended()
     try:
         with closing(run, node, ended), scoped(Scope(parent.branch, parent.ledger, node)) as scope:
             yield run, scope
     finally:  # after the node is closed, with how it ended
         if events:
-            run.deps.log.emit(
-                OperatorFinished,
-                branch=parent.branch,
-                operator=operator,
-                node=str(node),
-                status=ended.status,
-            )
+            run.deps.log.emit(OperatorFinished, **named, status=ended.status)
 
 
 class Ended:

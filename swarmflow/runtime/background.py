@@ -11,12 +11,14 @@ producers it still owns and waits for them, so none outlives the branch's outcom
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import anyio
+
+from swarmflow.core.bindings import bound
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -108,11 +110,6 @@ def enter_work(work: BranchWork) -> None:
     _current.set(work)
 
 
-@contextmanager
-def owning(work: BranchWork) -> Iterator[BranchWork]:
+def owning(work: BranchWork) -> AbstractContextManager[BranchWork]:
     """Make `work` the current branch's background work for the block."""
-    token = _current.set(work)
-    try:
-        yield work
-    finally:
-        _current.reset(token)
+    return bound(_current, work)

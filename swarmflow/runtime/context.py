@@ -7,10 +7,11 @@ every task started inside a branch inherits that branch's scope.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
+from swarmflow.core.bindings import bound
 from swarmflow.core.budget import Ledger
 from swarmflow.core.errors import ConfigError
 from swarmflow.core.renders import current_renders
@@ -75,14 +76,9 @@ def enter_scope(scope: Scope) -> None:
     _current_scope.set(scope)
 
 
-@contextmanager
-def scoped(scope: Scope) -> Iterator[Scope]:
+def scoped(scope: Scope) -> AbstractContextManager[Scope]:
     """Enter a branch scope for the duration of the block."""
-    token = _current_scope.set(scope)
-    try:
-        yield scope
-    finally:
-        _current_scope.reset(token)
+    return bound(_current_scope, scope)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 
+from swarmflow.core.bindings import bound
 from swarmflow.core.errors import AgentFailed
 from swarmflow.core.messages import OutputSpec
 from swarmflow.core.states import EndReason, SessionState
@@ -70,11 +71,8 @@ async def ask_structured(
     follows its own question and no other sender's turn comes between them.
     """
     schema = output_schema(output)
-    token = asking.set(Asking(session, schema.spec))
-    try:
+    with bound(asking, Asking(session, schema.spec)):
         return await _ask_until_valid(session, prompt, output, schema, retries)
-    finally:
-        asking.reset(token)
 
 
 async def _ask_until_valid(

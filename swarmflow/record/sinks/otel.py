@@ -81,16 +81,12 @@ class OTelSink:
 
     def close(self) -> None:
         """End whatever is still open: the run stopped before it said so."""
-        end = _ns(self._last_ts)
         for span in [*self._open.sessions.values(), *(s for _, s in self._open.operators.values())]:
-            _fail(span, "the run ended before this span did")
-            span.end(end_time=end)
+            _end(span, self._last_ts, "the run ended before this span did")
         self._open.sessions.clear()
         self._open.operators.clear()
-        if self._open.run is not None:
-            _fail(self._open.run, "the event stream ended without run_finished")
-            self._open.run.end(end_time=end)
-            self._open.run = None
+        run, self._open.run = self._open.run, None
+        _end(run, self._last_ts, "the event stream ended without run_finished")
 
     # -- parents ---------------------------------------------------------------------------
 
@@ -138,21 +134,19 @@ class OTelSink:
         )
 
     def _run_finished(self, e: RunFinished) -> None:
-        span = self._open.run
-        if span is None:
-            return
-        span.set_attributes(
+        span, self._open.run = self._open.run, None
+        failed = e.status in ("failed", "cancelled")
+        _end(
+            span,
+            e.ts,
+            (e.error or e.status) if failed else None,
             {
                 "swarmflow.status": e.status,
                 "swarmflow.tokens": e.tokens,
                 "swarmflow.cost_usd": e.cost,
                 "swarmflow.calls": e.calls,
-            }
+            },
         )
-        if e.status in ("failed", "cancelled"):
-            _fail(span, e.error or e.status)
-        span.end(end_time=_ns(e.ts))
-        self._open.run = None
 
     def _operator_started(self, e: OperatorStarted) -> None:
         parent = self._operator_for(e.branch)
@@ -169,13 +163,8 @@ class OTelSink:
         self._open.operators[e.node] = (e.branch, span)
 
     def _operator_finished(self, e: OperatorFinished) -> None:
-        found = self._open.operators.pop(e.node, None)
-        if found is None:
-            return
-        span = found[1]
-        if e.status != "ok":
-            _fail(span, e.status)
-        span.end(end_time=_ns(e.ts))
+        _, span = self._open.operators.pop(e.node, (None, None))
+        _end(span, e.ts, e.status if e.status != "ok" else None)
 
     def _session_started(self, e: SessionStarted) -> None:
         agent = e.agent or "?"
@@ -194,20 +183,17 @@ class OTelSink:
         )
 
     def _session_ended(self, e: SessionEnded) -> None:
-        span = self._open.sessions.pop(e.session or "?", None)
-        if span is None:
-            return
-        span.set_attributes(
+        _end(
+            self._open.sessions.pop(e.session or "?", None),
+            e.ts,
+            (e.detail or e.reason) if e.state == "error" else None,
             {
                 "swarmflow.state": e.state,
                 "swarmflow.reason": e.reason,
                 "swarmflow.steps": e.steps,
                 "swarmflow.tokens": e.tokens,
-            }
+            },
         )
-        if e.state == "error":
-            _fail(span, e.detail or e.reason)
-        span.end(end_time=_ns(e.ts))
 
     def _model_called(self, e: ModelCalled) -> None:
         model = e.model or "unknown"
@@ -233,7 +219,7 @@ class OTelSink:
             },
             kind=SpanKind.CLIENT,
         )
-        span.end(end_time=_ns(e.ts))
+        _end(span, e.ts)
 
     def _tool_executed(self, e: ToolExecuted) -> None:
         span = self._start(
@@ -248,9 +234,7 @@ class OTelSink:
                 "gen_ai.agent.name": e.agent,
             },
         )
-        if not e.ok:
-            _fail(span, "tool failed", "tool_error")
-        span.end(end_time=_ns(e.ts))
+        _end(span, e.ts, None if e.ok else "tool failed", error_type="tool_error")
 
     def _tool_refused(self, e: ToolRefused) -> None:
         span = self._start(
@@ -264,13 +248,27 @@ class OTelSink:
                 "gen_ai.agent.name": e.agent,
             },
         )
-        _fail(span, e.reason, "tool_refused")
-        span.end(end_time=_ns(e.ts))
+        _end(span, e.ts, e.reason, error_type="tool_refused")
 
 
-def _fail(span: Span, description: str, error_type: str = "error") -> None:
-    span.set_attribute("error.type", error_type)
-    span.set_status(Status(StatusCode.ERROR, description))
+def _end(
+    span: Span | None,
+    ts: float,
+    failure: str | None = None,
+    attributes: dict[str, Any] | None = None,
+    *,
+    error_type: str = "error",
+) -> None:
+    """End `span` at `ts`, with its closing `attributes` and, when `failure` says why, an
+    error status; None (a span already ended, or never started) is passed over."""
+    if span is None:
+        return
+    if attributes:
+        span.set_attributes(attributes)
+    if failure is not None:
+        span.set_attribute("error.type", error_type)
+        span.set_status(Status(StatusCode.ERROR, failure))
+    span.end(end_time=_ns(ts))
 
 
 _HANDLERS: dict[type[EventBase], Any] = {
