@@ -58,6 +58,7 @@ def read_log(run_dir: Path, into: Recorded | None = None) -> LogState:
             into.take_event(event)
 
     read_lines(path, "an event", take)
+    state.spent = Charge(scan.tokens, scan.cost, scan.calls)
     return state
 
 
@@ -70,10 +71,12 @@ def read_run(run_dir: Path) -> tuple[LogState, Recorded]:
 
 @dataclass(slots=True)
 class _LogScan:
-    """What `read_log` keeps between events besides `state`: where the current process's
-    time starts (the spend adds up in `state.spent` itself)."""
+    """`read_log`'s running totals."""
 
     state: LogState
+    tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
     before: float = 0.0
     """The time of the processes before the current one."""
     opened: float = 0.0
@@ -97,12 +100,9 @@ class _LogScan:
             # is made in between): its own count, recorded here, is the truer one.
             state.elapsed = max(state.elapsed, _amount(event, "seconds"))
         elif kind == "model_called":
-            tokens, cost, calls = state.spent
-            state.spent = Charge(
-                tokens + _count(event, "tokens_in") + _count(event, "tokens_out"),
-                cost + _amount(event, "cost"),
-                calls + (event.get("payment") != "replayed"),  # counted where it was paid
-            )
+            self.tokens += _count(event, "tokens_in") + _count(event, "tokens_out")
+            self.cost += _amount(event, "cost")
+            self.calls += event.get("payment") != "replayed"  # counted where it was paid
 
 
 def _count(event: dict[str, Any], name: str, default: int = 0) -> int:
