@@ -139,9 +139,12 @@ def note_started(journal: Journal, key: ModelKeyTuple) -> bytes:
     return rendered
 
 
-def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: float) -> None:
+def note_finished(
+    journal: Journal, key: bytes, response: ModelResponse, cost: float, at: tuple[str, int]
+) -> None:
     """Journal the settled answer, for a resumed run to replay (`key`: as `note_started`
-    rendered it)."""
+    rendered it; `at`: the caller's session and the call's step, where a transcript shows
+    the answer's words)."""
     calls, usage = response.tool_calls, response.usage  # as `usage_fields` writes it
     fields = {
         "text": response.text,
@@ -153,6 +156,8 @@ def note_finished(journal: Journal, key: bytes, response: ModelResponse, cost: f
         "finish_reason": response.finish_reason,
         "model": response.model,
         "output_mode": response.output_mode,
+        "session": at[0],
+        "step": at[1],
     }
     journal.write_keyed(ModelCallFinished, key, fields)
 

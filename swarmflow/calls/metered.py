@@ -163,7 +163,7 @@ async def metered_call(
         except BaseException:
             held.release()
             raise
-        called = _paid(caller, request, answer, held, started)
+        called = _paid(caller, request, answer, held, (started, steps + 1))
         called.payment, called.latency = payment, perf_counter() - begun
     units = prompt_units(request.messages, request.tools) if sent_units is None else sent_units
     _teach(caller, request, called.usage, units, learner)
@@ -218,19 +218,20 @@ def _paid(
     request: ModelRequest,
     answer: ModelResponse,
     held: Reservation,
-    started: bytes | None,
+    journaled: tuple[bytes | None, int],
 ) -> Called:
-    """The model's answer, settled on the ledgers and journaled (`started`: its key as the
-    started record wrote it, None without a journal)."""
+    """The model's answer, settled on the ledgers and journaled (`journaled`: its key as the
+    started record wrote it, None without a journal, and the call's step)."""
     usage = answer.usage
     # Price by the configured name (what price overrides use); servers report variants.
     price = caller.price if request.model else caller.run.deps.prices.price(answer.model)
     cost = price.cost(usage)
     over = held.settle(Charge(usage.input + usage.output, cost, 1))
+    started, step = journaled
     if started is not None:
         journal = caller.run.deps.journal
         assert journal is not None
-        note_finished(journal, started, answer, cost)
+        note_finished(journal, started, answer, cost, (caller.session, step))
     return Called(answer, None, over, usage, cost, 1)
 
 

@@ -241,6 +241,10 @@ class ModelCallFinished(RecordBase):
     finish_reason: Literal["stop", "tool_calls", "length", "content_filter", "error"] = "stop"
     model: str | None = None
     output_mode: str | None = None
+    session: str = ""
+    """The session that made the call ("" where none did), and the call's `step` there: where
+    a transcript shows the words of an answer that also called tools."""
+    step: NonNegativeInt = 0
 
 
 JournalRecord = Annotated[

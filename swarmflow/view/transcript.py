@@ -3,16 +3,17 @@ ended, its journal: what the session was asked, every model call and the tool ca
 each tool's result, evidence and messages it was given, board posts, refusals, its answer.
 
 The events hold every step (tool results cut to what the log keeps); the journal adds the
-prompt and the final text of each finished call, each clipped to `MAX_TEXT`. The journal is
-read only when the run has ended, a record at a time (`core.reading.LineTail`: nothing is cut
-off it, no record is held past its parts).
+prompt and the final text of each finished call, and the words of each model answer that also
+called tools (the events name the tools only), each clipped to `MAX_TEXT`. The journal is read
+only when the run has ended, a record at a time (`core.reading.LineTail`: nothing is cut off
+it, no record is held past its parts).
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from swarmflow.record.events import (
     ToolExecuted,
 )
 from swarmflow.record.files import JOURNAL_FILE
-from swarmflow.record.records import CallFinished, parse_record
+from swarmflow.record.records import CallFinished, ModelCallFinished, parse_record
 from swarmflow.report.digest import refusal_text
 
 MAX_TEXT = 20_000
@@ -56,6 +57,8 @@ class Part:
     title: str
     body: str = ""
     ok: bool = True
+    at: tuple[str, int] | None = None
+    """A model call's purpose and step: where the journal's words of its answer go."""
 
 
 def _args(value: dict[str, Any] | str) -> str:
@@ -66,7 +69,8 @@ def _model(e: ModelCalled) -> list[Part]:
     calls = f" → {', '.join(e.tool_calls)}" if e.tool_calls else ""
     why = f" ({e.purpose})" if e.purpose else ""
     title = f"model call {e.step}{why}: {e.tokens_in:,} in, {e.tokens_out:,} out{calls}"
-    return [Part(e.seq, "model", title, f"{e.model or ''} · {e.latency:.2f}s · {e.finish_reason}")]
+    body = f"{e.model or ''} · {e.latency:.2f}s · {e.finish_reason}"
+    return [Part(e.seq, "model", title, body, at=(e.purpose, e.step))]
 
 
 def _tool(e: ToolExecuted) -> list[Part]:
@@ -180,35 +184,54 @@ def transcripts(events: Iterable[EventBase], run_dir: Path | None) -> dict[str, 
         if e.session:
             found.setdefault(e.session, []).extend(parts_of(e))
     if run_dir is not None:
-        for session, parts in journal_parts(run_dir, set(found)).items():
+        for session, parts in journal_parts(run_dir, found).items():
             found.setdefault(session, []).extend(parts)
     return {s: sorted(parts, key=lambda p: p.order) for s, parts in found.items()}
 
 
-def journal_parts(run_dir: Path, sessions: Container[str], most: int = 0) -> dict[str, list[Part]]:
-    """Per session of `sessions`, each finished call's prompt (at the call's start) and its
-    answer, from the run's journal, read one record at a time and never cut (`most`: keep
-    only each session's last `most` calls; 0: all)."""
+def journal_parts(
+    run_dir: Path, kept: Mapping[str, Sequence[Part]], most: int = 0
+) -> dict[str, list[Part]]:
+    """Per session of `kept`, each finished call's prompt (at the call's start) and its
+    answer, and the words of each kept model call whose answer also called tools (after that
+    call), from the run's journal, read one record at a time and never cut (`most`: keep only
+    each session's last `most` calls; 0: all)."""
+    places = {(s, p.at): p.order for s, parts in kept.items() for p in parts if p.at is not None}
     calls: dict[str, deque[CallFinished]] = {}
-    for record in _call_records(run_dir / JOURNAL_FILE):
-        if record.session in sessions:
-            held = calls.setdefault(record.session, deque(maxlen=most or None))
-            held.append(_clipped(record))
-    return {session: _parts_of_calls(held) for session, held in calls.items()}
+    words: dict[str, list[Part]] = {}
+    for record in _records(run_dir / JOURNAL_FILE):
+        if isinstance(record, CallFinished):
+            if record.session in kept:
+                held = calls.setdefault(record.session, deque(maxlen=most or None))
+                held.append(_clipped(record))
+            continue
+        place = places.get((record.session, (record.key.purpose, record.step)))
+        if place is not None and record.tool_calls and record.text:
+            title = f"model call {record.step}: the model said"
+            said = Part(place + 0.25, "answer", title, _clip(record.text))
+            words.setdefault(record.session, []).append(said)
+    found = {session: _parts_of_calls(held) for session, held in calls.items()}
+    for session, parts in words.items():
+        found.setdefault(session, []).extend(parts)
+    return found
 
 
-def _call_records(path: Path) -> Iterator[CallFinished]:
-    """The journal's `call_finished` records (the others are not parsed); a damaged journal
-    ends the reading, leaving the events' transcript."""
+_KINDS_READ = (b'"call_finished"', b'"model_call_finished"')
+
+
+def _records(path: Path) -> Iterator[CallFinished | ModelCallFinished]:
+    """The journal's `call_finished` and `model_call_finished` records (the others are not
+    parsed); a damaged journal ends the reading, leaving the events' transcript."""
     if not path.is_file() or path.is_symlink():
         return
     tail = LineTail(path, "a run journal")
     try:
         for _number, raw in tail.lines():
-            if b'"call_finished"' not in raw[:48]:  # where a record's `kind` is
+            head = raw[:48]  # where a record's `kind` is
+            if not any(kind in head for kind in _KINDS_READ):
                 continue
             record = parse_record(raw)
-            if isinstance(record, CallFinished):
+            if isinstance(record, CallFinished | ModelCallFinished):
                 yield record
     except (ConfigError, OSError, ValueError):
         return

@@ -32,10 +32,11 @@ ANSWERS = [
 def test_a_settled_call_reads_back_as_its_answer(tmp_path: Path, answer: ModelResponse) -> None:
     path = tmp_path / "journal.jsonl"
     journal = Journal("run-1", path)
-    note_finished(journal, note_started(journal, KEY), answer, 0.25)
+    note_finished(journal, note_started(journal, KEY), answer, 0.25, ("s-1", 3))
     journal.close()
     recorded = read_journal(path)
     [record] = recorded.model_calls[KEY]
     assert recorded.model_starts[KEY] == 1
     assert record.cost == 0.25
+    assert (record.session, record.step) == ("s-1", 3)
     assert recorded_response(record) == answer

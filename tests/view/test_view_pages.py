@@ -62,6 +62,23 @@ async def test_the_index_lists_each_run_and_a_run_page_holds_its_transcript(
     assert report.status_code == 200 and 'id="timeline"' in report.text
 
 
+async def test_a_transcript_shows_what_the_model_said_beside_its_tool_calls(
+    tmp_path: Path,
+) -> None:
+    def answer(request: Any) -> Any:
+        if not any(m.role == "assistant" for m in request.messages):
+            call = ToolCall("c1", "measure", '{"river": "Nile"}')
+            return ModelResponse("Let me <measure> it first.", tool_calls=(call,))
+        return "The Nile is 6,650 km long."
+
+    result = await run(survey, river="Nile", model=FunctionModel(answer), runs_root=tmp_path)
+    text = _client(tmp_path).get(f"/run/{result.run_id}").text
+    said = text.index("Let me &lt;measure&gt; it first.")  # the words, escaped, from the journal
+    assert "model call 1: the model said" in text
+    assert text.index("model call 1 (turn)") < said < text.index("measure(c1)")
+    assert "<measure>" not in text
+
+
 async def test_only_what_the_folder_holds_is_served(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     result = await _run(runs)
