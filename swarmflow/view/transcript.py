@@ -205,8 +205,9 @@ def journal_parts(
                 held = calls.setdefault(record.session, deque(maxlen=most or None))
                 held.append(_clipped(record))
             continue
-        place = places.get((record.session, (record.key.purpose, record.step)))
-        if place is not None and record.tool_calls and record.text:
+        # A harness's words are in its own events (`harness_answered`): a session's turns only.
+        place = places.get((record.session, ("turn", record.step)))
+        if place is not None and record.key.purpose == "turn" and record.tool_calls and record.text:
             title = f"model call {record.step}: the model said"
             said = Part(place + 0.25, "answer", title, _clip(record.text))
             words.setdefault(record.session, []).append(said)
