@@ -47,6 +47,15 @@ class Trajectory(Protocol):
     def detail(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedTrajectory:
+    """A session's trajectory as the journal keeps it for a resumed run's reflection: its
+    history in brief (`ExperiencePort.brief`) and how it ended."""
+
+    history: list[Message]
+    detail: str = ""
+
+
 class ExperiencePort(Protocol):
     """A run's experience: the notes offered to its sessions, the sessions to reflect on."""
 
@@ -56,4 +65,9 @@ class ExperiencePort(Protocol):
 
     def track(self, agent: str, session: Trajectory) -> None:
         """Remember `session` so that its trajectory is reflected on when the run ends."""
+        ...
+
+    def brief(self, history: Sequence[Message]) -> list[Message]:
+        """`history` as the reflection reads it, for the journal to keep (a resumed run
+        replays the session's call and tracks this instead)."""
         ...

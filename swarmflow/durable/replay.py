@@ -99,6 +99,8 @@ async def replay_call(
     if data.workspace is not None:
         run.state.workspace_of[session] = await reattach(run, agent, session, data.workspace)
     charge_spent(run, scope, agent, data.spend)
+    if run.deps.experience is not None and data.trajectory is not None:
+        run.deps.experience.track(agent.name, data.trajectory)  # reflected on at the run's end
     _emit_replayed(run, key, session, data)
     out = AgentOutput(
         agent=agent.name,
@@ -146,8 +148,17 @@ def record_call(
             "detail": out.detail,
             "provenance": list(out.provenance),
             "workspace": None if session.workspace is None else workspace_info(session.workspace),
+            "trajectory": _trajectory(run, session),
         },
     )
+
+
+def _trajectory(run: RunContext, session: AgentSession) -> dict[str, object] | None:
+    """What a resumed run's reflection reads of the session, when the run reflects."""
+    experience = run.deps.experience
+    if experience is None:
+        return None
+    return {"history": experience.brief(session.history), "detail": session.detail}
 
 
 async def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:

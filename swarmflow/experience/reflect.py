@@ -22,6 +22,7 @@ from swarmflow.core.messages import Message, ModelRequest
 from swarmflow.core.tokens import message_units
 from swarmflow.experience.run_notes import RunExperience
 from swarmflow.experience.store import KINDS
+from swarmflow.experience.trajectory import trajectory_text
 from swarmflow.record.events import EventBase, ExperienceRefused, ExperienceWritten
 from swarmflow.runtime.context import RunContext
 
@@ -34,39 +35,9 @@ name the files, commands and errors. Write nothing else; write no line at all wh
 is worth keeping."""
 """The reflector's instructions (docs/context.md shows them)."""
 REFLECTION_TOKENS = 400
-TRAJECTORY_CHARS = 24_000
-"""The most of an agent's sessions one reflection reads (the start and the end are kept)."""
-PIECE_CHARS = 400
 MAX_NOTES = 5
 NOTE_CHARS = 400
 _LINE = re.compile(r"^\s*[-*]?\s*(worked|failed|note)\s*:\s*(.+?)\s*$", re.IGNORECASE)
-
-
-def trajectory_text(sessions: list[Trajectory]) -> str:
-    """The agent's sessions as text for the reflector: what it did and how each ended."""
-    parts: list[str] = []
-    for number, session in enumerate(sessions, 1):
-        parts.append(f"== session {number}: ended {session.detail or 'normally'}")
-        for m in session.history:
-            parts.extend(_lines(m))
-    text = "\n".join(parts)
-    if len(text) <= TRAJECTORY_CHARS:
-        return text
-    half = TRAJECTORY_CHARS // 2
-    return f"{text[:half]}\n[… {len(text) - 2 * half:,} characters …]\n{text[-half:]}"
-
-
-def _lines(m: Message) -> list[str]:
-    out = []
-    if m.content:
-        who = f"result of {m.name}" if m.role == "tool" else m.role
-        out.append(f"[{who}] {_short(m.content)}")
-    out.extend(f"[called {c.name}] {_short(c.arguments)}" for c in m.tool_calls)
-    return out
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= PIECE_CHARS else text[:PIECE_CHARS] + " […]"
 
 
 def parse_notes(text: str) -> list[tuple[str, str]]:

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from swarmflow.core.experience_port import Note, Trajectory
+from swarmflow.core.messages import Message
 from swarmflow.experience.store import ExperienceError, ExperienceStore
+from swarmflow.experience.trajectory import brief
 
 TOP_NOTES = 3
 
@@ -26,6 +28,9 @@ class RunExperience:
 
     def track(self, agent: str, session: Trajectory) -> None:
         self.sessions.setdefault(agent, []).append(session)
+
+    def brief(self, history: Sequence[Message]) -> list[Message]:
+        return brief(history)
 
 
 DEFAULT_STORE = "experience.db"

@@ -150,7 +150,9 @@ class ExperienceStore:
 
     def add(self, notes: Sequence[NewNote], redactor: Redactor | None = None) -> list[Note]:
         """Store `notes` in one transaction; the stored notes with their ids. Each note's
-        text and task are scrubbed by `redactor` (the run's) and the environment's first."""
+        text and task are scrubbed by `redactor` (the run's) and the environment's first. A
+        note its run already stored (a resumed run's reflection, replayed) is not stored
+        again: the one stored is returned."""
 
         def scrub(text: str) -> str:
             return scrubbed(redactor.scrub(text) if redactor is not None else text)
@@ -163,12 +165,7 @@ class ExperienceStore:
                 for n in notes:
                     text, task = scrub(n.text), scrub(n.task)
                     given = (n.agent, n.kind, text, task, n.repository, n.run_id)
-                    cursor = conn.execute(
-                        "INSERT INTO notes (agent, kind, text, task, repository, run_id, "
-                        "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (*given, now),
-                    )
-                    stored.append(Note(*given, id=int(cursor.lastrowid or 0), created=now))
+                    stored.append(_stored_once(conn, given, now))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -227,3 +224,24 @@ def _note(row: tuple[object, ...]) -> Note:
         id=int(str(id_)),
         created=float(str(created)),
     )
+
+
+_Given = tuple[str, str, str, str, str, str]
+"""A note's agent, kind, text, task, repository and run, as stored."""
+
+
+def _stored_once(conn: sqlite3.Connection, given: _Given, now: float) -> Note:
+    """The note `given` describes: the one its run stored already, or stored now."""
+    agent, kind, text, _task, _repository, run_id = given
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM notes WHERE run_id = ? AND agent = ? AND kind = ? AND text = ?",
+        (run_id, agent, kind, text),
+    ).fetchone()
+    if row is not None:
+        return _note(row)
+    cursor = conn.execute(
+        "INSERT INTO notes (agent, kind, text, task, repository, run_id, created) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (*given, now),
+    )
+    return Note(*given, id=int(cursor.lastrowid or 0), created=now)

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from swarmflow.core.budget import Charge
+from swarmflow.core.experience_port import RecordedTrajectory
 from swarmflow.core.messages import Message, ToolCall, Usage
 from swarmflow.core.patch import Patch
 
@@ -208,6 +209,9 @@ class CallFinished(RecordBase):
     replace_history: bool = False
     """A session turn: the conversation was compacted during the turn (`messages` is all of
     it)."""
+    trajectory: RecordedTrajectory | None = None
+    """With experience on: the session's history in brief and how it ended, which a resumed
+    run's reflection reads for a call it replays."""
 
 
 class ModelKey(RecordBase):

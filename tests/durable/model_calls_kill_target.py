@@ -7,7 +7,10 @@
 - `summary`: the same session under a small context budget, so that its history is summarised
   (a model-written summary) before the fifth call, which hangs;
 - `harness`: a harness program asks its model for code, then for a summary; the second call
-  hangs.
+  hangs;
+- `reflection`: the `tools` session, then a checker's one-call session, with experience on
+  (`experience.db` beside the runs root): the run's end reflects on each agent in turn, and the
+  checker's reflection, the second, hangs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import anyio
 from swarmflow import Agent, Team, agent, flow, run
 from swarmflow.core.context_policy import ContextPolicy
 from swarmflow.core.messages import ModelRequest, ToolCall
+from swarmflow.experience.reflect import REFLECT_PROMPT
 from swarmflow.harnesses import Harness
 from swarmflow.runtime.flow import Flow
 from swarmflow.testing import FunctionModel, tool_call
@@ -50,13 +54,19 @@ def team(mode: str, summariser: FunctionModel) -> Team:
     if mode == "summary":
         context = ContextPolicy(processors=("summarise", "drop_oldest"), summariser=summariser,
                                 keep_recent=2, summary_tokens=200)  # fmt: skip
-    return Team([Agent("worker", tools=["read_file"], workspace="local", context=context)])
+    worker = Agent("worker", tools=["read_file"], workspace="local", context=context)
+    if mode == "reflection":
+        return Team([worker, Agent("checker")], edges=[("worker", "checker")])
+    return Team([worker])
 
 
 def work(mode: str, summariser: FunctionModel) -> Flow[..., Any]:
     @flow(team=team(mode, summariser), name="work")
     async def work_flow() -> str:
-        return (await agent("worker", TASK)).text
+        found = (await agent("worker", TASK)).text
+        if mode == "reflection":
+            return found + " / " + (await agent("checker", f"Check: {found}")).text
+        return found
 
     return work_flow
 
@@ -74,6 +84,10 @@ def answer(request: ModelRequest) -> str | ToolCall:
     """What the worker's model answers, the same in every process."""
     if request.prompt == "summarise":
         return "the program wrote app.py"
+    if request.system == REFLECT_PROMPT:
+        return f"note: {request.agent} read the files f1.txt to f4.txt"
+    if request.agent == "checker":
+        return "checked"
     if not request.tools:  # the harness program's first request
         return "print(42)\n"
     read = last_file(request)
@@ -89,6 +103,8 @@ def summary(request: ModelRequest) -> str:
 def hangs_at(mode: str, request: ModelRequest) -> bool:
     if mode == "harness":
         return request.prompt == "summarise"
+    if mode == "reflection":  # reflections run one after the other: the worker's has settled
+        return request.system == REFLECT_PROMPT and request.agent == "checker"
     # Under the small budget the history is summarised before the fifth call: that one hangs.
     hang_at = FILES + 1 if mode == "summary" else HANG_AT
     return bool(request.tools) and last_file(request) == hang_at - 1
@@ -107,7 +123,12 @@ def killed_model(mode: str) -> FunctionModel:
 async def main(mode: str, runs_root: str, repo: str) -> None:
     summariser = FunctionModel(summary, name="summariser")
     await run(work(mode, summariser), model=killed_model(mode), runs_root=runs_root, repo=repo,
-              context_tokens=CONTEXT_TOKENS)  # fmt: skip
+              context_tokens=CONTEXT_TOKENS, experience=experience_of(mode, runs_root))  # fmt: skip
+
+
+def experience_of(mode: str, runs_root: str) -> str | None:
+    """The experience store a mode's run uses: beside its runs root, for `reflection` only."""
+    return f"{runs_root}.experience.db" if mode == "reflection" else None
 
 
 if __name__ == "__main__":

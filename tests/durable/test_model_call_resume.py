@@ -7,6 +7,7 @@ pays 0 tokens for the first k (replayed from the journal, `model_called` with pa
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from swarmflow import run_sync
 from swarmflow.core.messages import ModelRequest
 from swarmflow.durable.run_log import read_log as scan_log
+from swarmflow.experience.store import ExperienceStore
 from swarmflow.record.events import ModelCalled
 from swarmflow.report.log import read_log
 from swarmflow.testing import FunctionModel
@@ -42,8 +44,9 @@ def _paid(calls: list[ModelCalled]) -> int:
 def _run(mode: str, tmp: Path, **kwargs: Any) -> tuple[Any, list[ModelRequest]]:
     worker = FunctionModel(target.answer, name="worker-model")
     summariser = FunctionModel(target.summary, name="summariser")
+    store = target.experience_of(mode, str(kwargs.pop("store", tmp / "runs")))
     result = run_sync(target.work(mode, summariser), model=worker, repo=kwargs.pop("repo"),
-                      context_tokens=target.CONTEXT_TOKENS, **kwargs)  # fmt: skip
+                      context_tokens=target.CONTEXT_TOKENS, experience=store, **kwargs)  # fmt: skip
     return result, [*worker.requests, *summariser.requests]
 
 
@@ -81,3 +84,38 @@ def test_a_resumed_agent_call_pays_only_from_its_first_unfinished_model_call(
     assert _paid(settled) + _paid(again) == _paid(_calls(whole.events))
     spent = scan_log(run_dir).spent
     assert (spent.tokens, spent.calls) == (_paid(_calls(whole.events)), n)
+
+
+def test_a_run_killed_in_its_second_reflection_replays_the_first_and_stores_its_notes_once(
+    tmp_path: Path,
+) -> None:
+    mode = "reflection"
+    repo = _repo(tmp_path / "repo")  # the reflection's request names it: the same path in both
+    whole, _ = _run(mode, tmp_path, repo=repo, runs_root=tmp_path / "whole", store=tmp_path / "w")
+    assert whole.status == "ok", whole.error
+    reflections = [c for c in _calls(whole.events) if c.purpose == "reflection"]
+    assert [c.agent for c in reflections] == ["worker", "checker"]
+
+    shutil.rmtree(repo)
+    repo = _repo(repo)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, target.__file__, mode, str(tmp_path / "runs"), str(repo)]
+    kill_when_ready(argv, env)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    settled = _calls(read_log(run_dir).events)
+    assert [c.purpose for c in settled][-1] == "reflection"  # the worker's had settled
+
+    resumed, asked = _run(mode, tmp_path, repo=repo, resume=run_dir)
+    assert resumed.status == "ok", resumed.error
+    assert resumed.output == whole.output
+    # Only the checker's reflection, in flight at the kill, went to the model again.
+    assert [(r.agent, r.system == target.REFLECT_PROMPT) for r in asked] == [("checker", True)]
+    again = [c for c in _calls(read_log(run_dir).events)[len(settled):] if c.purpose == "reflection"]
+    assert [(c.agent, c.payment) for c in again] == [("worker", "replayed"), ("checker", "repaid")]
+    assert _paid(settled) + _paid(_calls(read_log(run_dir).events)[len(settled):]) == _paid(
+        _calls(whole.events)
+    )
+    # The worker's notes, stored before the kill, are not stored a second time.
+    store = ExperienceStore(Path(target.experience_of(mode, str(tmp_path / "runs")) or ""))
+    notes = [n.agent for n in store.notes()]
+    assert sorted(notes) == ["checker", "worker"]

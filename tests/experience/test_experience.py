@@ -152,6 +152,16 @@ def test_notes_are_found_by_their_words_not_by_operators(tmp_path: Path) -> None
     assert store.search("coder", "") == [] and store.search("reviewer", "operator") == []
 
 
+def test_a_note_its_run_stored_already_is_not_stored_twice(tmp_path: Path) -> None:
+    store = ExperienceStore(tmp_path / "experience.db")
+    note = NewNote("coder", "worked", "pytest -x found it", "t", "r", "run-1")
+    [first] = store.add([note])
+    [again, other] = store.add([note, NewNote("coder", "failed", "guessing", "t", "r", "run-1")])
+    assert again == first  # a resumed run's replayed reflection stores nothing new
+    [later] = store.add([NewNote("coder", "worked", "pytest -x found it", "t", "r", "run-2")])
+    assert [n.id for n in store.notes()] == [first.id, other.id, later.id]
+
+
 async def test_a_note_written_into_the_store_by_hand_is_cut_in_the_card(tmp_path: Path) -> None:
     store = tmp_path / "experience.db"
     ExperienceStore(store).add([NewNote("coder", "note", "median " + "x" * 100_000, "t", "", "r")])
