@@ -16,7 +16,7 @@ from swarmflow.core.history import HistoryView
 from swarmflow.core.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from swarmflow.record.journal import Journal, ModelKeyTuple
 from swarmflow.record.jsonline import json_line
-from swarmflow.record.records import ModelCallFinished, ModelCallStarted
+from swarmflow.record.records import ModelCallFailed, ModelCallFinished, ModelCallStarted
 
 _DIGEST_BYTES = 16
 
@@ -160,6 +160,11 @@ def note_finished(
         "step": at[1],
     }
     journal.write_keyed(ModelCallFinished, key, fields)
+
+
+def note_failed(journal: Journal, key: bytes, error: BaseException) -> None:
+    """Journal that the started call's model raised: the call is over, and nothing settled."""
+    journal.write_keyed(ModelCallFailed, key, {"error": type(error).__name__})
 
 
 def recorded_response(record: ModelCallFinished) -> ModelResponse:

@@ -22,6 +22,7 @@ import anyio
 
 from swarmflow.calls.journal import (
     SentDigest,
+    note_failed,
     note_finished,
     note_started,
     recorded_response,
@@ -126,7 +127,8 @@ async def metered_call(
     request's shape); `timeout`: the seconds the model may take (`TimeoutError` after).
 
     Raises:
-        Exception: what the model raised; the reservation is released first.
+        Exception: what the model raised; the reservation is released and the started call
+            journaled as failed first.
     """
     purpose = caller.purpose  # whose output sizes the estimator learns (`_learner`)
     learner = caller.agent if purpose in _OWN_STEPS else _learner(caller)
@@ -160,8 +162,8 @@ async def metered_call(
             else:
                 with anyio.fail_after(timeout):
                     answer = await model.complete(request)
-        except BaseException:
-            held.release()
+        except BaseException as exc:
+            _unanswered(caller, held, started, exc)
             raise
         called = _paid(caller, request, answer, held, (started, steps + 1))
         called.payment, called.latency = payment, perf_counter() - begun
@@ -233,6 +235,17 @@ def _paid(
         assert journal is not None
         note_finished(journal, started, answer, cost, (caller.session, step))
     return Called(answer, None, over, usage, cost, 1)
+
+
+def _unanswered(
+    caller: Caller, held: Reservation, started: bytes | None, error: BaseException
+) -> None:
+    """The model raised: the reservation is released and a started call journaled as failed
+    (a cancellation is not a failure: the call stops where it was, as a killed one does)."""
+    held.release()
+    journal = caller.run.deps.journal
+    if started is not None and journal is not None and isinstance(error, Exception):
+        note_failed(journal, started, error)
 
 
 def _replayed(caller: Caller, found: ModelCallFinished) -> Called:

@@ -12,8 +12,9 @@ restarts the call in that same worktree) and `call_finished` (an agent call or a
 that returned, with its whole product). Every call record carries its key: the branch path,
 the call's index among the calls of its branch, the agent, and a digest of what was sent.
 Below them, every model call (`calls.journal`): `model_call_started` at the barrier before it
-is sent, `model_call_finished` once it is settled, keyed by branch, agent, purpose and a
-digest of the request, so that a call cut short replays the model calls it had finished.
+is sent, `model_call_finished` once it is settled (`model_call_failed` when its model raised),
+keyed by branch, agent, purpose and a digest of the request, so that a call cut short replays
+the model calls it had finished.
 
 What the event stream holds already is not journaled again: a resumed run takes a person's
 answers (`human_answered`, by token) and its message board (`thread_created`,
@@ -48,6 +49,7 @@ from swarmflow.record.records import (
     CallFinished,
     CallStarted,
     JournalOpened,
+    ModelCallFailed,
     ModelCallFinished,
     ModelCallStarted,
     RecordBase,
@@ -121,7 +123,7 @@ class Recorded:
     model_calls: dict[ModelKeyTuple, list[ModelCallFinished]] = field(default_factory=dict)
     """The settled model calls, by key, in the order they were written."""
     model_starts: Counter[ModelKeyTuple] = field(default_factory=Counter)
-    """How many times each model call was started."""
+    """How many times each model call was started, less the starts that failed."""
 
     @property
     def calls(self) -> int:
@@ -137,6 +139,8 @@ class Recorded:
             self.model_calls.setdefault(_model_key(record), []).append(record)
         elif isinstance(record, ModelCallStarted):
             self.model_starts[_model_key(record)] += 1
+        elif isinstance(record, ModelCallFailed):  # a start that ended, unsettled
+            self.model_starts[_model_key(record)] -= 1
 
     def _finished(self, record: CallFinished) -> None:
         key = _key_of(record)
@@ -174,7 +178,7 @@ ModelKeyTuple = tuple[str, str, str, str]
 """A model call's key: branch, agent, purpose, request digest."""
 
 
-def _model_key(record: ModelCallStarted | ModelCallFinished) -> ModelKeyTuple:
+def _model_key(record: ModelCallStarted | ModelCallFailed | ModelCallFinished) -> ModelKeyTuple:
     k = record.key
     return (k.branch, k.agent, k.purpose, k.digest)
 

@@ -233,6 +233,16 @@ class ModelCallStarted(RecordBase):
     key: ModelKey
 
 
+class ModelCallFailed(RecordBase):
+    """A model call whose model raised (an error, a timeout) after it was started: not in
+    flight any more, and not settled (a resumed run neither replays it nor counts it repaid)."""
+
+    kind: Literal["model_call_failed"] = "model_call_failed"
+    key: ModelKey
+    error: str = ""
+    """The kind of error (its class name)."""
+
+
 class ModelCallFinished(RecordBase):
     """A model call that was answered and settled: a resumed run replays it at 0 tokens."""
 
@@ -252,7 +262,12 @@ class ModelCallFinished(RecordBase):
 
 
 JournalRecord = Annotated[
-    JournalOpened | CallStarted | CallFinished | ModelCallStarted | ModelCallFinished,
+    JournalOpened
+    | CallStarted
+    | CallFinished
+    | ModelCallStarted
+    | ModelCallFailed
+    | ModelCallFinished,
     Field(discriminator="kind"),
 ]
 

@@ -8,9 +8,9 @@ line at a time (`core.reading.LineTail`): what is kept of a run is its last entr
 and its calls in flight, never its events, so a watch holds little however long a run goes.
 
 A model call is in flight from its `model_call_started` journal record (written right before
-it is sent) until its `model_call_finished` record; the calls a process started are dropped
-when another opens the journal (a resumed run: that process is gone), and only the calls of a
-session still at work are counted (a call that raised leaves no finish, but its session ends).
+it is sent) until its `model_call_finished` record (`model_call_failed` when its model raised);
+the calls a process started are dropped when another opens the journal (a resumed run: that
+process is gone), and only the calls of a session still at work are counted.
 Both files are written at the run's write barriers, so what they say lags the run by at most
 the time to its next model call, tool run or end.
 """
@@ -32,7 +32,12 @@ from swarmflow.report.timeline import Entry, Timeline
 
 MAX_RUNS = 2000
 """The most run directories one watch looks at."""
-_CALL_RECORDS = (b'"model_call_started"', b'"model_call_finished"', b'"journal_opened"')
+_CALL_RECORDS = (
+    b'"model_call_started"',
+    b'"model_call_finished"',
+    b'"model_call_failed"',
+    b'"journal_opened"',
+)
 """The kinds of record a watch reads, found at a record's head, where its `kind` is (the other
 records hold whole products: they are not parsed)."""
 
@@ -119,7 +124,7 @@ class _Run:
             self.open.clear()
         elif kind == "model_call_started":
             self.open[call] += 1
-        elif kind == "model_call_finished" and self.open[call] > 0:
+        elif kind in ("model_call_finished", "model_call_failed") and self.open[call] > 0:
             self.open[call] -= 1
 
     def working(self, name: str) -> list[AtWork]:

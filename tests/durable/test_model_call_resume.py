@@ -6,6 +6,7 @@ pays 0 tokens for the first k (replayed from the journal, `model_called` with pa
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from swarmflow import run_sync
+from swarmflow import Agent, Team, agent, flow, run_sync
 from swarmflow.core.messages import ModelRequest
 from swarmflow.durable.run_log import read_log as scan_log
 from swarmflow.experience.store import ExperienceStore
 from swarmflow.record.events import ModelCalled
+from swarmflow.record.files import JOURNAL_FILE
 from swarmflow.report.log import read_log
 from swarmflow.testing import FunctionModel
 from tests.durable import model_calls_kill_target as target
@@ -119,3 +121,28 @@ def test_a_run_killed_in_its_second_reflection_replays_the_first_and_stores_its_
     store = ExperienceStore(Path(target.experience_of(mode, str(tmp_path / "runs")) or ""))
     notes = [n.agent for n in store.notes()]
     assert sorted(notes) == ["checker", "worker"]
+
+
+def test_a_call_whose_model_raised_is_paid_as_new_when_a_resumed_run_sends_it_again(
+    tmp_path: Path,
+) -> None:
+    solo = Team([Agent("worker")])
+
+    @flow(team=solo, name="solo")
+    async def solo_flow() -> str:
+        return (await agent("worker", "Say done.")).text
+
+    def down(_request: ModelRequest) -> str:
+        raise RuntimeError("the server is down")
+
+    failed = run_sync(solo_flow, model=FunctionModel(down), runs_root=tmp_path,
+                      raise_on_failure=False)  # fmt: skip
+    assert failed.status == "failed"
+    lines = (failed.run_dir / JOURNAL_FILE).read_text().splitlines()
+    kinds = [json.loads(line)["kind"] for line in lines]
+    assert kinds[-2:] == ["model_call_started", "model_call_failed"]
+
+    resumed = run_sync(solo_flow, model=FunctionModel(lambda _r: "done"), resume=failed.run_dir)
+    assert resumed.status == "ok" and resumed.output == "done"
+    # It had raised, not been in flight when a process died: paid as any new call is.
+    assert [c.payment for c in _calls(resumed.events)] == ["paid"]

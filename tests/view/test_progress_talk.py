@@ -94,7 +94,8 @@ def test_the_model_calls_in_flight_are_counted_from_the_journal(
 
 def test_calls_of_a_process_that_died_are_not_in_flight(tmp_path: Path) -> None:
     """A journal whose process died mid-call, then a resumed process that opened it again:
-    only the new process's unfinished calls count, and only for sessions at work."""
+    only the new process's calls that neither finished nor failed count, and only for
+    sessions at work."""
     run_dir = tmp_path / "runs" / "r1"
     run_dir.mkdir(parents=True)
     envelope = {"run_id": "r1", "ts": 0.0, "t": 1.0, "branch": "", "agent": "a"}
@@ -114,7 +115,9 @@ def test_calls_of_a_process_that_died_are_not_in_flight(tmp_path: Path) -> None:
         {"kind": "model_call_started", "key": key},
         {"kind": "model_call_started", "key": {**key, "digest": "d3"}},
         {"kind": "model_call_finished", "key": {**key, "digest": "d3"}},
-        {"kind": "model_call_started", "key": gone},  # raised: its session ended
+        {"kind": "model_call_started", "key": {**key, "digest": "d4"}},
+        {"kind": "model_call_failed", "key": {**key, "digest": "d4"}, "error": "RuntimeError"},
+        {"kind": "model_call_started", "key": gone},  # its session ended
     ]
     (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (run_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in journal))
