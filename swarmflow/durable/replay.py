@@ -131,34 +131,27 @@ def record_call(
     """Journal a call that returned, with everything a resumed run needs to replay it."""
     assert run.deps.journal is not None
     usage = out.usage
-    run.deps.journal.write(
-        CallFinished,
-        {
-            "key": key.as_dict(),
-            "session": out.session,
-            "event_seq": run.deps.log.count,
-            "text": str.__str__(out.text),  # a plain str serialises fastest
-            "given": given,
-            "value": out.value,
-            "patch": out.patch,
-            "usage": usage_fields(usage),
-            "spend": spend_fields(usage, session.cost, session.steps),
-            "state": out.state,
-            "reason": out.reason,
-            "detail": out.detail,
-            "provenance": list(out.provenance),
-            "workspace": None if session.workspace is None else workspace_info(session.workspace),
-            "trajectory": _trajectory(run, session),
-        },
-    )
-
-
-def _trajectory(run: RunContext, session: AgentSession) -> dict[str, object] | None:
-    """What a resumed run's reflection reads of the session, when the run reflects."""
+    fields: dict[str, object] = {
+        "key": key.as_dict(),
+        "session": out.session,
+        "event_seq": run.deps.log.count,
+        "text": str.__str__(out.text),  # a plain str serialises fastest
+        "given": given,
+        "value": out.value,
+        "patch": out.patch,
+        "usage": usage_fields(usage),
+        "spend": spend_fields(usage, session.cost, session.steps),
+        "state": out.state,
+        "reason": out.reason,
+        "detail": out.detail,
+        "provenance": list(out.provenance),
+        "workspace": None if session.workspace is None else workspace_info(session.workspace),
+    }
     experience = run.deps.experience
-    if experience is None:
-        return None
-    return {"history": experience.brief(session.history), "detail": session.detail}
+    if experience is not None:  # what a resumed run's reflection reads of the session
+        brief = experience.brief(session.history)
+        fields["trajectory"] = {"history": brief, "detail": session.detail}
+    run.deps.journal.write(CallFinished, fields)
 
 
 async def record_started(run: RunContext, key: CallKey, session: AgentSession) -> None:
