@@ -22,9 +22,10 @@ from pydantic import BaseModel
 from swarmflow.calls.ledgers import charge_recorded, charged_ledgers
 from swarmflow.core.budget import Charge, Ledger
 from swarmflow.core.errors import ConfigError, ResumeDiverged
+from swarmflow.core.experience_port import RecordedTrajectory
 from swarmflow.core.fingerprint import GivenText
 from swarmflow.core.ids import new_session_id
-from swarmflow.core.messages import Usage
+from swarmflow.core.messages import Message, Usage
 from swarmflow.core.output import AgentOutput, SourcedStr
 from swarmflow.core.ports import Workspace
 from swarmflow.core.states import EndReason, SessionState
@@ -41,7 +42,7 @@ from swarmflow.record.records import (
     usage_fields,
 )
 from swarmflow.runtime.context import RunContext, Scope
-from swarmflow.sessions.handoff import remember_output
+from swarmflow.sessions.handoff import remember_output, screen_history
 from swarmflow.sessions.session import AgentSession
 from swarmflow.sessions.structured import output_schema, take_turn
 
@@ -100,7 +101,8 @@ async def replay_call(
         run.state.workspace_of[session] = await reattach(run, agent, session, data.workspace)
     charge_spent(run, scope, agent, data.spend)
     if run.deps.experience is not None and data.trajectory is not None:
-        run.deps.experience.track(agent.name, data.trajectory)  # reflected on at the run's end
+        replayed = ReplayedTrajectory(run, agent.name, data.trajectory)
+        run.deps.experience.track(agent.name, replayed)  # reflected on at the run's end
     _emit_replayed(run, key, session, data)
     out = AgentOutput(
         agent=agent.name,
@@ -116,6 +118,32 @@ async def replay_call(
     )
     remember_output(run, agent.name, out, given)
     return out
+
+
+_VIA = "recorded trajectory"
+
+
+class ReplayedTrajectory:
+    """A replayed call's session as the run's reflection reads it: as the journal kept it,
+    through the handoff gate when it is read (at the run's end, when every product of the run
+    is known), since the journal is a file on disk that may have been rewritten."""
+
+    __slots__ = ("_agent", "_recorded", "_run", "_screened")
+
+    def __init__(self, run: RunContext, agent: str, recorded: RecordedTrajectory) -> None:
+        self._run, self._agent, self._recorded = run, agent, recorded
+        self._screened: list[Message] | None = None
+
+    @property
+    def history(self) -> list[Message]:
+        if self._screened is None:  # screened once: a refusal is recorded once
+            recorded = self._recorded.history
+            self._screened = screen_history(self._run, self._agent, recorded, via=_VIA)
+        return self._screened
+
+    @property
+    def detail(self) -> str:
+        return self._recorded.detail
 
 
 def given_here(card: str | None, prompt: str) -> GivenText:

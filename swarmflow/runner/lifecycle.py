@@ -346,7 +346,10 @@ async def _close(
         from swarmflow.experience.run_notes import RunExperience
 
         if isinstance(ctx.deps.experience, RunExperience):  # before the models close
-            await reflect_run(ctx, ctx.deps.experience)
+            # Inside the run, at its root: the handoff gate the replayed sessions' recorded
+            # histories go through (`durable.replay`) records its refusals there.
+            with running(ctx, Scope("", ctx.state.ledger)):
+                await reflect_run(ctx, ctx.deps.experience)
     await _close_models(ctx)
     ledger = ctx.state.ledger
     log.emit(

@@ -108,6 +108,20 @@ def screen_tool_result(run: RunContext, agent: str, observation: Message) -> Mes
     return observation if content is observation.content else replace(observation, content=content)
 
 
+def screen_history(run: RunContext, agent: str, history: list[Message], via: str) -> list[Message]:
+    """`history` read from disk as `agent`'s model may see it: every text and tool call's
+    arguments through the gate, so a record rewritten there cannot hand the agent another
+    agent's product."""
+    screened = []
+    for m in history:
+        content = gate(run, agent, m.content, via=via) if m.content else m.content
+        calls = tuple(
+            replace(c, arguments=gate(run, agent, c.arguments, via=via)) for c in m.tool_calls
+        )
+        screened.append(replace(m, content=content, tool_calls=calls))
+    return screened
+
+
 def sources_of(run: RunContext, values: Any) -> frozenset[str]:
     """The agents behind `values`: declared provenance, plus the agents whose products appear
     in their plain rendering."""

@@ -303,3 +303,55 @@ def test_clean_removes_the_runs_worktrees_and_nothing_a_forged_record_names(
     assert not worktree.exists()
     assert len(run_git(repo, "worktree", "list").splitlines()) == 1  # the repository's own
     assert run_git(repo, "branch", "--list", f"swarmflow/{run_dir.name}/*") == ""
+
+
+# -- a replayed call's session, as the journal keeps it for the reflection, is forged --------
+
+SECRET_PLAN = "The reader's own plan: migrate the billing tables to the ledger schema in three steps"
+PASSING = Team([Agent("writer"), Agent("reader")], edges=[("writer", "reader")])
+
+
+@flow(team=PASSING)
+async def write_then_read() -> str:
+    draft = await agent("writer", "Draft a plan.")
+    await agent("reader", f"Review: {draft.text}")
+    if broken[0]:
+        raise RuntimeError("the run fails after the reader's call")
+    return "done"
+
+
+def passing_model(reflected: list[ModelRequest]) -> FunctionModel:
+    def answer(request: ModelRequest) -> str:
+        if request.system.startswith("You review the finished work"):
+            reflected.append(request)
+            return "note: nothing to keep"
+        return SECRET_PLAN if request.agent == "reader" else "A short draft of a plan."
+
+    return FunctionModel(answer)
+
+
+async def test_a_forged_trajectory_cannot_hand_the_reflection_another_agents_product(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "experience.db"
+    broken[0] = True
+    first = await run(write_then_read, model=passing_model([]), runs_root=tmp_path / "runs",
+                      experience=store, raise_on_failure=False)  # fmt: skip
+    assert first.status == "failed" and first.run_dir is not None
+    broken[0] = False
+    # The writer's record is rewritten on disk: its session "said" the reader's product,
+    # which has no edge back to the writer.
+    journal = first.run_dir / JOURNAL_FILE
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    (writer,) = [r for r in records if r["kind"] == "call_finished" and r["key"]["agent"] == "writer"]
+    writer["trajectory"]["history"][-1]["content"] = SECRET_PLAN
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    reflected: list[ModelRequest] = []
+    again = await run(write_then_read, model=passing_model(reflected), resume=first.run_dir,
+                      experience=store)  # fmt: skip
+    assert again.status == "ok"
+    (mine,) = [r for r in reflected if r.agent == "writer"]
+    assert SECRET_PLAN not in str(mine.messages[-1].content)
+    refused = [e for e in again.events if e.type == "handoff_refused"]
+    assert [(e.via, e.agent) for e in refused] == [("recorded trajectory", "writer")]  # type: ignore[attr-defined]
