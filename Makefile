@@ -18,9 +18,10 @@ run: $(STAMP)
 	$(BIN)/python -m swarmflow.cli demo $(ARGS)
 
 # The tests run in one worker per core (pytest-xdist); the second run repeats the operator tests
-# with event validation off, as production runs.
+# with event validation off, as production runs. Where `make test-llm` installed the model
+# packages, the real-model tests run here too, with its server flags.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS)
+	LLAMA_SERVER_ARGS="$(LLAMA_SERVER_ARGS)" $(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q --production-events tests/operators $(PYTEST_ARGS)
 
 check: $(STAMP)
