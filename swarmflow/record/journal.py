@@ -51,6 +51,7 @@ from swarmflow.record.records import (
     JournalOpened,
     ModelCallFailed,
     ModelCallFinished,
+    ModelCallRecord,
     ModelCallStarted,
     RecordBase,
     kind_of,
@@ -178,7 +179,7 @@ ModelKeyTuple = tuple[str, str, str, str]
 """A model call's key: branch, agent, purpose, request digest."""
 
 
-def _model_key(record: ModelCallStarted | ModelCallFailed | ModelCallFinished) -> ModelKeyTuple:
+def _model_key(record: ModelCallRecord) -> ModelKeyTuple:
     k = record.key
     return (k.branch, k.agent, k.purpose, k.digest)
 

@@ -261,14 +261,12 @@ class ModelCallFinished(RecordBase):
     step: NonNegativeInt = 0
 
 
+AgentCallRecord = CallStarted | CallFinished
+"""The records of an agent call (or a session turn)."""
+ModelCallRecord = ModelCallStarted | ModelCallFailed | ModelCallFinished
+"""The records of one model call."""
 JournalRecord = Annotated[
-    JournalOpened
-    | CallStarted
-    | CallFinished
-    | ModelCallStarted
-    | ModelCallFailed
-    | ModelCallFinished,
-    Field(discriminator="kind"),
+    JournalOpened | AgentCallRecord | ModelCallRecord, Field(discriminator="kind")
 ]
 
 _ADAPTER: TypeAdapter[JournalRecord] | None = None
