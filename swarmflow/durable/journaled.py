@@ -41,10 +41,10 @@ async def journaled_call(
     call gives `harnesses.call.work_harness`)."""
     journal = run.deps.journal
     assert journal is not None  # the composition root chooses this layer for journaled runs
-    agent = run.deps.team.get(request.name)
+    agent = request.agent
     card = rendered_card(run, agent, request.card_vars)
     digest = digest_of(card or "", request.text, schema_of(request.output))
-    key = journal.key(scope.branch, request.name, digest)
+    key = journal.key(scope.branch, agent.name, digest)
     resuming = journal.previous is not None
     record = match(run, journal, key) if resuming else None
     if record is not None:
