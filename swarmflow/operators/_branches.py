@@ -293,7 +293,10 @@ class BranchSet:
         for index in range(self.branches.count):
             if index and not index % START_BATCH:
                 await anyio.lowlevel.checkpoint()  # a cancelled fan-out starts no more
-            self.group.start_soon(self.run_branch, index)
+            # The task is named by the branch's path: the name anyio would make of the
+            # function (its module and qualified name) costs more and says less.
+            branch = self.path(index)
+            self.group.start_soon(self.run_branch, index, branch, name=branch)
             self.started = index + 1
 
     async def feed(self, limit: int) -> None:
@@ -310,16 +313,16 @@ class BranchSet:
             if self.stop is not None:
                 return
             self.started = index + 1
-            self.group.start_soon(self._run_in_slot, index, slots)
+            branch = self.path(index)
+            self.group.start_soon(self._run_in_slot, index, branch, slots, name=branch)
 
-    async def _run_in_slot(self, index: int, slots: anyio.Semaphore) -> None:
+    async def _run_in_slot(self, index: int, branch: str, slots: anyio.Semaphore) -> None:
         try:
-            await self.run_branch(index)
+            await self.run_branch(index, branch)
         finally:
             slots.release()
 
-    async def run_branch(self, index: int) -> None:
-        branch = self.path(index)
+    async def run_branch(self, index: int, branch: str) -> None:
         # The label is the path's last segment: the path itself at the top level.
         label = f"{self.operator}[{index}]" if self.parent.branch else branch
         node = self.run.state.graph.open("branch", branch, self.parent.node, label)
