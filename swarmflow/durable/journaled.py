@@ -50,7 +50,7 @@ async def journaled_call(
     if record is not None:
         given = given_here(card, request.text)
         return await replay_call(run, scope, agent, key, record, output=request.output, given=given)
-    started = journal.in_flight(key)
+    started = journal.in_flight(key) if resuming else None
     owns_worktree = request.workspace is None and agent.workspace == "worktree"
     adopted = await adopted_workspace(run, agent, started) if owns_worktree else None
     session = await open_call(run, scope, request, card=card, adopted=adopted)

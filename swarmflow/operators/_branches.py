@@ -264,7 +264,8 @@ class BranchSet:
     operator: str
     branches: Branches
     ledger_for: LedgerFor
-    on_done: Callable[[Outcome], None]
+    on_done: Callable[[Outcome], None] | None
+    """Told each outcome as it is known; None when no one asks (a plain `parallel`)."""
     group: TaskGroup
     shared: bool
     """Every branch draws on the parent's ledger (`split="shared"`)."""
@@ -343,14 +344,15 @@ class BranchSet:
         except BaseException:  # cancelled, or the call raises: `_caught` recorded how it ended
             self.results[index] = Cancelled(index, branch)
             raise
-        if self.stop is None and self.shared:
+        if isinstance(outcome, Failed) and self.stop is None and self.shared:
             self.stop = self._stopped_by(outcome)
         self.results[index] = record(self.run, node, outcome)
-        self.on_done(outcome)
+        if self.on_done is not None:
+            self.on_done(outcome)
 
-    def _stopped_by(self, outcome: Outcome) -> BudgetExhausted | None:
+    def _stopped_by(self, outcome: Failed) -> BudgetExhausted | None:
         """A branch stopped by the shared budget for good: the branches after it would be."""
-        error = outcome.error if isinstance(outcome, Failed) else None
+        error = outcome.error
         if not isinstance(error, BudgetExhausted) or error.reason not in _FOR_GOOD:
             return None
         after = self._unstarted(outcome.index + 1)
@@ -387,7 +389,8 @@ class BranchSet:
 
     def _fill(self, outcome: Outcome) -> None:
         self.results[outcome.index] = outcome
-        self.on_done(outcome)
+        if self.on_done is not None:
+            self.on_done(outcome)
 
 
 def first_escape(group: BaseExceptionGroup[BaseException]) -> BaseException:

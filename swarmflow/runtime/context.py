@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import sniffio
 
@@ -21,9 +22,13 @@ from swarmflow.runtime.deps import RunDeps
 from swarmflow.runtime.state import OpenSession, RunState
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Where the caller is: its branch path, its ledger and its parent graph node."""
+class Scope(NamedTuple):
+    """Where the caller is: its branch path, its ledger and its parent graph node.
+
+    A named tuple, not a frozen dataclass: every branch and every agent call makes one, and a
+    tuple is built in one call where a frozen dataclass sets each field through
+    `object.__setattr__`.
+    """
 
     branch: str
     ledger: Ledger

@@ -13,7 +13,7 @@ the request to the run's agent caller, `run_call` here or the journaled layer th
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,7 @@ def _messenger(run: RunContext, agent: Agent, given: Messenger | None) -> Messen
 
 
 def _board(run: RunContext, agent: Agent, given: BoardPort | None) -> BoardPort | None:
-    if given is not None or not BOARD_TOOLS.intersection(agent.tools):
+    if given is not None or BOARD_TOOLS.isdisjoint(agent.tools):
         return given
     return run.deps.board_for(run)
 
@@ -212,16 +212,17 @@ async def run_call(run: RunContext, scope: Scope, request: CallRequest) -> Agent
     return await work_call(run, session, request)
 
 
-async def open_call(
+def open_call(
     run: RunContext,
     scope: Scope,
     request: CallRequest,
     *,
     card: str | None = None,
     adopted: Workspace | None = None,
-) -> AgentSession:
-    """The fresh session of one agent call."""
-    return await open_session(
+) -> Coroutine[Any, Any, AgentSession]:
+    """The fresh session of one agent call (await it)."""
+    # Not `async def`: returning `open_session`'s coroutine saves a frame in every call.
+    return open_session(
         run,
         request.agent,
         scope=scope,
@@ -280,8 +281,8 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state.value,
-        reason=(session.reason or EndReason.COMPLETED).value,
+        state=str(session.state),  # StrEnums: their values, without `.value`'s Python call
+        reason=str(session.reason or EndReason.COMPLETED),
         provenance=sources,
         detail=session.detail,
     )
