@@ -192,10 +192,14 @@ class Team(BaseModel):
         return [a.name for a in self.agents]
 
     def get(self, name: str) -> Agent:
-        found = self._by_name().get(name)
+        found = self.find(name)
         if found is None:
             raise ConfigError(f"unknown agent {name!r}; the team declares {self.names}")
         return found
+
+    def find(self, name: str) -> Agent | None:
+        """The agent called `name`, or None when the team declares none."""
+        return self._by_name().get(name)
 
     def has(self, name: str) -> bool:
         return name in self._by_name()
@@ -211,7 +215,7 @@ class Team(BaseModel):
         return (source, target) in self._edge_set()
 
     def _by_name(self) -> dict[str, Agent]:
-        """The agents by name, made once: every agent call looks its agent up (twice)."""
+        """The agents by name, made once: every agent call looks its agent up."""
         kept = self.__dict__.get("_agents_by_name")
         if kept is None or kept[0] is not self.agents:  # `model_copy(update=...)` copies it
             by_name = {a.name: a for a in self.agents}

@@ -41,16 +41,16 @@ async def journaled_call(
     call gives `harnesses.call.work_harness`)."""
     journal = run.deps.journal
     assert journal is not None  # the composition root chooses this layer for journaled runs
-    agent = run.deps.team.get(request.name)
+    agent = request.agent
     card = rendered_card(run, agent, request.card_vars)
     digest = digest_of(card or "", request.text, schema_of(request.output))
-    key = journal.key(scope.branch, request.name, digest)
+    key = journal.key(scope.branch, agent.name, digest)
     resuming = journal.previous is not None
     record = match(run, journal, key) if resuming else None
     if record is not None:
         given = given_here(card, request.text)
         return await replay_call(run, scope, agent, key, record, output=request.output, given=given)
-    started = journal.in_flight(key)
+    started = journal.in_flight(key) if resuming else None
     owns_worktree = request.workspace is None and agent.workspace == "worktree"
     adopted = await adopted_workspace(run, agent, started) if owns_worktree else None
     session = await open_call(run, scope, request, card=card, adopted=adopted)

@@ -33,8 +33,7 @@ async def dispatch_call(
     harness: AgentCaller,
 ) -> AgentOutput:
     """The agent call: `harness` for an agent that declares one, `native` for the rest."""
-    agent = run.deps.team.get(request.name)
-    chosen = native if agent.harness is None else harness
+    chosen = native if request.agent.harness is None else harness
     return await chosen(run, scope, request)
 
 

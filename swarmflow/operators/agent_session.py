@@ -27,7 +27,7 @@ class SessionHandle:
         self.name = name
         self._card_vars = card_vars
         self._run: RunContext = current_run(f"agent_session({name!r})")
-        declared_agent(self._run, name)  # an unknown name fails here, not at the first turn
+        self._agent = declared_agent(self._run, name)  # an unknown name fails here, not later
         parent = current_scope()
         self._node = self._run.state.graph.open("agent_session", parent.branch, parent.node, name)
         self._scope = Scope(parent.branch, parent.ledger, self._node)
@@ -52,7 +52,7 @@ class SessionHandle:
                     detail={"agent": self.name},
                 )
                 self._session = await open_session(
-                    self._run, self.name, scope=self._scope, card_vars=self._card_vars
+                    self._run, self._agent, scope=self._scope, card_vars=self._card_vars
                 )
             return self._session
 

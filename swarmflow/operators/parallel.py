@@ -153,13 +153,15 @@ async def _run_all(
     split: Split,
     first: int | None,
 ) -> list[Outcome]:
+    if first is None:  # nothing to count
+        return await _fan_out(run, scope, branches=branches, limit=limit, split=split)
     successes = 0
 
     def done(outcome: Outcome, group: TaskGroup) -> None:
         nonlocal successes
         if isinstance(outcome, Ok):
             successes += 1
-            if first is not None and successes >= first:
+            if successes >= first:
                 group.cancel_scope.cancel()  # early stop: the branches still running end
 
     return await _fan_out(run, scope, branches=branches, limit=limit, split=split, done=done)
@@ -172,9 +174,10 @@ async def _fan_out(
     branches: Branches,
     limit: int | None,
     split: Split,
-    done: Callable[[Outcome, TaskGroup], None],
+    done: Callable[[Outcome, TaskGroup], None] | None = None,
 ) -> list[Outcome]:
-    """Run the branches in one anyio task group; a branch's mistake leaves as itself."""
+    """Run the branches in one anyio task group; a branch's mistake leaves as itself.
+    `done` is told each outcome as it is known, with the group."""
     fan: BranchSet | None = None
     escaped: BaseException | None = None
     returning = False
@@ -187,7 +190,7 @@ async def _fan_out(
                 "parallel",
                 branches,
                 ledger_for,
-                lambda o: done(o, tg),
+                None if done is None else lambda o: done(o, tg),
                 tg,
                 shared=split == "shared",
             )

@@ -75,6 +75,17 @@ def _shape(cls: type[EventBase]) -> _Shape:
 _STAMPED = frozenset({"run_id", "seq", "ts", "t"})
 
 
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """What one log needs of an event class, found with one lookup per event."""
+
+    shape: _Shape
+    template: dict[str, Any]
+    """The stamps and the class's defaults, in line order, to copy."""
+    objects: bool
+    """Some sink wants the event as a model (or validation is on): it is built."""
+
+
 def _wanted_types(sinks: list[EventSink]) -> frozenset[str]:
     """Event types that some sink wants as objects; `*` stands for all."""
     wanted: set[str] = set()
@@ -128,8 +139,7 @@ class EventLog:
         # With validation on (the test suite), every event is built as a model and checked.
         self._all_objects = os.environ.get(VALIDATE_ENV) == "1"
         self._wanted = _wanted_types(self.sinks)
-        self._templates: dict[type, dict[str, Any]] = {}
-        """Per event class: the stamps and the class's defaults, in line order, to copy."""
+        self._kinds: dict[type, _Kind] = {}
         flushes = (getattr(sink, "flush", None) for sink in self.sinks)
         self._flushes: list[Callable[[], None]] = [f for f in flushes if callable(f)]
 
@@ -147,41 +157,38 @@ class EventLog:
         The pydantic model is built only for sinks that want objects (progress, OTel), or
         always when `SWARMFLOW_VALIDATE_EVENTS=1` (the test suite sets it to check every line).
         """
-        shape = _SHAPES.get(cls) or _shape(cls)
-        template = self._templates.get(cls) or self._template(cls, shape)
+        kind = self._kinds.get(cls) or self._kind(cls)
         t = self._clock() - self._t0
         seq = self._seq
         self._seq = seq + 1
         # A copy of a ready dict and one update: the same keys in the same order as building
         # it from the stamps, the defaults and the fields, in about half the time.
-        data = template.copy()
+        data = kind.template.copy()
         data["seq"] = seq
         data["ts"] = self._wall0 + t
         data["t"] = self._start_t + t
         data.update(fields)
-        if shape.tallied:
+        if kind.shape.tallied:
             self._tally(data)
         rendered = json_line(data)
         line = self.redactor.scrub_bytes(rendered)
-        oversized = len(line) if len(line) > oversize.MAX_EVENT_LINE else 0
-        if cls is EventOversized:  # the stand-in is small unless its envelope is not
-            oversized = 0
+        size = len(line)
+        # The stand-in for an event over the cap is small, unless its envelope is not.
+        oversized = size > oversize.MAX_EVENT_LINE and cls is not EventOversized
         if oversized:  # no reader would read it back: cut to fit, or left out
             fitted = oversize.cut_to_fit(line, cls, oversize.MAX_EVENT_LINE)
             if fitted is None:
                 self._seq = seq  # the stand-in takes its place in the sequence
-                self._mark(shape.type, oversized, data, cut=False)
+                self._mark(kind.shape.type, size, data, cut=False)
                 return None
             data, line = fitted
         elif line is not rendered:  # a secret was scrubbed: the objects must not hold it
             data = json.loads(line)
-        event: E | None = None
-        if self._all_objects or shape.type in self._wanted:
-            event = cls.model_validate(data)
+        event: E | None = cls.model_validate(data) if kind.objects else None
         for sink in self.sinks:
             sink.write(event, line)
         if oversized:
-            self._mark(shape.type, oversized, data, cut=True)
+            self._mark(kind.shape.type, size, data, cut=True)
         return event
 
     def _mark(self, kind: str, size: int, data: dict[str, Any], *, cut: bool) -> None:
@@ -190,10 +197,12 @@ class EventLog:
         fields.update(event=kind, size=size, cap=oversize.MAX_EVENT_LINE, cut=cut)
         self.record(EventOversized, fields)
 
-    def _template(self, cls: type[EventBase], shape: _Shape) -> dict[str, Any]:
+    def _kind(self, cls: type[EventBase]) -> _Kind:
+        shape = _shape(cls)
         template = {"run_id": self.run_id, "seq": 0, "ts": 0.0, "t": 0.0, **shape.envelope}
-        self._templates[cls] = template
-        return template
+        objects = self._all_objects or shape.type in self._wanted
+        kind = self._kinds[cls] = _Kind(shape, template, objects)
+        return kind
 
     def _tally(self, data: dict[str, Any]) -> None:
         usage = self.usage.get(data["agent"] or "?")

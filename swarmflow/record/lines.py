@@ -25,6 +25,9 @@ from pydantic import ValidationError
 from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
+JOIN_HELD = 32
+"""Lines held before they are joined into one (`LineWriter.join_held`)."""
+
 
 class LineWriter:
     """Appends lines to `path`, held until `flush`."""
@@ -47,7 +50,18 @@ class LineWriter:
 
     def hold(self, line: bytes) -> None:
         """Hold one line (no newline) until the next `flush`."""
-        self._held.append(line if self._scrub is None else self._scrub(line))
+        held = self._held
+        held.append(line if self._scrub is None else self._scrub(line))
+        if len(held) >= JOIN_HELD:
+            self.join_held()
+
+    def join_held(self) -> None:
+        """Join the lines held into one: a line may keep the whole buffer it was serialised
+        into (`record.jsonline`), and thousands can be held between two barriers (the ends
+        of a fan-out's branches that all waited on their model calls at once)."""
+        joined = b"\n".join(self._held)
+        self._held.clear()
+        self._held.append(joined)
 
     def flush(self) -> None:
         """Write every held line, in one write(2) (and sync it with `fsync`)."""

@@ -13,6 +13,8 @@ class EventSink(Protocol):
 
     A sink that writes a file may hold lines until its optional `flush()`, which the run calls
     before every external effect and at its end (the write-ahead rule, docs/durability.md).
+    A line may keep the larger buffer it was serialised into: a sink that keeps lines keeps
+    copies (`record.jsonline.own_bytes`).
     """
 
     def write(self, event: EventBase | None, line: bytes) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -309,18 +308,27 @@ async def _within_wall_clock(
     ctx: RunContext, flow: Flow[..., object], inputs: dict[str, object], work: BranchWork
 ) -> object:
     seconds = ctx.state.ledger.limits.seconds
+    if seconds is None:
+        # No deadline, no cancel scope for it: anyio walks every scope around a task at each
+        # checkpoint, and every branch of a fan-out checks twice before it starts its work.
+        return await _flow_body(ctx, flow, inputs, work)
     # A resumed run's ledger counts the time its earlier processes ran: only the rest is left.
-    left = math.inf if seconds is None else seconds - ctx.state.ledger.elapsed()
-    with anyio.move_on_after(left):
-        async with serving(ctx, flow.team.agents):  # tool servers live as long as the flow
-            output = await flow.fn(**inputs)
-            await work.finish()
-        return output
+    with anyio.move_on_after(seconds - ctx.state.ledger.elapsed()):
+        return await _flow_body(ctx, flow, inputs, work)
     raise BudgetExhausted(
         f"run exceeded its wall-clock limit of {seconds}s",
         reason=EndReason.WALL_CLOCK.value,
         ledger="run",
     )
+
+
+async def _flow_body(
+    ctx: RunContext, flow: Flow[..., object], inputs: dict[str, object], work: BranchWork
+) -> object:
+    async with serving(ctx, flow.team.agents):  # tool servers live as long as the flow
+        output = await flow.fn(**inputs)
+        await work.finish()
+    return output
 
 
 async def _close(

@@ -34,11 +34,16 @@ from swarmflow.runtime.rails import Rails
 class CallRequest(NamedTuple):
     """One agent call as the flow asked for it, its prompt already rendered and checked."""
 
-    name: str
+    agent: Agent
+    """The team's declaration of the agent called, looked up once for the whole call."""
     text: str
     output: type[BaseModel] | None
     workspace: Any
     card_vars: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
 
 
 # The callers take the run's `RunContext` and the caller's `Scope` (runtime.context), typed

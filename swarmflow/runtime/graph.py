@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,15 +33,12 @@ class Node:
     after: int | None = None
 
     def row(self) -> list[Any]:
-        return [
-            self.id,
-            self.operator,
-            self.branch,
-            self.parent,
-            self.label,
-            self.status,
-            self.after,
-        ]
+        return list(_ROW(self))
+
+
+_ROW = attrgetter("id", "operator", "branch", "parent", "label", "status", "after")
+"""A node's recorded row (read back by `node_of`), read in C: the run's end records every
+node, two per branch of a fan-out."""
 
 
 def node_of(row: Sequence[Any]) -> Node:
@@ -68,9 +66,9 @@ class RunGraph:
         node.status = status
         self._finished[(node.parent, node.branch)] = node_id
 
-    def rows(self) -> list[list[Any]]:
-        """Every node as a plain JSON-ready record."""
-        return [n.row() for n in self.nodes]
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every node as a plain JSON-ready record (`Node.row`'s fields, as a tuple)."""
+        return list(map(_ROW, self.nodes))
 
     def to_networkx(self) -> nx.DiGraph:
         """Nodes carry operator, branch, label and status; edges run parent -> child

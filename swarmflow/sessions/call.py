@@ -13,7 +13,7 @@ the request to the run's agent caller, `run_call` here or the journaled layer th
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ BOARD_TOOLS = frozenset({"create_thread", "send_message", "wait_for_mention"})
 
 async def open_session(
     run: RunContext,
-    name: str,
+    agent: Agent,
     *,
     scope: Scope | None = None,
     card_vars: dict[str, Any] | None = None,
@@ -72,13 +72,13 @@ async def open_session(
     hear: Callable[[], str] | None = None,
 ) -> AgentSession:
     """Check the card variables' handoff, render the card, acquire the workspace, and build
-    the session with what it works with.
+    the session of `agent` (a declared one: see `declared_agent`) with what it works with.
 
     `adopted` is this session's own workspace taken over from an interrupted run; `card` the
     role card already rendered from `card_vars` (a journaled call renders it for its key).
     A Team run gives its roles its own `messenger`, `board` and `hear`.
     """
-    agent = declared_agent(run, name)
+    name = agent.name
     card_vars = card_vars or {}
     system = card if card is not None else rendered_card(run, agent, card_vars)
     if card_vars or system:
@@ -114,7 +114,7 @@ def _messenger(run: RunContext, agent: Agent, given: Messenger | None) -> Messen
 
 
 def _board(run: RunContext, agent: Agent, given: BoardPort | None) -> BoardPort | None:
-    if given is not None or not BOARD_TOOLS.intersection(agent.tools):
+    if given is not None or BOARD_TOOLS.isdisjoint(agent.tools):
         return given
     return run.deps.board_for(run)
 
@@ -126,14 +126,15 @@ def rendered_card(run: RunContext, agent: Agent, card_vars: dict[str, Any]) -> s
 
 def declared_agent(run: RunContext, name: str) -> Agent:
     """The team's agent called `name`; an unknown name names the closest declared one."""
-    if not isinstance(name, str) or not run.deps.team.has(name):
+    found = run.deps.team.find(name) if isinstance(name, str) else None
+    if found is None:
         close = difflib.get_close_matches(str(name), run.deps.team.names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         declared = ", ".join(run.deps.team.names) or "no agents"
         raise ConfigError(
             f"unknown agent {name!r}{hint}; the team declares {declared}", agent=str(name)
         )
-    return run.deps.team.get(name)
+    return found
 
 
 def _borrowed_workspace(run: RunContext, workspace: Any) -> Workspace | None:
@@ -193,10 +194,10 @@ async def call_agent(
     token = set_scope(scope)
     status = "failed"
     try:
-        declared_agent(run, name)
+        agent = declared_agent(run, name)
         text = render_prompt(prompt)
         check_outgoing(run, name, text, values=prompt, via="prompt", agent=name)
-        request = CallRequest(name, text, output, workspace, card_vars)
+        request = CallRequest(agent, text, output, workspace, card_vars)
         result = await run.deps.call_agent(run, scope, request)
         status = "ok"
         return result
@@ -211,18 +212,19 @@ async def run_call(run: RunContext, scope: Scope, request: CallRequest) -> Agent
     return await work_call(run, session, request)
 
 
-async def open_call(
+def open_call(
     run: RunContext,
     scope: Scope,
     request: CallRequest,
     *,
     card: str | None = None,
     adopted: Workspace | None = None,
-) -> AgentSession:
-    """The fresh session of one agent call."""
-    return await open_session(
+) -> Coroutine[Any, Any, AgentSession]:
+    """The fresh session of one agent call (await it)."""
+    # Not `async def`: returning `open_session`'s coroutine saves a frame in every call.
+    return open_session(
         run,
-        request.name,
+        request.agent,
         scope=scope,
         card_vars=request.card_vars,
         workspace=request.workspace,
@@ -279,8 +281,8 @@ def finish_output(
         value=value,
         patch=patch,
         usage=session.usage,
-        state=session.state.value,
-        reason=(session.reason or EndReason.COMPLETED).value,
+        state=str(session.state),  # StrEnums: their values, without `.value`'s Python call
+        reason=str(session.reason or EndReason.COMPLETED),
         provenance=sources,
         detail=session.detail,
     )

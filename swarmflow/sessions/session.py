@@ -438,8 +438,8 @@ class AgentSession:
         reason = self.reason or EndReason.COMPLETED
         self.emit(
             SessionEnded,
-            state=self.state.value,
-            reason=reason.value,
+            state=str(self.state),  # a StrEnum's value: `.value` is a property written in Python
+            reason=str(reason),
             detail=self.detail,
             steps=self.steps,
             tokens=self.usage.total,

@@ -4,9 +4,8 @@ evidence, its tool runner and the context its tools see."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from swarmflow.calls.metered import rails_at
 from swarmflow.core.messages import Message
@@ -20,9 +19,9 @@ if TYPE_CHECKING:
     from swarmflow.sessions.parts import SessionParts
 
 
-@dataclass(frozen=True, slots=True)
-class Collaborators:
-    """What a session works with besides its agent's profile, given when it is built."""
+class Collaborators(NamedTuple):
+    """What a session works with besides its agent's profile, given when it is built (a
+    named tuple: every session is given one, built in one call)."""
 
     workspace: Workspace | None = None
     messenger: Callable[..., Awaitable[str]] | None = None

@@ -33,7 +33,7 @@ from swarmflow.core.secrets import preview
 from swarmflow.core.states import BUDGET_REASONS, EndReason, SessionState
 from swarmflow.record.events import TeamEnded
 from swarmflow.runtime.context import RunContext, Scope
-from swarmflow.sessions.call import finish_output, open_session
+from swarmflow.sessions.call import declared_agent, finish_output, open_session
 from swarmflow.sessions.messaging import messenger_for
 from swarmflow.sessions.session import AgentSession
 from swarmflow.teams.board import boards_of
@@ -119,7 +119,7 @@ class TeamRun:
             passive = self.plan.listen[name] == "passive"
             self.sessions[name] = await open_session(
                 self.run,
-                name,
+                declared_agent(self.run, name),
                 scope=self.scope,
                 messenger=messenger_for(self.run, self._deliverer(name), self.refusal),
                 board=self.board,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from swarmflow.core import reading
 from swarmflow.record.events import EventBase, parse_event
-from swarmflow.record.lines import LineWriter
+from swarmflow.record.lines import JOIN_HELD, LineWriter
 
 
 class JsonlSink(LineWriter):
@@ -30,7 +30,10 @@ class JsonlSink(LineWriter):
         super().__init__(path)
 
     def write(self, event: EventBase | None, line: bytes) -> None:
-        self._held.append(line)  # scrubbed by the event log already
+        held = self._held
+        held.append(line)  # scrubbed by the event log already
+        if len(held) >= JOIN_HELD:
+            self.join_held()
 
 
 def read_events(path: str | Path) -> Iterator[EventBase]:

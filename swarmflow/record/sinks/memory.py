@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from swarmflow.record.events import EventBase, parse_event
+from swarmflow.record.jsonline import own_bytes
 
 
 class MemorySink:
@@ -28,7 +29,7 @@ class MemorySink:
         return self._events
 
     def write(self, event: EventBase | None, line: bytes) -> None:
-        self._unread.append(line)
+        self._unread.append(own_bytes(line))  # kept for the run: not in the serialiser's buffer
 
     def close(self) -> None:
         """Nothing to release."""
