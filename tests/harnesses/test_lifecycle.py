@@ -67,11 +67,17 @@ def test_cancelling_the_run_ends_every_process_of_the_harness(tmp_path: Path) ->
 
 @pytest.mark.parametrize("mode", ["in_harness", "in_harness_host"])
 def test_a_run_killed_in_a_harness_call_leaves_no_harness_process(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"killed-{uuid.uuid4().hex}"
     repo = make_repo(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # A temporary folder of this test's own (short: the harness's sockets live in it; left in
+    # place, since what the process caches there outlives the test): another worker's harness
+    # call sweeps the dead owners' folders of the shared one, which would take the killed
+    # run's first.
+    private = Path(tempfile.mkdtemp(prefix="sf-"))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(private)}
     argv = [
         sys.executable,
         target.__file__,
@@ -82,8 +88,7 @@ def test_a_run_killed_in_a_harness_call_leaves_no_harness_process(
     ]
     kill_when_ready(argv, env)
     assert gone(marker)
-    # Only folders of dead owners: other runs (another test worker's) may hold live ones.
-    left = [f for f in Path(tempfile.gettempdir()).glob("swarmflow-harness-*")
+    left = [f for f in private.glob("swarmflow-harness-*")
             if (f / "owner").is_file() and not _alive(int((f / "owner").read_text()))]  # fmt: skip
     assert left  # the killed run could not clean up; the next harness call sweeps it
     run_sync(target.code_and_review("after_harness", "-"), model=FunctionModel(target.coder_answer2),
