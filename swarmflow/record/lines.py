@@ -26,7 +26,7 @@ from swarmflow.core import reading
 from swarmflow.core.errors import ConfigError
 
 JOIN_HELD = 32
-"""Lines held before they are joined into one (`LineWriter.join_held`)."""
+"""Lines held before they are joined into one piece (`LineWriter._keep`)."""
 
 
 class LineWriter:
@@ -47,21 +47,24 @@ class LineWriter:
         # Unbuffered: each flush is one write(2); what is held is held here, in `_held`.
         self._fh = _open_appending(path, what)
         self._held: list[bytes] = []
+        self._loose = 0
+        """How many of the last lines held are not joined yet (`_keep`)."""
 
     def hold(self, line: bytes) -> None:
         """Hold one line (no newline) until the next `flush`."""
-        held = self._held
-        held.append(line if self._scrub is None else self._scrub(line))
-        if len(held) >= JOIN_HELD:
-            self.join_held()
+        self._keep(line if self._scrub is None else self._scrub(line))
 
-    def join_held(self) -> None:
-        """Join the lines held into one: a line may keep the whole buffer it was serialised
-        into (`record.jsonline`), and thousands can be held between two barriers (the ends
-        of a fan-out's branches that all waited on their model calls at once)."""
-        joined = b"\n".join(self._held)
-        self._held.clear()
-        self._held.append(joined)
+    def _keep(self, line: bytes) -> None:
+        """Hold `line`, joining every `JOIN_HELD` lines into one piece: a line may keep the
+        whole buffer it was serialised into (`record.jsonline`), and thousands can be held
+        between two barriers (the ends of a fan-out's branches that all waited on their model
+        calls at once). Only the loose lines are joined, so each line is copied once here."""
+        held = self._held
+        held.append(line)
+        self._loose += 1
+        if self._loose == JOIN_HELD:
+            held[-JOIN_HELD:] = [b"\n".join(held[-JOIN_HELD:])]
+            self._loose = 0
 
     def flush(self) -> None:
         """Write every held line, in one write(2) (and sync it with `fsync`)."""
@@ -70,6 +73,7 @@ class LineWriter:
         self._held.append(b"")  # the last line's newline, without copying the joined lines
         data = b"\n".join(self._held)
         self._held.clear()
+        self._loose = 0
         _write_all(self._fh, data)
         if self.fsync:
             os.fsync(self._fh.fileno())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from swarmflow.core import reading
 from swarmflow.record.events import EventBase, parse_event
-from swarmflow.record.lines import JOIN_HELD, LineWriter
+from swarmflow.record.lines import LineWriter
 
 
 class JsonlSink(LineWriter):
@@ -30,10 +30,7 @@ class JsonlSink(LineWriter):
         super().__init__(path)
 
     def write(self, event: EventBase | None, line: bytes) -> None:
-        held = self._held
-        held.append(line)  # scrubbed by the event log already
-        if len(held) >= JOIN_HELD:
-            self.join_held()
+        self._keep(line)  # scrubbed by the event log already
 
 
 def read_events(path: str | Path) -> Iterator[EventBase]:
