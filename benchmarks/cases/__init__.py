@@ -15,6 +15,7 @@ from benchmarks.cases import (
     dsl_slow,
     fanout,
     handoff,
+    held,
     imports,
     journal,
     latency,
@@ -45,4 +46,5 @@ CASES: dict[str, Case] = {
     "report": report.bench,
     "compaction": compaction.bench,
     "caching": caching.bench,
+    "held": held.bench,
 }
